@@ -1,0 +1,130 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/espo-dev/espo-operator/controllers"
+)
+
+// managerOptions are the flags of "espo manager".
+type managerOptions struct {
+	kubeconfig              string
+	metricsAddr             string
+	secureMetrics           bool
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	gracefulShutdown        time.Duration
+	logFormat               string
+}
+
+func newManagerCommand() *cobra.Command {
+	o := managerOptions{}
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the ESPOJob controller manager",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := newLogger(o.logFormat)
+			if err != nil {
+				return err
+			}
+			ctrl.SetLogger(logger)
+			cfg, err := restConfig(o.kubeconfig)
+			if err != nil {
+				return err
+			}
+			return runManager(ctrl.SetupSignalHandler(), cfg, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig; default: in-cluster config, then $KUBECONFIG, then ~/.kube/config")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint; \"0\" disables it")
+	f.BoolVar(&o.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized by the API server")
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints")
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one manager of several reconciles")
+	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; default: the manager's own namespace")
+	f.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "How long running reconciles may take to finish on shutdown")
+	f.StringVar(&o.logFormat, "log-format", "json", "Log format: json or text")
+	return cmd
+}
+
+// newLogger returns a zap-backed logr.Logger writing the given format.
+func newLogger(format string) (logr.Logger, error) {
+	var enc zap.Opts
+	switch format {
+	case "json":
+		enc = zap.JSONEncoder(func(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.RFC3339NanoTimeEncoder })
+	case "text":
+		enc = zap.ConsoleEncoder(func(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.RFC3339NanoTimeEncoder })
+	default:
+		return logr.Logger{}, fmt.Errorf("--log-format %q: must be json or text", format)
+	}
+	return zap.New(enc), nil
+}
+
+// restConfig loads the API server configuration from a kubeconfig path or, when the
+// path is empty, from the usual places (in-cluster, $KUBECONFIG, ~/.kube/config).
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+// runManager starts the controller manager and blocks until ctx is done.
+func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
+	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics}
+	if o.secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  controllers.NewScheme(),
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "espo-operator.training.espo.dev",
+		LeaderElectionNamespace: o.leaderElectionNamespace,
+		GracefulShutdownTimeout: &o.gracefulShutdown,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "commit", commit)
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,186 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+func TestVersionCommandPrintsVersionCommitAndGo(t *testing.T) {
+	g := NewWithT(t)
+	var out bytes.Buffer
+	cmd := newRootCommand()
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"version"})
+	g.Expect(cmd.Execute()).To(Succeed())
+	g.Expect(out.String()).To(MatchRegexp(`^espo dev \(commit unknown, go1\.\d+`))
+}
+
+func TestManagerRejectsUnknownLogFormat(t *testing.T) {
+	cmd := newRootCommand()
+	cmd.SetArgs([]string{"manager", "--log-format", "xml"})
+	err := cmd.Execute()
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring(`--log-format "xml": must be json or text`)))
+}
+
+func TestCRDIsInstalledAndAcceptsAnESPOJob(t *testing.T) {
+	g := NewWithT(t)
+	job := &trainingv1alpha1.ESPOJob{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "default"}}
+	g.Expect(env.Client.Create(context.Background(), job)).To(Succeed())
+	got := &trainingv1alpha1.ESPOJob{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(job), got)).To(Succeed())
+	g.Expect(got.UID).NotTo(BeEmpty())
+}
+
+// TestManagerServesProbesAndAuthenticatedMetrics starts the real manager against the
+// test API server and checks its health endpoints and that /metrics answers only to
+// callers the API server authenticates and authorizes.
+func TestManagerServesProbesAndAuthenticatedMetrics(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	o := managerOptions{
+		metricsAddr: freeAddr(t), secureMetrics: true, probeAddr: freeAddr(t),
+		leaderElect: true, leaderElectionNamespace: "default", gracefulShutdown: 5 * time.Second,
+	}
+	done := make(chan error, 1)
+	go func() { done <- runManager(ctx, env.Config, o) }()
+	defer func() {
+		cancel()
+		g.Eventually(done, 30*time.Second).Should(Receive(BeNil()), "graceful shutdown")
+	}()
+
+	probe := "http://" + o.probeAddr
+	g.Eventually(func() (int, error) { return statusOf(probe+"/readyz", "") }, 30*time.Second).Should(Equal(http.StatusOK))
+	g.Expect(statusOf(probe+"/healthz", "")).To(Equal(http.StatusOK))
+
+	metrics := "https://" + o.metricsAddr + "/metrics"
+	g.Eventually(func() (int, error) { return statusOf(metrics, "") }, 30*time.Second).Should(Equal(http.StatusUnauthorized))
+	g.Expect(statusOf(metrics, serviceAccountToken(t, "no-metrics", false))).To(Equal(http.StatusForbidden))
+	reader := serviceAccountToken(t, "metrics-reader", true)
+	g.Expect(statusOf(metrics, reader)).To(Equal(http.StatusOK))
+	body, err := get(metrics, reader)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(body).To(ContainSubstring("leader_election_master_status"))
+}
+
+// serviceAccountToken creates a service account, optionally allowed to GET /metrics,
+// and returns a token for it.
+func serviceAccountToken(t *testing.T, name string, allowMetrics bool) string {
+	t.Helper()
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	_, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allowMetrics {
+		role := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: "default"}},
+		}
+		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.Status.Token
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+var insecureClient = &http.Client{
+	Timeout:   10 * time.Second,
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, // self-signed serving cert
+}
+
+func do(url, token string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return insecureClient.Do(req)
+}
+
+func statusOf(url, token string) (int, error) {
+	resp, err := do(url, token)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func get(url, token string) (string, error) {
+	resp, err := do(url, token)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(b), nil
+}

@@ -7,6 +7,8 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BIN     ?= bin/espo
 CONTROLLER_GEN := go tool controller-gen
 STATICCHECK    := go tool staticcheck
+# buf and the protoc plugins live in their own module, so their dependencies stay out of go.mod.
+BUF            := go tool -modfile=hack/tools/go.mod buf
 
 .PHONY: all
 all: build
@@ -20,8 +22,9 @@ build: ## Build the espo binary into bin/.
 ##@ Code generation
 
 .PHONY: generate
-generate: ## Generate deepcopy code.
+generate: ## Generate deepcopy code and the worker protocol's gRPC code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(BUF) generate
 
 .PHONY: manifests
 manifests: ## Generate the CRD and RBAC manifests.

@@ -1,0 +1,276 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package checkpoint stores training checkpoints atomically and finds the newest valid
+// one to resume from.
+//
+// A checkpoint is a folder <dir>/step-<step, 12 digits>/ holding the files that the
+// caller writes (the worker's state) and MANIFEST.json, written last, which records the
+// SHA-256 of every file and the trainer's own state (sampler position, counters). The
+// folder is built under a temporary name and renamed into place, so a crash leaves
+// either a complete checkpoint or a temporary folder that is ignored and cleaned up.
+// A checkpoint whose manifest is missing or whose files do not match it is skipped
+// with a warning.
+package checkpoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-logr/logr"
+)
+
+const (
+	manifestName = "MANIFEST.json"
+	dirPrefix    = "step-"
+	tmpPrefix    = ".tmp-"
+	// manifestVersion is the version of the manifest format.
+	manifestVersion = 1
+)
+
+// Manifest describes one checkpoint.
+type Manifest struct {
+	// Version is the manifest format version.
+	Version int `json:"version"`
+	// Step is the number of optimizer steps taken when the checkpoint was written.
+	Step int64 `json:"step"`
+	// Files maps each file name in the checkpoint folder to its hex SHA-256.
+	Files map[string]string `json:"files"`
+	// State is the trainer's state, opaque to this package.
+	State json.RawMessage `json:"state"`
+}
+
+// Checkpoint is a complete, verified checkpoint.
+type Checkpoint struct {
+	// Dir is the checkpoint's folder.
+	Dir string
+	Manifest
+}
+
+// Store keeps the checkpoints of one run in a folder.
+type Store struct {
+	dir  string
+	keep int
+	log  logr.Logger
+}
+
+// NewStore returns a store in dir that keeps the newest keep checkpoints (keep < 1 keeps
+// them all). It creates dir.
+func NewStore(dir string, keep int, log logr.Logger) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("checkpoint: creating %s: %w", dir, err)
+	}
+	return &Store{dir: dir, keep: keep, log: log}, nil
+}
+
+// Save writes a checkpoint for step: write fills a fresh folder with the checkpoint's
+// files, then Save checksums them, writes the manifest with state, renames the folder
+// into place and prunes old checkpoints. It returns the checkpoint's folder.
+func (s *Store) Save(step int64, state any, write func(dir string) error) (string, error) {
+	tmp, err := os.MkdirTemp(s.dir, tmpPrefix)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	if err := write(tmp); err != nil {
+		return "", fmt.Errorf("checkpoint: writing step %d: %w", step, err)
+	}
+	m, err := newManifest(tmp, step, state)
+	if err != nil {
+		return "", err
+	}
+	if err := writeFileSync(filepath.Join(tmp, manifestName), m); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	final := filepath.Join(s.dir, dirName(step))
+	if err := os.RemoveAll(final); err != nil { // a previous, possibly corrupt, save of this step
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	s.prune()
+	return final, nil
+}
+
+// Latest returns the newest valid checkpoint, or nil when there is none. Invalid
+// checkpoints are skipped with a warning.
+func (s *Store) Latest() (*Checkpoint, error) {
+	steps, err := s.steps()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(steps) - 1; i >= 0; i-- {
+		dir := filepath.Join(s.dir, dirName(steps[i]))
+		c, err := Verify(dir)
+		if err != nil {
+			s.log.Info("skipping an invalid checkpoint", "dir", dir, "reason", err.Error())
+			continue
+		}
+		return c, nil
+	}
+	return nil, nil
+}
+
+// Verify reads the checkpoint in dir and checks every file against its manifest.
+func Verify(dir string) (*Checkpoint, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		return nil, fmt.Errorf("no readable manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	if m.Version != manifestVersion {
+		return nil, fmt.Errorf("manifest version %d, want %d", m.Version, manifestVersion)
+	}
+	for name, want := range m.Files {
+		got, err := fileSHA256(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		if got != want {
+			return nil, fmt.Errorf("%s: checksum %s, manifest says %s", name, got, want)
+		}
+	}
+	return &Checkpoint{Dir: dir, Manifest: m}, nil
+}
+
+// steps lists the steps of the checkpoint folders in ascending order and removes
+// leftover temporary folders.
+func (s *Store) steps() ([]int64, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var steps []int64
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, tmpPrefix) {
+			_ = os.RemoveAll(filepath.Join(s.dir, name))
+			continue
+		}
+		step, ok := parseDirName(name)
+		if ok && e.IsDir() {
+			steps = append(steps, step)
+		}
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i] < steps[j] })
+	return steps, nil
+}
+
+// prune removes all but the newest keep checkpoints.
+func (s *Store) prune() {
+	if s.keep < 1 {
+		return
+	}
+	steps, err := s.steps()
+	if err != nil {
+		s.log.Error(err, "listing checkpoints to prune")
+		return
+	}
+	for i := 0; i < len(steps)-s.keep; i++ {
+		dir := filepath.Join(s.dir, dirName(steps[i]))
+		if err := os.RemoveAll(dir); err != nil {
+			s.log.Error(err, "removing an old checkpoint", "dir", dir)
+		}
+	}
+}
+
+func newManifest(dir string, step int64, state any) ([]byte, error) {
+	rawState, err := json.Marshal(state)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: encoding the trainer state: %w", err)
+	}
+	m := Manifest{Version: manifestVersion, Step: step, Files: map[string]string{}, State: rawState}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			return nil, fmt.Errorf("checkpoint: %s is not a regular file; checkpoints hold flat files", e.Name())
+		}
+		path := filepath.Join(dir, e.Name())
+		if err := syncFile(path); err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+		sum, err := fileSHA256(path)
+		if err != nil {
+			return nil, err
+		}
+		m.Files[e.Name()] = sum
+	}
+	return json.MarshalIndent(m, "", "  ")
+}
+
+func dirName(step int64) string { return fmt.Sprintf("%s%012d", dirPrefix, step) }
+
+func parseDirName(name string) (int64, bool) {
+	if !strings.HasPrefix(name, dirPrefix) {
+		return 0, false
+	}
+	step, err := strconv.ParseInt(strings.TrimPrefix(name, dirPrefix), 10, 64)
+	return step, err == nil && step >= 0
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("checkpoint: reading %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
+}
+
+func syncDir(dir string) error { return syncFile(dir) }

@@ -1,0 +1,141 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package checkpoint
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+)
+
+type state struct {
+	Epoch, Batch int
+}
+
+func writeState(content string) func(string) error {
+	return func(dir string) error {
+		return os.WriteFile(filepath.Join(dir, "worker.state"), []byte(content), 0o644)
+	}
+}
+
+func TestSaveThenLatestReturnsNewestWithState(t *testing.T) {
+	s, err := NewStore(t.TempDir(), 0, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step := int64(1); step <= 3; step++ {
+		if _, err := s.Save(step, state{Epoch: 1, Batch: int(step)}, writeState("w")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := s.Latest()
+	if err != nil || c == nil {
+		t.Fatalf("Latest() = %v, %v", c, err)
+	}
+	var got state
+	if err := json.Unmarshal(c.State, &got); err != nil {
+		t.Fatal(err)
+	}
+	if c.Step != 3 || got != (state{Epoch: 1, Batch: 3}) {
+		t.Errorf("Latest() = step %d state %+v, want step 3 {1 3}", c.Step, got)
+	}
+	if c.Files["worker.state"] == "" {
+		t.Errorf("manifest lacks worker.state: %v", c.Files)
+	}
+}
+
+func TestLatestSkipsCorruptAndHalfWrittenCheckpoints(t *testing.T) {
+	cases := map[string]func(dir string){
+		"file changed after save": func(dir string) {
+			os.WriteFile(filepath.Join(dir, "worker.state"), []byte("tampered"), 0o644)
+		},
+		"manifest missing (half written)": func(dir string) { os.Remove(filepath.Join(dir, manifestName)) },
+		"manifest garbage":                func(dir string) { os.WriteFile(filepath.Join(dir, manifestName), []byte("{"), 0o644) },
+		"file missing":                    func(dir string) { os.Remove(filepath.Join(dir, "worker.state")) },
+	}
+	for name, corrupt := range cases {
+		t.Run(name, func(t *testing.T) {
+			var warnings []string
+			log := funcr.New(func(_, args string) { warnings = append(warnings, args) }, funcr.Options{})
+			s, _ := NewStore(t.TempDir(), 0, log)
+			if _, err := s.Save(10, state{Batch: 10}, writeState("good")); err != nil {
+				t.Fatal(err)
+			}
+			newest, err := s.Save(20, state{Batch: 20}, writeState("newer"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			corrupt(newest)
+			c, err := s.Latest()
+			if err != nil || c == nil || c.Step != 10 {
+				t.Fatalf("Latest() = %+v, %v; want the step-10 checkpoint", c, err)
+			}
+			if len(warnings) != 1 {
+				t.Errorf("want one warning for the skipped checkpoint, got %q", warnings)
+			}
+		})
+	}
+}
+
+func TestLeftoverTemporaryFolderIsIgnoredAndRemoved(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := NewStore(dir, 0, logr.Discard())
+	if err := os.MkdirAll(filepath.Join(dir, tmpPrefix+"crashed", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Latest()
+	if err != nil || c != nil {
+		t.Fatalf("Latest() = %v, %v; want none", c, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, tmpPrefix+"crashed")); !os.IsNotExist(err) {
+		t.Errorf("temporary folder not removed: %v", err)
+	}
+}
+
+func TestSaveKeepsTheNewestK(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := NewStore(dir, 2, logr.Discard())
+	for step := int64(1); step <= 5; step++ {
+		if _, err := s.Save(step, state{}, writeState("w")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := []string{dirName(4), dirName(5)}
+	if len(names) != 2 || names[0] != want[0] || names[1] != want[1] {
+		t.Errorf("folders = %v, want %v", names, want)
+	}
+}
+
+func TestSaveRefusesNestedFolders(t *testing.T) {
+	s, _ := NewStore(t.TempDir(), 0, logr.Discard())
+	_, err := s.Save(1, state{}, func(dir string) error { return os.Mkdir(filepath.Join(dir, "sub"), 0o755) })
+	if err == nil {
+		t.Fatal("Save accepted a nested folder")
+	}
+	if c, _ := s.Latest(); c != nil {
+		t.Errorf("a failed save left checkpoint %s", c.Dir)
+	}
+}

@@ -1,0 +1,368 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package espo
+
+import (
+	"fmt"
+	"math"
+)
+
+// KLEstimator names the estimator of KL(pi_theta || pi_ref) per token; with
+// d = logp_ref - logp:
+//
+//	k1  KL = -d                                   dKL/dlogp = 1
+//	k2  KL = d^2 / 2                              dKL/dlogp = -d
+//	k3  KL = clamp(e^d - d - 1, -10, 10)          dKL/dlogp = 1 - e^d, 0 where clamped
+//
+// k3 is verl's and EasyR1's "low_var_kl", the default.
+type KLEstimator string
+
+// The KL estimators.
+const (
+	KLK1 KLEstimator = "k1"
+	KLK2 KLEstimator = "k2"
+	KLK3 KLEstimator = "k3"
+)
+
+// Aggregation names how per-token objectives f_t are combined into J over a batch
+// of N sequences s with T_s tokens each, T = sum_s T_s:
+//
+//	token-mean            J = (1/T) sum_s sum_t f_t
+//	seq-mean-token-mean   J = (1/N) sum_s (1/T_s) sum_t f_t      (the paper's)
+//	seq-mean-token-sum    J = (1/N) sum_s sum_t f_t
+//
+// N counts every sequence, an empty one adding 0.
+type Aggregation string
+
+// The aggregation modes.
+const (
+	TokenMean        Aggregation = "token-mean"
+	SeqMeanTokenMean Aggregation = "seq-mean-token-mean"
+	SeqMeanTokenSum  Aggregation = "seq-mean-token-sum"
+)
+
+// The clamps of the objective: the log-ratio log rho to [-20, 20] and the k3
+// estimator to [-10, 10], as in verl and EasyR1.
+const (
+	LogRatioClamp = 20
+	KLClamp       = 10
+)
+
+// LossConfig holds the parameters of the policy objective; DefaultLossConfig
+// returns EasyR1's, which the paper trained with.
+type LossConfig struct {
+	// EpsLow and EpsHigh clip the ratio to [1 - EpsLow, 1 + EpsHigh].
+	EpsLow, EpsHigh float64
+	// DualClip is the dual-clip bound c for negative advantages; 0 turns it off.
+	DualClip float64
+	// Beta weighs the KL penalty.
+	Beta float64
+	// KL is the KL estimator.
+	KL KLEstimator
+	// Agg is how token objectives are aggregated.
+	Agg Aggregation
+}
+
+// DefaultLossConfig returns eps_low 0.2, eps_high 0.3, dual clip 3, beta 0.01, the
+// k3 estimator and seq-mean-token-mean aggregation.
+func DefaultLossConfig() LossConfig {
+	return LossConfig{EpsLow: 0.2, EpsHigh: 0.3, DualClip: 3, Beta: 0.01, KL: KLK3, Agg: SeqMeanTokenMean}
+}
+
+// Validate reports whether c is usable: 0 <= EpsLow < 1, EpsHigh >= 0, DualClip 0
+// or above 1 + EpsHigh, Beta >= 0 and finite, a known estimator and aggregation.
+func (c LossConfig) Validate() error {
+	switch {
+	case !(c.EpsLow >= 0 && c.EpsLow < 1):
+		return fmt.Errorf("espo: eps_low %v not in [0,1)", c.EpsLow)
+	case !(c.EpsHigh >= 0) || !finite(c.EpsHigh):
+		return fmt.Errorf("espo: eps_high %v must be non-negative and finite", c.EpsHigh)
+	case c.DualClip != 0 && !(c.DualClip > 1+c.EpsHigh):
+		return fmt.Errorf("espo: dual clip %v must be 0 (off) or above 1 + eps_high", c.DualClip)
+	case !(c.Beta >= 0) || !finite(c.Beta):
+		return fmt.Errorf("espo: beta %v must be non-negative and finite", c.Beta)
+	}
+	if _, err := c.codes(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// codes returns the estimator as 1, 2 or 3.
+func (c LossConfig) codes() (int, error) {
+	switch c.Agg {
+	case TokenMean, SeqMeanTokenMean, SeqMeanTokenSum:
+	default:
+		return 0, fmt.Errorf("espo: unknown aggregation %q, want token-mean, seq-mean-token-mean or seq-mean-token-sum", c.Agg)
+	}
+	switch c.KL {
+	case KLK1:
+		return 1, nil
+	case KLK2:
+		return 2, nil
+	case KLK3:
+		return 3, nil
+	}
+	return 0, fmt.Errorf("espo: unknown KL estimator %q, want k1, k2 or k3", c.KL)
+}
+
+// Tokens holds a batch of sampled sequences token by token: the tokens of sequence
+// s follow those of sequence s-1, Lens[s] of them.
+type Tokens struct {
+	// LogP, OldLogP and RefLogP are each token's log-probability under the current
+	// policy, the policy that sampled it, and the reference policy. RefLogP may be
+	// nil when Beta is 0.
+	LogP, OldLogP, RefLogP []float64
+	// Entropy is each token's policy entropy, for the statistics; it may be nil.
+	Entropy []float64
+	// Lens holds the number of tokens of each sequence.
+	Lens []int
+	// Adv holds the advantage of each sequence, A_episode of its candidate.
+	Adv []float64
+}
+
+// LossStats holds the objective and the statistics trainers report. The fractions
+// and means are over all tokens.
+type LossStats struct {
+	// Objective is J, Surrogate the aggregated clipped surrogate and KL the
+	// aggregated KL estimate: Objective = Surrogate - Beta * KL.
+	Objective, Surrogate, KL float64
+	// ClipFrac is the fraction of tokens whose ratio was clipped (rho > 1 + eps_high
+	// with A > 0, rho < 1 - eps_low with A < 0), DualClipFrac of those held at the
+	// dual-clip bound (rho > c with A < 0).
+	ClipFrac, DualClipFrac float64
+	// ApproxKL is the mean of logp_old - logp, verl's ppo_kl.
+	ApproxKL float64
+	// Entropy is the mean entropy, 0 when none was given.
+	Entropy float64
+	// Tokens is the number of tokens.
+	Tokens int
+}
+
+// LossWeights writes to dst the derivative of the objective J with respect to each
+// token's log-probability, w_t = dJ/dlogp_t, and returns J with statistics. A worker
+// that back-propagates sum_t w_t * logp_t (w_t held constant) obtains exactly the
+// gradient of J; an optimiser that minimises takes -sum_t w_t * logp_t as its loss.
+// With A the advantage of the token's sequence,
+//
+//	r      = logp - logp_old
+//	rho    = exp(clamp(r, -20, 20))
+//	L_clip = min(rho*A, clip(rho, 1 - eps_low, 1 + eps_high)*A)
+//	         and for A < 0 with dual clip c: max(L_clip, c*A)
+//	f      = L_clip - beta * KL(logp, logp_ref)
+//	J      = the aggregation of f (see Aggregation)
+//
+// so that dJ/dlogp_t = a_t * (dL_clip/dlogp_t - beta * dKL/dlogp_t), with a_t the
+// token's aggregation coefficient (1/T, 1/(N T_s) or 1/N), dL_clip/dlogp = rho*A
+// where the unclipped term is taken and 0 where a clip or a clamp holds (at a tie,
+// the unclipped term), and dKL/dlogp as in KLEstimator. The exponentials are
+// computed to within 3 ulp by a fast routine, the same in J and in w, so w is the
+// derivative of the J returned. A NaN log-probability or advantage makes its
+// sequence's weights and J NaN.
+//
+// It returns an error if cfg names an unknown estimator or aggregation, and panics
+// if the lengths disagree: dst, LogP, OldLogP, RefLogP (unless nil with Beta 0) and
+// Entropy (unless nil) of one length equal to the sum of Lens, and Adv as long as
+// Lens. It allocates nothing.
+func LossWeights(dst []float64, t Tokens, cfg LossConfig) (LossStats, error) {
+	est, err := cfg.codes()
+	if err != nil {
+		return LossStats{}, err
+	}
+	n := len(t.LogP)
+	if len(dst) != n || len(t.OldLogP) != n || len(t.Adv) != len(t.Lens) ||
+		(t.RefLogP != nil || cfg.Beta != 0) && len(t.RefLogP) != n ||
+		t.Entropy != nil && len(t.Entropy) != n {
+		panic("espo: token length mismatch")
+	}
+	total := 0
+	for _, l := range t.Lens {
+		if l < 0 {
+			panic("espo: negative sequence length")
+		}
+		total += l
+	}
+	if total != n {
+		panic("espo: sequence lengths do not add up to the tokens")
+	}
+	lo, hi, c := 1-cfg.EpsLow, 1+cfg.EpsHigh, cfg.DualClip
+	if c == 0 {
+		c = math.Inf(1)
+	}
+	beta := cfg.Beta
+	withKL := t.RefLogP != nil
+	var st LossStats
+	var clipped, dual int
+	off := 0
+	for s, L := range t.Lens {
+		if L == 0 {
+			continue
+		}
+		var coef float64
+		switch cfg.Agg {
+		case TokenMean:
+			coef = 1 / float64(n)
+		case SeqMeanTokenMean:
+			coef = 1 / float64(len(t.Lens)*L)
+		default:
+			coef = 1 / float64(len(t.Lens))
+		}
+		// The ratio's unclipped range [lb, ub]: for A > 0, rho above 1 + eps_high is
+		// clipped; for A < 0, rho below 1 - eps_low is clipped and rho above c is
+		// held at the dual clip. Ratios are positive, so their bits order as they
+		// do: the loop clamps them as integers, without branches.
+		A := t.Adv[s]
+		lb, ub := uint64(0), math.Float64bits(math.Inf(1))
+		if A > 0 {
+			ub = math.Float64bits(hi)
+		} else if A < 0 {
+			lb, ub = math.Float64bits(lo), math.Float64bits(c)
+		}
+		lp := t.LogP[off : off+L]
+		old := t.OldLogP[off : off+L][:len(lp)]
+		w := dst[off : off+L][:len(lp)]
+		var ref []float64
+		if withKL {
+			ref = t.RefLogP[off : off+L][:len(lp)]
+		}
+		off += L
+		sumL, sumR, below, above := addClip(w, lp, old, A, coef, lb, ub)
+		var sumK float64
+		if withKL {
+			sumK = addKL(w, lp, ref, est, coef*beta)
+		}
+		if math.IsNaN(sumR) || math.IsNaN(A) {
+			// A NaN log-probability or advantage makes the sequence's weights and J
+			// NaN (the integer clamp above would hide it).
+			for i := range w {
+				w[i] = math.NaN()
+			}
+			sumL = math.NaN()
+		}
+		if A > 0 {
+			clipped += above
+		} else if A < 0 {
+			clipped += below
+			dual += above
+		}
+		st.Surrogate += coef * A * sumL
+		st.KL += coef * sumK
+		st.ApproxKL -= sumR
+	}
+	st.Objective = st.Surrogate - beta*st.KL
+	st.Tokens = n
+	if n > 0 {
+		st.ClipFrac = float64(clipped) / float64(n)
+		st.DualClipFrac = float64(dual) / float64(n)
+		st.ApproxKL /= float64(n)
+		if t.Entropy != nil {
+			st.Entropy = mean(t.Entropy)
+		}
+	}
+	return st, nil
+}
+
+// addClip sets each weight to coef * dL_clip/dlogp, for the tokens with
+// log-probabilities lp and old log-probabilities old of a sequence with advantage A
+// whose unclipped ratios lie in [lb, ub] (as bits), and returns the sums of the
+// clipped ratios and of the log-ratios and the counts of ratios below and above the
+// range.
+func addClip(w, lp, old []float64, A, coef float64, lb, ub uint64) (sumQ, sumR float64, below, above int) {
+	old = old[:len(lp)]
+	w = w[:len(lp)]
+	for i, x := range lp {
+		r := x - old[i]
+		sumR += r
+		rc := r
+		if r > LogRatioClamp || r < -LogRatioClamp {
+			rc = max(-LogRatioClamp, min(r, LogRatioClamp))
+		}
+		rho := exp20(rc)
+		rb := math.Float64bits(rho)
+		qb := min(max(rb, lb), ub)
+		// dL/dlogp = A rho where neither a clip nor the clamp holds.
+		keep := -uint64(b2i(qb == rb) & b2i(rc == r))
+		w[i] = coef * math.Float64frombits(math.Float64bits(A*rho)&keep)
+		below += b2i(rb < lb)
+		above += b2i(rb > ub)
+		sumQ += math.Float64frombits(qb)
+	}
+	return sumQ, sumR, below, above
+}
+
+// addKL subtracts b * dKL/dlogp from each weight, for the tokens with
+// log-probabilities lp and reference log-probabilities ref, and returns the sum of
+// the KL estimates; est is 1, 2 or 3.
+func addKL(w, lp, ref []float64, est int, b float64) (sum float64) {
+	ref = ref[:len(lp)]
+	w = w[:len(lp)]
+	for i, x := range lp {
+		d := ref[i] - x
+		var k, dk float64
+		switch est {
+		case 1:
+			k, dk = -d, 1
+		case 2:
+			k, dk = d*d/2, -d
+		default:
+			// e^d - d - 1 >= 10 for d >= 2.53 and d <= -11: the clamp holds outside
+			// [-12, 3], which keeps e^d within exp20's range.
+			if d > 3 || d < -12 {
+				k = KLClamp
+			} else {
+				e := exp20(d)
+				k, dk = e-d-1, 1-e
+				if k > KLClamp {
+					k, dk = KLClamp, 0
+				}
+			}
+		}
+		sum += k
+		w[i] -= b * dk
+	}
+	return sum
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// expTable holds 2^(j/64) for j = 0..63, as bits.
+var expTable = func() (t [64]uint64) {
+	for j := range t {
+		t[j] = math.Float64bits(math.Exp2(float64(j) / 64))
+	}
+	return t
+}()
+
+// exp20 returns e^x for |x| <= 20 (a NaN gives a NaN) to within 3 ulp, about twice
+// as fast as math.Exp and small enough to be inlined: x = (64m + j) ln2/64 + r with
+// |r| <= ln2/128, and e^x = 2^m 2^(j/64) e^r with e^r from its Taylor polynomial of
+// degree 5 (truncation error below 2^-54). Range reduction splits ln2/64 in two
+// (Cody and Waite), with math's Ln2Hi and Ln2Lo.
+func exp20(x float64) float64 {
+	const shift = 0x1.8p52 // adding it rounds to an integer held in the low bits
+	kd := x*(64/math.Ln2) + shift
+	k := math.Float64bits(kd)
+	kd -= shift
+	r := x - kd*(6.93147180369123816490e-01/64) - kd*(1.90821492927058770002e-10/64) // ln2/64, high and low
+	t := math.Float64frombits(expTable[k&63] + (k>>6)<<52)
+	return t + t*(r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120))))))
+}

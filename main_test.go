@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/test/builders"
 	"github.com/espo-dev/espo-operator/test/testenv"
 )
 
@@ -62,7 +63,7 @@ func TestManagerRejectsUnknownLogFormat(t *testing.T) {
 
 func TestCRDIsInstalledAndAcceptsAnESPOJob(t *testing.T) {
 	g := NewWithT(t)
-	job := &trainingv1alpha1.ESPOJob{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: "default"}}
+	job := builders.MakeESPOJob("first", "default").Obj()
 	g.Expect(env.Client.Create(context.Background(), job)).To(Succeed())
 	got := &trainingv1alpha1.ESPOJob{}
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(job), got)).To(Succeed())

@@ -1,0 +1,334 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// AlgorithmName is the training method of the main epochs.
+// +kubebuilder:validation:Enum=espo;grpo;sft
+type AlgorithmName string
+
+// The training methods.
+const (
+	// AlgorithmESPO is episode-wise policy optimization: episodic sampler, stage
+	// rewards fused with the COUT episode reward.
+	AlgorithmESPO AlgorithmName = "espo"
+	// AlgorithmGRPO is plain step-wise GRPO: steps shuffled independently, no COUT.
+	AlgorithmGRPO AlgorithmName = "grpo"
+	// AlgorithmSFT is supervised fine-tuning only (cross-entropy on the demonstrations).
+	AlgorithmSFT AlgorithmName = "sft"
+)
+
+// KLEstimator is the estimator of the KL divergence to the reference policy.
+// +kubebuilder:validation:Enum=k1;k2;k3
+type KLEstimator string
+
+// The KL estimators, with r = logp_ref - logp.
+const (
+	// KLK1 is -r.
+	KLK1 KLEstimator = "k1"
+	// KLK2 is r^2 / 2.
+	KLK2 KLEstimator = "k2"
+	// KLK3 is exp(r) - r - 1 ("low_var_kl"), clamped to [-10, 10].
+	KLK3 KLEstimator = "k3"
+)
+
+// LossAggregation is how per-token losses are averaged into the objective.
+// +kubebuilder:validation:Enum=token-mean;seq-mean-token-mean;seq-mean-token-sum
+type LossAggregation string
+
+// The loss aggregation modes.
+const (
+	// LossTokenMean averages over all tokens of all candidates.
+	LossTokenMean LossAggregation = "token-mean"
+	// LossSeqMeanTokenMean averages tokens within a candidate, then candidates (the
+	// ESPO paper's choice).
+	LossSeqMeanTokenMean LossAggregation = "seq-mean-token-mean"
+	// LossSeqMeanTokenSum sums tokens within a candidate, then averages candidates.
+	LossSeqMeanTokenSum LossAggregation = "seq-mean-token-sum"
+)
+
+// AlgorithmSpec is the training recipe. The defaults are the ESPO paper's (EasyR1's)
+// settings: 1 epoch of SFT, 6 epochs of ESPO, G = 5, one episode per batch.
+type AlgorithmSpec struct {
+	// Name is the method of the main epochs: espo (default), grpo or sft.
+	// +optional
+	// +kubebuilder:default=espo
+	Name AlgorithmName `json:"name,omitempty"`
+
+	// SFTEpochs is the number of supervised cold-start epochs before the main ones;
+	// 0 skips the cold start. Default 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	SFTEpochs *int32 `json:"sftEpochs,omitempty"`
+
+	// Epochs is the number of epochs of the chosen method. Default 6.
+	// +optional
+	// +kubebuilder:default=6
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Epochs int32 `json:"epochs,omitempty"`
+
+	// GroupSize is G, the number of candidate answers sampled per step; advantages are
+	// normalised within each group, so it is at least 2. Default 5.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=64
+	GroupSize int32 `json:"groupSize,omitempty"`
+
+	// EpisodesPerBatch is the number of whole episodes per optimizer step. Default 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	EpisodesPerBatch int32 `json:"episodesPerBatch,omitempty"`
+
+	// LearningRate of the AdamW optimizer, in (0, 1]. Default "1e-6" (for a 3B VLM;
+	// the CPU reference policy learns with larger rates, such as "1e-3").
+	// +optional
+	// +kubebuilder:default="1e-6"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0 && double(self) <= 1.0)",message="must be greater than 0 and at most 1"
+	LearningRate Decimal `json:"learningRate,omitempty"`
+
+	// MaxGradNorm clips the global gradient norm before each optimizer step; "0"
+	// disables clipping. Default "1.0".
+	// +optional
+	// +kubebuilder:default="1.0"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0)",message="must be at least 0"
+	MaxGradNorm Decimal `json:"maxGradNorm,omitempty"`
+
+	// SamplingTemperature is the temperature at which candidate answers are sampled,
+	// greater than 0. Default "1.0".
+	// +optional
+	// +kubebuilder:default="1.0"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0 && double(self) <= 10.0)",message="must be greater than 0 and at most 10"
+	SamplingTemperature Decimal `json:"samplingTemperature,omitempty"`
+
+	// Clip bounds the importance ratio in the PPO-style objective.
+	// +optional
+	// +kubebuilder:default={}
+	Clip ClipSpec `json:"clip,omitempty"`
+
+	// KL is the penalty that keeps the policy near the frozen reference policy.
+	// +optional
+	// +kubebuilder:default={}
+	KL KLSpec `json:"kl,omitempty"`
+
+	// LossAggregation is how per-token losses are averaged: token-mean,
+	// seq-mean-token-mean (default, the paper's) or seq-mean-token-sum.
+	// +optional
+	// +kubebuilder:default=seq-mean-token-mean
+	LossAggregation LossAggregation `json:"lossAggregation,omitempty"`
+
+	// Seed drives every random choice of the run (episode order, sampling, weight
+	// initialisation), so a run is reproducible and resumes identically. Default 0.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	Seed int64 `json:"seed,omitempty"`
+}
+
+// ClipSpec bounds the importance ratio rho: clip(rho, 1 - low, 1 + high), and for
+// negative advantages at most dual * |A| (dual clip).
+type ClipSpec struct {
+	// Low is eps_low, in (0, 1). Default "0.2".
+	// +optional
+	// +kubebuilder:default="0.2"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0 && double(self) < 1.0)",message="must be greater than 0 and less than 1"
+	Low Decimal `json:"low,omitempty"`
+
+	// High is eps_high, greater than 0 (at most 10). Default "0.3".
+	// +optional
+	// +kubebuilder:default="0.3"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0 && double(self) <= 10.0)",message="must be greater than 0 and at most 10"
+	High Decimal `json:"high,omitempty"`
+
+	// Dual is the dual-clip constant c for negative advantages, greater than 1.
+	// Default "3.0".
+	// +optional
+	// +kubebuilder:default="3.0"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 1.0)",message="must be greater than 1"
+	Dual Decimal `json:"dual,omitempty"`
+}
+
+// KLSpec is the KL penalty beta * KL(policy || reference).
+type KLSpec struct {
+	// Coefficient is beta, at least 0; "0" drops the penalty. Default "0.01".
+	// +optional
+	// +kubebuilder:default="0.01"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0)",message="must be at least 0"
+	Coefficient Decimal `json:"coefficient,omitempty"`
+
+	// Estimator is k1, k2 or k3 (default, "low_var_kl").
+	// +optional
+	// +kubebuilder:default=k3
+	Estimator KLEstimator `json:"estimator,omitempty"`
+}
+
+// RewardsSpec holds every reward of ESPO. A candidate answer's step reward is
+// format + (gui | intent | decision, by the step's stage); an episode's COUT reward is
+// added to every step's advantage with weight cout.weight. Weights are decimals of any
+// sign; the defaults are the ESPO paper's.
+type RewardsSpec struct {
+	// Format is R_format, given to an answer that parses in the GUI-R1 format
+	// (<think>...</think><answer>[...]</answer>). Default "0.5".
+	// +optional
+	// +kubebuilder:default="0.5"
+	Format Decimal `json:"format,omitempty"`
+
+	// GUI rewards the GUI-execution steps (click, type, scroll, ...).
+	// +optional
+	// +kubebuilder:default={}
+	GUI GUIRewards `json:"gui,omitempty"`
+
+	// Intent rewards the item-pool step, where the user's need is inferred.
+	// +optional
+	// +kubebuilder:default={}
+	Intent IntentRewards `json:"intent,omitempty"`
+
+	// Decision rewards the personalized recommendation steps (Yes or No per item).
+	// +optional
+	// +kubebuilder:default={}
+	Decision DecisionRewards `json:"decision,omitempty"`
+
+	// COUT is the Chain-of-User-Thought episode reward.
+	// +optional
+	// +kubebuilder:default={}
+	COUT COUTRewards `json:"cout,omitempty"`
+}
+
+// GUIRewards is R_gui. An action's value is right when its click point falls inside the
+// target element's box, or its text or scroll value matches (token-set F1 at least
+// textF1Threshold).
+type GUIRewards struct {
+	// Exact is the reward when type and value are both right. Default "0.5".
+	// +optional
+	// +kubebuilder:default="0.5"
+	Exact Decimal `json:"exact,omitempty"`
+
+	// TypeOnly is the reward when only the action type is right. Default "0.2".
+	// +optional
+	// +kubebuilder:default="0.2"
+	TypeOnly Decimal `json:"typeOnly,omitempty"`
+
+	// ValueOnly is the reward when only the value is right. Default "-0.2".
+	// +optional
+	// +kubebuilder:default="-0.2"
+	ValueOnly Decimal `json:"valueOnly,omitempty"`
+
+	// Wrong is the reward when neither is right. Default "-0.5".
+	// +optional
+	// +kubebuilder:default="-0.5"
+	Wrong Decimal `json:"wrong,omitempty"`
+
+	// TextF1Threshold is the token-set F1 from which a text value counts as right, in
+	// [0, 1]. Default "0.5" (the GUI-R1 rule).
+	// +optional
+	// +kubebuilder:default="0.5"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0 && double(self) <= 1.0)",message="must be between 0 and 1"
+	TextF1Threshold Decimal `json:"textF1Threshold,omitempty"`
+}
+
+// IntentRewards is Intent_acc, the reward of the item-pool step.
+type IntentRewards struct {
+	// Correct is the reward when the type is pool_found and the cosine similarity of
+	// the predicted and the true intent is at least Threshold. Default "0.5".
+	// +optional
+	// +kubebuilder:default="0.5"
+	Correct Decimal `json:"correct,omitempty"`
+
+	// Threshold is tau, the cosine similarity from which an intent counts as right, in
+	// [0, 1]. Default "0.75".
+	// +optional
+	// +kubebuilder:default="0.75"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0 && double(self) <= 1.0)",message="must be between 0 and 1"
+	Threshold Decimal `json:"threshold,omitempty"`
+}
+
+// DecisionRewards is R_dec, the reward of a recommendation step.
+type DecisionRewards struct {
+	// Correct is the reward when type and value (Yes or No) are both right.
+	// Default "0.5".
+	// +optional
+	// +kubebuilder:default="0.5"
+	Correct Decimal `json:"correct,omitempty"`
+
+	// Wrong is the reward otherwise. Default "-0.5".
+	// +optional
+	// +kubebuilder:default="-0.5"
+	Wrong Decimal `json:"wrong,omitempty"`
+}
+
+// COUTMode is how one episode-level COUT value is formed from G candidates per step.
+// +kubebuilder:validation:Enum=episode;rollout
+type COUTMode string
+
+// The COUT modes.
+const (
+	// COUTEpisode averages each step's rewards over its G candidates, then applies the
+	// COUT formulas once per episode.
+	COUTEpisode COUTMode = "episode"
+	// COUTRollout forms rollout g from candidate g of every step, computes COUT per
+	// rollout and normalises it over the G rollouts.
+	COUTRollout COUTMode = "rollout"
+)
+
+// COUTGates selects the terms of the COUT reward (for the paper's ablations).
+// +kubebuilder:validation:Enum=both;gui;decision
+type COUTGates string
+
+// The COUT gate selections.
+const (
+	// COUTBothGates is phi * Intent_acc + psi * Intent_acc.
+	COUTBothGates COUTGates = "both"
+	// COUTGUIGate keeps the GUI-action term phi * Intent_acc only.
+	COUTGUIGate COUTGates = "gui"
+	// COUTDecisionGate keeps the decision term psi * Intent_acc only.
+	COUTDecisionGate COUTGates = "decision"
+)
+
+// COUTRewards is the Chain-of-User-Thought reward of an episode:
+//
+//	phi = sigmoid(k * sum R_gui / R_gui_max), psi = sigmoid(k * sum R_dec / R_dec_max)
+//	R_COUT = phi * Intent_acc + psi * Intent_acc
+//
+// added to every step's advantage as w * R_COUT.
+type COUTRewards struct {
+	// Temperature is k, greater than 0. Default "1.0".
+	// +optional
+	// +kubebuilder:default="1.0"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0)",message="must be greater than 0"
+	Temperature Decimal `json:"temperature,omitempty"`
+
+	// Weight is w, at least 0; "0" is the paper's no-COUT ablation. Default "1.0".
+	// +optional
+	// +kubebuilder:default="1.0"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0)",message="must be at least 0"
+	Weight Decimal `json:"weight,omitempty"`
+
+	// Mode is episode (default) or rollout.
+	// +optional
+	// +kubebuilder:default=episode
+	Mode COUTMode `json:"mode,omitempty"`
+
+	// Gates keeps both COUT terms (default), only the GUI-action term (gui) or only
+	// the decision term (decision).
+	// +optional
+	// +kubebuilder:default=both
+	Gates COUTGates `json:"gates,omitempty"`
+}

@@ -1,0 +1,118 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestDecimalFloat64(t *testing.T) {
+	for _, tc := range []struct {
+		in   Decimal
+		want float64
+		ok   bool
+	}{
+		{"0.5", 0.5, true}, {"-0.2", -0.2, true}, {"+0.3", 0.3, true}, {"1e-6", 1e-6, true},
+		{"5E-07", 5e-7, true}, {"3", 3, true}, {"1.0e+2", 100, true}, {"-00.5", -0.5, true},
+		{"", 0, false}, {"NaN", 0, false}, {"Inf", 0, false}, {".5", 0, false}, {"5.", 0, false},
+		{"0x1p-2", 0, false}, {"1e400", 0, false}, {"1_000", 0, false}, {" 1", 0, false},
+	} {
+		got, err := tc.in.Float64()
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("Decimal(%q).Float64() = %v, %v; want %v, ok %v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestNewDecimalRoundTrips(t *testing.T) {
+	for _, v := range []float64{0, 0.1, -0.2, 1e-6, 1.5e-5, 3, 1.0 / 3, -123456.789, 9.99e99, -1e-99} {
+		d := NewDecimal(v)
+		got, err := d.Float64()
+		if err != nil || got != v {
+			t.Errorf("NewDecimal(%v) = %q, which parses to %v, %v", v, d, got, err)
+		}
+	}
+	for v, want := range map[float64]Decimal{math.NaN(): "", math.Inf(1): "", math.Inf(-1): "", 1e100: "", math.SmallestNonzeroFloat64: "0"} {
+		if d := NewDecimal(v); d != want {
+			t.Errorf("NewDecimal(%v) = %q, want %q", v, d, want)
+		}
+	}
+}
+
+func TestNewMetric(t *testing.T) {
+	for v, want := range map[float64]Decimal{
+		2.0 / 7: "0.286", 0: "0.000", 1: "1.000", 0.9995: "1.000", -0.125: "-0.125", -0.0001: "0.000",
+		12.34567: "12.346", math.NaN(): "", math.Inf(1): "",
+	} {
+		if got := NewMetric(v); got != want {
+			t.Errorf("NewMetric(%v) = %q, want %q", v, got, want)
+		}
+		if want != "" && !decimalPattern.MatchString(string(want)) {
+			t.Errorf("NewMetric(%v) = %q does not match the Decimal pattern", v, want)
+		}
+	}
+}
+
+func TestDefaultIsIdempotentAndKeepsSetValues(t *testing.T) {
+	zero := int32(0)
+	s := ESPOJobSpec{
+		Datasets:  Datasets{Sources: []DatasetSource{{Name: "s", Synthetic: &SyntheticSource{Episodes: 7}}}},
+		Algorithm: AlgorithmSpec{SFTEpochs: &zero, LearningRate: "1e-3"},
+		RunPolicy: RunPolicy{BackoffLimit: &zero},
+		Model:     ModelSpec{CPU: &CPUPolicySpec{}},
+	}
+	s.Default()
+	once := *s.DeepCopy()
+	s.Default()
+	if !reflect.DeepEqual(once, s) {
+		t.Errorf("Default is not idempotent")
+	}
+	if *s.Algorithm.SFTEpochs != 0 || *s.RunPolicy.BackoffLimit != 0 || s.Algorithm.LearningRate != "1e-3" || s.Datasets.Sources[0].Synthetic.Episodes != 7 {
+		t.Errorf("Default overwrote set values: %+v", s)
+	}
+	if s.Algorithm.GroupSize != 5 || s.Rewards.Intent.Threshold != "0.75" || s.Model.CPU.HiddenSize != 64 || s.Trainer.Replicas != 1 {
+		t.Errorf("Default left fields unset: %+v", s)
+	}
+}
+
+// TestCRDMatchesGo holds the generated CRD to the Go constants that repeat its rules.
+func TestCRDMatchesGo(t *testing.T) {
+	data, err := os.ReadFile("../../config/crd/bases/training.espo.dev_espojobs.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := string(data)
+	if want := fmt.Sprintf("size(self.metadata.name) <= %d", MaxNameLength); !strings.Contains(crd, want) {
+		t.Errorf("the CRD has no rule %q", want)
+	}
+	decimalish := regexp.MustCompile(`\^\[-\+\]\?\[0-9\]\+[^'\s]*`)
+	uses := decimalish.FindAllString(crd, -1)
+	if len(uses) < 20 {
+		t.Fatalf("found %d uses of the Decimal pattern in the CRD, want every Decimal field's", len(uses))
+	}
+	for _, u := range uses {
+		if u != decimalPattern.String() {
+			t.Errorf("the CRD has the decimal pattern %q, the Go code %q", u, decimalPattern.String())
+		}
+	}
+}

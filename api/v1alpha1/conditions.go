@@ -1,0 +1,85 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// Condition types of an ESPOJob (status.conditions[].type). Each is present at most
+// once; the controller sets them, and Phase is computed from them.
+const (
+	// ConditionCreated is True once the job's children (ConfigMap, Service, service
+	// account and role, pods) have been created.
+	ConditionCreated = "Created"
+	// ConditionRunning is True while every trainer pod of the current attempt runs.
+	ConditionRunning = "Running"
+	// ConditionSuspended is True while spec.runPolicy.suspend is true.
+	ConditionSuspended = "Suspended"
+	// ConditionRestarting is True while the gang of trainer pods is being recreated
+	// after a failure.
+	ConditionRestarting = "Restarting"
+	// ConditionSucceeded is True once training finished with success.
+	ConditionSucceeded = "Succeeded"
+	// ConditionFailed is True once the job failed for good.
+	ConditionFailed = "Failed"
+)
+
+// Condition reasons (status.conditions[].reason, and the reasons of the events the
+// controller emits). CamelCase, as metav1.Condition requires.
+const (
+	// ReasonChildrenCreated: Created is True.
+	ReasonChildrenCreated = "ChildrenCreated"
+	// ReasonCreateFailed: a child could not be created; the message says which and
+	// why.
+	ReasonCreateFailed = "CreateFailed"
+	// ReasonPodsPending: some trainer pods are not running yet (Running is False).
+	ReasonPodsPending = "PodsPending"
+	// ReasonPodsRunning: every trainer pod runs (Running is True).
+	ReasonPodsRunning = "PodsRunning"
+	// ReasonPodsUnschedulable: a trainer pod cannot be scheduled.
+	ReasonPodsUnschedulable = "PodsUnschedulable"
+	// ReasonImagePullFailed: a container image cannot be pulled.
+	ReasonImagePullFailed = "ImagePullFailed"
+	// ReasonVolumeUnavailable: a claim or ConfigMap the job mounts does not exist.
+	ReasonVolumeUnavailable = "VolumeUnavailable"
+	// ReasonSuspended: the job was suspended (Suspended is True).
+	ReasonSuspended = "JobSuspended"
+	// ReasonResumed: the job was resumed (Suspended is False).
+	ReasonResumed = "JobResumed"
+	// ReasonPodFailed: a trainer pod failed and the gang is restarting.
+	ReasonPodFailed = "PodFailed"
+	// ReasonRestarted: the gang was recreated (Restarting is False again).
+	ReasonRestarted = "Restarted"
+	// ReasonCompleted: the trainer finished every epoch (Succeeded is True).
+	ReasonCompleted = string(OutcomeCompleted)
+	// ReasonTargetReached: the early-stopping target was reached (Succeeded is True).
+	ReasonTargetReached = string(OutcomeTargetReached)
+	// ReasonRewardCollapsed: the early-stopping reward floor was crossed (Failed).
+	ReasonRewardCollapsed = string(OutcomeRewardCollapsed)
+	// ReasonNonFiniteLoss: a loss was NaN or infinite (Failed).
+	ReasonNonFiniteLoss = string(OutcomeNonFiniteLoss)
+	// ReasonTrainerError: the trainer reported an error it cannot recover from
+	// (Failed).
+	ReasonTrainerError = "TrainerError"
+	// ReasonBackoffLimitExceeded: more gang restarts than runPolicy.backoffLimit
+	// (Failed); the message names the pod, the container and its exit code.
+	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
+	// ReasonDeadlineExceeded: the job ran longer than runPolicy.activeDeadlineSeconds
+	// (Failed).
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+)
+
+// MaxConditionMessageLength bounds the messages the controller writes into conditions
+// and events, so that a long termination message cannot bloat the object.
+const MaxConditionMessageLength = 1024

@@ -1,0 +1,134 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// Default fills every unset field of s that has a default with that default: the same
+// values the API server's CRD defaulting writes (a test holds the two together). The
+// trainer calls it on a config read without an API server; the controller and test
+// builders may call it on objects they build.
+func (s *ESPOJobSpec) Default() {
+	for i := range s.Datasets.Sources {
+		s.Datasets.Sources[i].Default()
+	}
+	s.Datasets.Split.Default()
+	s.Model.Default()
+	s.Algorithm.Default()
+	s.Rewards.Default()
+	s.Trainer.Default()
+	s.RunPolicy.Default()
+	if s.Checkpoint != nil {
+		s.Checkpoint.Default()
+	}
+	if s.EarlyStopping != nil {
+		setDefault(&s.EarlyStopping.Patience, 1)
+	}
+}
+
+// Default fills the unset fields of d with their defaults.
+func (d *DatasetSource) Default() {
+	setDefault(&d.Split, SplitAll)
+	if d.Synthetic != nil {
+		if d.Synthetic.Channels == nil {
+			d.Synthetic.Channels = []Channel{"food", "hotel", "flight", "movie", "travel"}
+		}
+		setDefault(&d.Synthetic.Episodes, 100)
+	}
+}
+
+// Default fills the unset fields of d with their defaults (8:1:1).
+func (d *DatasetSplit) Default() {
+	setDefault(&d.Train, "0.8")
+	setDefault(&d.Validation, "0.1")
+	setDefault(&d.Test, "0.1")
+}
+
+// Default fills the unset fields of m with their defaults.
+func (m *ModelSpec) Default() {
+	setDefault(&m.Worker, WorkerCPU)
+	if m.CPU != nil {
+		setDefault(&m.CPU.HiddenSize, 64)
+		setDefault(&m.CPU.EmbeddingSize, 256)
+		setDefault(&m.CPU.HistorySteps, 32)
+	}
+}
+
+// Default fills the unset fields of a with their defaults (the ESPO paper's recipe).
+func (a *AlgorithmSpec) Default() {
+	setDefault(&a.Name, AlgorithmESPO)
+	if a.SFTEpochs == nil {
+		one := int32(1)
+		a.SFTEpochs = &one
+	}
+	setDefault(&a.Epochs, 6)
+	setDefault(&a.GroupSize, 5)
+	setDefault(&a.EpisodesPerBatch, 1)
+	setDefault(&a.LearningRate, "1e-6")
+	setDefault(&a.MaxGradNorm, "1.0")
+	setDefault(&a.SamplingTemperature, "1.0")
+	setDefault(&a.Clip.Low, "0.2")
+	setDefault(&a.Clip.High, "0.3")
+	setDefault(&a.Clip.Dual, "3.0")
+	setDefault(&a.KL.Coefficient, "0.01")
+	setDefault(&a.KL.Estimator, KLK3)
+	setDefault(&a.LossAggregation, LossSeqMeanTokenMean)
+}
+
+// Default fills the unset fields of r with their defaults (the ESPO paper's rewards).
+func (r *RewardsSpec) Default() {
+	setDefault(&r.Format, "0.5")
+	setDefault(&r.GUI.Exact, "0.5")
+	setDefault(&r.GUI.TypeOnly, "0.2")
+	setDefault(&r.GUI.ValueOnly, "-0.2")
+	setDefault(&r.GUI.Wrong, "-0.5")
+	setDefault(&r.GUI.TextF1Threshold, "0.5")
+	setDefault(&r.Intent.Correct, "0.5")
+	setDefault(&r.Intent.Threshold, "0.75")
+	setDefault(&r.Decision.Correct, "0.5")
+	setDefault(&r.Decision.Wrong, "-0.5")
+	setDefault(&r.COUT.Temperature, "1.0")
+	setDefault(&r.COUT.Weight, "1.0")
+	setDefault(&r.COUT.Mode, COUTEpisode)
+	setDefault(&r.COUT.Gates, COUTBothGates)
+}
+
+// Default fills the unset fields of t with their defaults.
+func (t *TrainerSpec) Default() {
+	setDefault(&t.Replicas, 1)
+	setDefault(&t.WorkersPerReplica, 1)
+}
+
+// Default fills the unset fields of p with their defaults.
+func (p *RunPolicy) Default() {
+	if p.BackoffLimit == nil {
+		three := int32(3)
+		p.BackoffLimit = &three
+	}
+}
+
+// Default fills the unset fields of c with their defaults.
+func (c *CheckpointSpec) Default() {
+	setDefault(&c.EverySteps, 100)
+	setDefault(&c.Keep, 3)
+}
+
+// setDefault sets *p to v when *p is the zero value.
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}

@@ -1,0 +1,400 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MaxNameLength is the longest metadata.name of an ESPOJob. The job's children are
+// named after it ("<job>-trainer-<rank>" pods, "<job>-config" ConfigMap, a headless
+// Service "<job>"), and a Service name and a pod's hostname must be DNS labels of at
+// most 63 characters: 40 leaves room for every suffix. The CEL rule on ESPOJob repeats
+// the number.
+const MaxNameLength = 40
+
+// ESPOJob runs ESPO reinforcement fine-tuning of a personalized GUI agent policy:
+// an optional SFT cold start, then epochs of ESPO (or GRPO, or SFT) over episodes of
+// GUI steps, on one or more trainer pods that each host policy workers.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=espo;ej,categories=all;espo
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,description="Pending, Running, Suspended, Restarting, Succeeded or Failed"
+// +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.status.training.stage`,description="Training stage the trainer is in: sft, espo, grpo or eval"
+// +kubebuilder:printcolumn:name="Epoch",type=integer,JSONPath=`.status.training.epoch`,description="Current epoch of the stage, from 1"
+// +kubebuilder:printcolumn:name="Step",type=integer,JSONPath=`.status.training.step`,description="Optimizer steps taken so far, over all stages"
+// +kubebuilder:printcolumn:name="GUI-Acc",type=string,JSONPath=`.status.training.evaluation.guiTypeAccuracy`,description="GUI action-type accuracy of the latest evaluation"
+// +kubebuilder:printcolumn:name="Intent-Acc",type=string,JSONPath=`.status.training.evaluation.intentAccuracy`,description="Intent accuracy of the latest evaluation"
+// +kubebuilder:printcolumn:name="Rec-Acc",type=string,JSONPath=`.status.training.evaluation.recommendationAccuracy`,description="Recommendation accuracy of the latest evaluation"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Ele-Acc",type=string,priority=1,JSONPath=`.status.training.evaluation.elementAccuracy`,description="Element accuracy of the latest evaluation"
+// +kubebuilder:printcolumn:name="Reward",type=string,priority=1,JSONPath=`.status.training.meanStepReward`,description="Mean step reward of the latest training steps"
+// +kubebuilder:printcolumn:name="Restarts",type=integer,priority=1,JSONPath=`.status.restarts`,description="Gang restarts of the trainer pods"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters, so that the names of the job's pods, Service and ConfigMap stay valid"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter), because the job's headless Service takes its name"
+type ESPOJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is what to train, how, and on which pods.
+	// +required
+	Spec ESPOJobSpec `json:"spec"`
+	// Status is computed by the controller, except status.training, which the trainer
+	// writes.
+	// +optional
+	Status ESPOJobStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ESPOJobList is a list of ESPOJobs.
+type ESPOJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ESPOJob `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ESPOJob{}, &ESPOJobList{})
+}
+
+// ESPOJobSpec is the desired state of an ESPO fine-tuning job.
+//
+// datasets, model, algorithm and rewards are immutable: a run is defined by them, and
+// its checkpoints are only valid for them. trainer, checkpoint and earlyStopping may
+// change only while the job is suspended (or in the update that suspends or resumes it),
+// which is when Kueue edits the pod template; the trainer pods are recreated from the
+// new values on resume. runPolicy may change at any time.
+//
+// +kubebuilder:validation:XValidation:rule="oldSelf.runPolicy.suspend || self.runPolicy.suspend || self.trainer == oldSelf.trainer",message="trainer may change only while the job is suspended (spec.runPolicy.suspend: true)"
+// +kubebuilder:validation:XValidation:rule="oldSelf.runPolicy.suspend || self.runPolicy.suspend || (has(self.checkpoint) == has(oldSelf.checkpoint) && (!has(self.checkpoint) || self.checkpoint == oldSelf.checkpoint))",message="checkpoint may change only while the job is suspended (spec.runPolicy.suspend: true)"
+// +kubebuilder:validation:XValidation:rule="oldSelf.runPolicy.suspend || self.runPolicy.suspend || (has(self.earlyStopping) == has(oldSelf.earlyStopping) && (!has(self.earlyStopping) || self.earlyStopping == oldSelf.earlyStopping))",message="earlyStopping may change only while the job is suspended (spec.runPolicy.suspend: true)"
+type ESPOJobSpec struct {
+	// Datasets are the sources of episodes (SmartSpot JSONL) and how they are split
+	// into train, validation and test sets. Immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="datasets is immutable; delete and recreate the job to change it"
+	Datasets Datasets `json:"datasets"`
+
+	// Model is the policy being trained: which worker computes it and where its
+	// weights start from. Immutable.
+	// +optional
+	// +kubebuilder:default={}
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="model is immutable; delete and recreate the job to change it"
+	Model ModelSpec `json:"model,omitempty"`
+
+	// Algorithm is the training recipe: SFT cold start, then epochs of ESPO, GRPO or
+	// SFT, with the policy-gradient hyper-parameters. Immutable.
+	// +optional
+	// +kubebuilder:default={}
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="algorithm is immutable; delete and recreate the job to change it"
+	Algorithm AlgorithmSpec `json:"algorithm,omitempty"`
+
+	// Rewards are the stage rewards and the Chain-of-User-Thought (COUT) episode reward.
+	// The defaults are the ESPO paper's values. Immutable.
+	// +optional
+	// +kubebuilder:default={}
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="rewards is immutable; delete and recreate the job to change it"
+	Rewards RewardsSpec `json:"rewards,omitempty"`
+
+	// Trainer describes the trainer pods: how many, their image, resources and
+	// scheduling. It may change only while the job is suspended.
+	// +optional
+	// +kubebuilder:default={}
+	Trainer TrainerSpec `json:"trainer,omitempty"`
+
+	// RunPolicy holds the job-level policies: restarts, deadline, clean-up and suspend.
+	// +optional
+	// +kubebuilder:default={}
+	RunPolicy RunPolicy `json:"runPolicy,omitempty"`
+
+	// Checkpoint is where the trainer saves its state, so that a restarted or resumed
+	// job continues from the newest checkpoint at the same data position. Unset: no
+	// checkpoints; a restart begins the run again.
+	// +optional
+	Checkpoint *CheckpointSpec `json:"checkpoint,omitempty"`
+
+	// EarlyStopping ends the run before its last epoch: with success when an
+	// evaluation metric reaches a target, with failure when the reward collapses.
+	// Independently of it, a NaN or infinite loss always fails the job.
+	// +optional
+	EarlyStopping *EarlyStoppingSpec `json:"earlyStopping,omitempty"`
+}
+
+// Datasets are the job's sources of episodes and their split.
+//
+// +kubebuilder:validation:XValidation:rule="size(self.sources) == 0 || self.sources.exists(s, s.split in ['all', 'train'])",message="at least one source must feed training (split: all or train)"
+// +kubebuilder:validation:XValidation:rule="![self.split.train, self.split.validation, self.split.test].all(f, f.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$')) || double(self.split.train) + double(self.split.validation) + double(self.split.test) > 0.999999 && double(self.split.train) + double(self.split.validation) + double(self.split.test) < 1.000001",message="train + validation + test must add up to 1",fieldPath=".split"
+type Datasets struct {
+	// Sources are the named sources of episodes. Sources with split "all" are pooled
+	// and divided by Split, whole episodes at a time; a source with split "train",
+	// "validation" or "test" goes to that set whole.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Sources []DatasetSource `json:"sources"`
+
+	// Split divides the pooled episodes of the "all" sources. Default 8:1:1.
+	// +optional
+	// +kubebuilder:default={}
+	Split DatasetSplit `json:"split,omitempty"`
+}
+
+// DatasetSplitName says which set a source's episodes go to.
+// +kubebuilder:validation:Enum=all;train;validation;test
+type DatasetSplitName string
+
+// The sets a source can feed.
+const (
+	// SplitAll pools the source's episodes and divides them by the split fractions.
+	SplitAll DatasetSplitName = "all"
+	// SplitTrain sends every episode of the source to the training set.
+	SplitTrain DatasetSplitName = "train"
+	// SplitValidation sends every episode of the source to the validation set.
+	SplitValidation DatasetSplitName = "validation"
+	// SplitTest sends every episode of the source to the test set.
+	SplitTest DatasetSplitName = "test"
+)
+
+// DatasetSource is one named source of episodes in the SmartSpot JSONL format. Exactly
+// one of persistentVolumeClaim, configMap and synthetic is set.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.persistentVolumeClaim), has(self.configMap), has(self.synthetic)].filter(x, x).size() == 1",message="exactly one of persistentVolumeClaim, configMap or synthetic must be set"
+type DatasetSource struct {
+	// Name identifies the source in logs, metrics and volume names: a DNS label of at
+	// most 20 characters.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=20
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Split is the set this source feeds: all (divided by datasets.split), train,
+	// validation or test. Default all.
+	// +optional
+	// +kubebuilder:default=all
+	Split DatasetSplitName `json:"split,omitempty"`
+
+	// PersistentVolumeClaim reads JSONL files from a claim, mounted read-only; path
+	// names a file or a folder whose *.jsonl files are read in name order.
+	// +optional
+	PersistentVolumeClaim *VolumePath `json:"persistentVolumeClaim,omitempty"`
+
+	// ConfigMap reads small datasets from a ConfigMap in the job's namespace: every
+	// key ending in .jsonl, in key order.
+	// +optional
+	ConfigMap *ConfigMapSource `json:"configMap,omitempty"`
+
+	// Synthetic generates SmartSpot-shaped episodes in the trainer, deterministically
+	// from a seed: no volume needed.
+	// +optional
+	Synthetic *SyntheticSource `json:"synthetic,omitempty"`
+}
+
+// VolumePath is a path inside a PersistentVolumeClaim of the job's namespace.
+type VolumePath struct {
+	// ClaimName is the PersistentVolumeClaim's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ClaimName string `json:"claimName"`
+
+	// Path is relative to the claim's root, without "..". Default: the root.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="path must be relative to the claim's root and must not contain '..'"
+	Path string `json:"path,omitempty"`
+}
+
+// ConfigMapSource names a ConfigMap of the job's namespace.
+type ConfigMapSource struct {
+	// Name is the ConfigMap's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// Channel is a SmartSpot app channel.
+// +kubebuilder:validation:Enum=food;hotel;flight;movie;medicine;travel
+type Channel string
+
+// SyntheticSource configures the built-in generator of SmartSpot-shaped episodes.
+type SyntheticSource struct {
+	// Channels are the app channels to generate episodes for, the names of
+	// "espo dataset generate --channels". Default: all but medicine (the
+	// benchmark's held-out channel). TRAVEL1 and TRAVEL2 of the benchmark are one
+	// channel, travel.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=6
+	// +kubebuilder:default={food,hotel,flight,movie,travel}
+	Channels []Channel `json:"channels,omitempty"`
+
+	// Episodes is how many episodes to generate, spread evenly over the channels.
+	// Default 100 (the benchmark has 102).
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	Episodes int32 `json:"episodes,omitempty"`
+
+	// Seed makes the generated episodes reproducible. Default 0.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	Seed int64 `json:"seed,omitempty"`
+}
+
+// DatasetSplit gives the fractions of the pooled episodes that go to each set; they
+// must add up to 1. Whole episodes are assigned, after a seeded shuffle.
+// (The rule lives on Datasets, where the fractions are always defaulted.)
+type DatasetSplit struct {
+	// Train is the fraction of episodes for training, in (0, 1]. Default "0.8".
+	// +optional
+	// +kubebuilder:default="0.8"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0 && double(self) <= 1.0)",message="must be greater than 0 and at most 1"
+	Train Decimal `json:"train,omitempty"`
+
+	// Validation is the fraction of episodes evaluated after every epoch, in [0, 1].
+	// Default "0.1".
+	// +optional
+	// +kubebuilder:default="0.1"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0 && double(self) <= 1.0)",message="must be between 0 and 1"
+	Validation Decimal `json:"validation,omitempty"`
+
+	// Test is the fraction of episodes evaluated at the end, in [0, 1]. Default "0.1".
+	// +optional
+	// +kubebuilder:default="0.1"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0 && double(self) <= 1.0)",message="must be between 0 and 1"
+	Test Decimal `json:"test,omitempty"`
+
+	// Seed orders the episodes before they are divided. Default 0.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	Seed int64 `json:"seed,omitempty"`
+}
+
+// RunPolicy holds the job-level policies.
+type RunPolicy struct {
+	// Suspend, while true, keeps the job without pods: setting it deletes the trainer
+	// pods (the ConfigMap, Service and checkpoints stay), clearing it recreates them
+	// from the current spec and the trainer resumes from its newest checkpoint. Kueue
+	// admits a job by clearing it. Default false.
+	// +optional
+	// +kubebuilder:default=false
+	Suspend bool `json:"suspend,omitempty"`
+
+	// BackoffLimit is how many gang restarts (all trainer pods recreated after one
+	// failed) the job may take before it fails. Default 3.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+
+	// ActiveDeadlineSeconds bounds the time the job may be active, counted from its
+	// start time; past it the job fails with reason DeadlineExceeded. Unset: no limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// TTLSecondsAfterFinished deletes the job (and so its children) this many seconds
+	// after it succeeded or failed. Unset: kept until deleted by hand.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+}
+
+// CheckpointSpec says where and how often the trainer saves its full state (weights,
+// reference policy, optimizer moments, sampler position).
+type CheckpointSpec struct {
+	// PersistentVolumeClaim is the claim and folder that hold the checkpoints; it is
+	// mounted read-write into rank 0.
+	// +required
+	PersistentVolumeClaim VolumePath `json:"persistentVolumeClaim"`
+
+	// EverySteps is the number of optimizer steps between checkpoints; one is also
+	// written at the end of every epoch. Default 100.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	EverySteps int32 `json:"everySteps,omitempty"`
+
+	// Keep is how many of the newest checkpoints are retained. Default 3.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Keep int32 `json:"keep,omitempty"`
+}
+
+// EvalMetric names a metric of an evaluation.
+// +kubebuilder:validation:Enum=guiTypeAccuracy;elementAccuracy;operationF1;stepSuccessRate;intentAccuracy;recommendationAccuracy;formatRate
+type EvalMetric string
+
+// The evaluation metrics, named as in status.training.evaluation.
+const (
+	MetricGUITypeAccuracy        EvalMetric = "guiTypeAccuracy"
+	MetricElementAccuracy        EvalMetric = "elementAccuracy"
+	MetricOperationF1            EvalMetric = "operationF1"
+	MetricStepSuccessRate        EvalMetric = "stepSuccessRate"
+	MetricIntentAccuracy         EvalMetric = "intentAccuracy"
+	MetricRecommendationAccuracy EvalMetric = "recommendationAccuracy"
+	MetricFormatRate             EvalMetric = "formatRate"
+)
+
+// EarlyStoppingSpec ends a run early. Conditions are checked after every validation
+// evaluation; one must hold for Patience evaluations in a row to act.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.target) || has(self.minReward)",message="set target, minReward or both"
+type EarlyStoppingSpec struct {
+	// Target stops the run with success once the metric reaches the value
+	// (for example recommendationAccuracy >= "0.3").
+	// +optional
+	Target *MetricTarget `json:"target,omitempty"`
+
+	// MinReward fails the run when the mean step reward of an evaluation falls below
+	// it: the reward has collapsed.
+	// +optional
+	MinReward Decimal `json:"minReward,omitempty"`
+
+	// Patience is how many evaluations in a row a condition must hold before the run
+	// stops. Default 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Patience int32 `json:"patience,omitempty"`
+}
+
+// MetricTarget is a threshold on an evaluation metric.
+type MetricTarget struct {
+	// Metric is the evaluation metric compared.
+	// +required
+	Metric EvalMetric `json:"metric"`
+
+	// Value is the threshold, in [0, 1]; the target is reached when metric >= value.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0 && double(self) <= 1.0)",message="must be between 0 and 1"
+	Value Decimal `json:"value"`
+}

@@ -1,0 +1,55 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// RunConfig is the resolved run configuration of a trainer: the ESPOJob's spec with
+// every default applied, and where the trainer finds its data, workers and
+// checkpoints. The controller writes it, as YAML under the key RunConfigKey, into the
+// job's ConfigMap, which is mounted into every trainer pod; "espo trainer --config FILE"
+// reads it. It is a file format, not a stored resource.
+type RunConfig struct {
+	// Job names the ESPOJob the trainer reports to; empty when run standalone.
+	// +optional
+	Job JobRef `json:"job,omitempty"`
+	// Spec is the job's spec. Defaults are applied on load.
+	Spec ESPOJobSpec `json:"spec"`
+	// DataRoot is the folder under which PVC and ConfigMap dataset sources are
+	// mounted, one sub-folder per source name: <dataRoot>/<source name>/<path>.
+	// +optional
+	DataRoot string `json:"dataRoot,omitempty"`
+	// CheckpointDir is where checkpoints go; empty disables them.
+	// +optional
+	CheckpointDir string `json:"checkpointDir,omitempty"`
+	// Workers are the addresses (host:port) of remote policy workers that the trainer
+	// drives besides its own spec.trainer.workersPerReplica in-process CPU workers.
+	// +optional
+	Workers []string `json:"workers,omitempty"`
+	// OutputDir receives the final report, report.json.
+	// +optional
+	OutputDir string `json:"outputDir,omitempty"`
+}
+
+// JobRef identifies an ESPOJob.
+type JobRef struct {
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// RunConfigKey is the ConfigMap key that holds the RunConfig.
+const RunConfigKey = "run.yaml"

@@ -1,0 +1,285 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ESPOJobStatus is the observed state of an ESPO fine-tuning job. The controller
+// recomputes everything but Training from the job's pods on every reconcile; Training is
+// written by the trainer (rank 0) with server-side apply under the field manager
+// TrainerFieldManager, and the controller never writes it.
+type ESPOJobStatus struct {
+	// Phase is a one-word summary computed from the conditions and the pods, so that
+	// it is right after a resume or a restart: Pending, Running, Suspended,
+	// Restarting, Succeeded or Failed.
+	// +optional
+	Phase JobPhase `json:"phase,omitempty"`
+
+	// Conditions are the job's conditions, one per type: Created, Running, Suspended,
+	// Restarting, Succeeded, Failed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// ObservedGeneration is the metadata.generation this status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// StartTime is when the first trainer pod of the job ran. Suspending and resuming
+	// keep it; it starts the activeDeadlineSeconds clock.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the job succeeded or failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Restarts counts the gang restarts of the trainer pods so far.
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
+
+	// Active is the number of trainer pods of the current attempt that are pending or
+	// running.
+	// +optional
+	Active int32 `json:"active,omitempty"`
+
+	// Ready is the number of trainer pods with the Ready condition.
+	// +optional
+	Ready int32 `json:"ready,omitempty"`
+
+	// Succeeded is the number of trainer pods of the current attempt that exited 0.
+	// +optional
+	Succeeded int32 `json:"succeeded,omitempty"`
+
+	// Failed is the number of trainer pods of the current attempt that failed.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+
+	// Training is the trainer's progress report.
+	// +optional
+	Training *TrainingStatus `json:"training,omitempty"`
+}
+
+// JobPhase is the one-word state of an ESPOJob.
+// +kubebuilder:validation:Enum=Pending;Running;Suspended;Restarting;Succeeded;Failed
+type JobPhase string
+
+// The phases.
+const (
+	// PhasePending: the job's children are being created or its pods are not all
+	// running yet.
+	PhasePending JobPhase = "Pending"
+	// PhaseRunning: every trainer pod of the current attempt is running.
+	PhaseRunning JobPhase = "Running"
+	// PhaseSuspended: spec.runPolicy.suspend is true; the job has no pods.
+	PhaseSuspended JobPhase = "Suspended"
+	// PhaseRestarting: a pod failed and the gang is being recreated.
+	PhaseRestarting JobPhase = "Restarting"
+	// PhaseSucceeded: training finished (or reached its early-stopping target).
+	PhaseSucceeded JobPhase = "Succeeded"
+	// PhaseFailed: the job failed for good; the Failed condition says why.
+	PhaseFailed JobPhase = "Failed"
+)
+
+// IsFinished reports whether p is Succeeded or Failed, the phases a job never leaves.
+func (p JobPhase) IsFinished() bool { return p == PhaseSucceeded || p == PhaseFailed }
+
+// TrainerFieldManager is the server-side apply field manager under which the trainer
+// writes status.training.
+const TrainerFieldManager = "espo-trainer"
+
+// TrainingStage is the part of the run the trainer is in.
+// +kubebuilder:validation:Enum=sft;espo;grpo;eval
+type TrainingStage string
+
+// The training stages.
+const (
+	// StageSFT is the supervised cold start (or the whole run with algorithm sft).
+	StageSFT TrainingStage = "sft"
+	// StageESPO is an epoch of ESPO.
+	StageESPO TrainingStage = "espo"
+	// StageGRPO is an epoch of step-wise GRPO.
+	StageGRPO TrainingStage = "grpo"
+	// StageEval is an evaluation on the validation or the test set.
+	StageEval TrainingStage = "eval"
+)
+
+// TrainingOutcome is how the trainer ended the run.
+// +kubebuilder:validation:Enum=Completed;TargetReached;RewardCollapsed;NonFiniteLoss;Error
+type TrainingOutcome string
+
+// The training outcomes. The controller turns them into the Succeeded or Failed
+// condition with the reason of the same name.
+const (
+	// OutcomeCompleted: every epoch ran and the test evaluation is done.
+	OutcomeCompleted TrainingOutcome = "Completed"
+	// OutcomeTargetReached: earlyStopping.target was reached.
+	OutcomeTargetReached TrainingOutcome = "TargetReached"
+	// OutcomeRewardCollapsed: the mean step reward stayed below earlyStopping.minReward.
+	OutcomeRewardCollapsed TrainingOutcome = "RewardCollapsed"
+	// OutcomeNonFiniteLoss: a loss or gradient was NaN or infinite.
+	OutcomeNonFiniteLoss TrainingOutcome = "NonFiniteLoss"
+	// OutcomeError: the trainer stopped on an error it cannot recover from (a bad
+	// dataset, an unreachable worker); Message says which.
+	OutcomeError TrainingOutcome = "Error"
+)
+
+// TrainingStatus is the trainer's progress report. Every metric is a Decimal with
+// MetricDigits digits after the point (written with NewMetric): accuracies and rates
+// as fractions in [0, 1] ("0.286"), rewards as they are ("-0.125").
+type TrainingStatus struct {
+	// Stage is the part of the run the trainer is in: sft, espo, grpo or eval.
+	// +optional
+	Stage TrainingStage `json:"stage,omitempty"`
+
+	// Epoch is the current epoch of the stage, from 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Epoch int32 `json:"epoch,omitempty"`
+
+	// Step is the number of optimizer steps taken so far, over all stages.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Step int64 `json:"step,omitempty"`
+
+	// TotalSteps is the number of optimizer steps of the whole run.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	TotalSteps int64 `json:"totalSteps,omitempty"`
+
+	// LastUpdateTime is when the trainer last wrote this report.
+	// +optional
+	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
+
+	// MeanStepReward is the mean step reward R_step over the candidates of the
+	// latest training steps.
+	// +optional
+	MeanStepReward Decimal `json:"meanStepReward,omitempty"`
+
+	// MeanCOUTReward is the mean COUT episode reward of the latest training steps.
+	// +optional
+	MeanCOUTReward Decimal `json:"meanCOUTReward,omitempty"`
+
+	// KL is the mean KL divergence to the reference policy of the latest training
+	// steps.
+	// +optional
+	KL Decimal `json:"kl,omitempty"`
+
+	// Evaluation holds the metrics of the latest evaluation.
+	// +optional
+	Evaluation *EvaluationStatus `json:"evaluation,omitempty"`
+
+	// BestRecommendationAccuracy is the highest recommendation accuracy of any
+	// validation evaluation so far.
+	// +optional
+	BestRecommendationAccuracy Decimal `json:"bestRecommendationAccuracy,omitempty"`
+
+	// LastCheckpoint is the newest checkpoint written.
+	// +optional
+	LastCheckpoint *CheckpointStatus `json:"lastCheckpoint,omitempty"`
+
+	// Outcome is set when the trainer ends the run: Completed, TargetReached,
+	// RewardCollapsed, NonFiniteLoss or Error.
+	// +optional
+	Outcome TrainingOutcome `json:"outcome,omitempty"`
+
+	// Message explains the outcome, or the trainer's latest notable event.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// EvaluationSplit is the set an evaluation ran on.
+// +kubebuilder:validation:Enum=validation;test
+type EvaluationSplit string
+
+// EvaluationStatus holds the metrics of one evaluation (greedy decoding), as fractions
+// in [0, 1] with MetricDigits digits.
+type EvaluationStatus struct {
+	// Split is the set evaluated: validation (after an epoch) or test (at the end).
+	// +optional
+	Split EvaluationSplit `json:"split,omitempty"`
+
+	// Epoch is the epoch after which the evaluation ran.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Epoch int32 `json:"epoch,omitempty"`
+
+	// Step is the optimizer step after which the evaluation ran.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Step int64 `json:"step,omitempty"`
+
+	// Time is when the evaluation finished.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+
+	// GUITypeAccuracy is the share of GUI steps whose action type is right.
+	// +optional
+	GUITypeAccuracy Decimal `json:"guiTypeAccuracy,omitempty"`
+
+	// ElementAccuracy is the share of GUI steps whose click point falls in the target
+	// element (EleAcc).
+	// +optional
+	ElementAccuracy Decimal `json:"elementAccuracy,omitempty"`
+
+	// OperationF1 is the mean token-set F1 of "type value" (Op F1).
+	// +optional
+	OperationF1 Decimal `json:"operationF1,omitempty"`
+
+	// StepSuccessRate is the share of steps with element and operation both right
+	// (StepSR).
+	// +optional
+	StepSuccessRate Decimal `json:"stepSuccessRate,omitempty"`
+
+	// IntentAccuracy is the share of item-pool steps whose intent is right
+	// (IntentAcc).
+	// +optional
+	IntentAccuracy Decimal `json:"intentAccuracy,omitempty"`
+
+	// RecommendationAccuracy is the share of recommendation steps decided right
+	// (RecAcc).
+	// +optional
+	RecommendationAccuracy Decimal `json:"recommendationAccuracy,omitempty"`
+
+	// FormatRate is the share of answers in the GUI-R1 format.
+	// +optional
+	FormatRate Decimal `json:"formatRate,omitempty"`
+}
+
+// CheckpointStatus describes a checkpoint written by the trainer.
+type CheckpointStatus struct {
+	// Step is the optimizer step the checkpoint holds.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Step int64 `json:"step,omitempty"`
+
+	// Path is the checkpoint's path inside the checkpoint claim.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Path string `json:"path,omitempty"`
+
+	// Time is when the checkpoint was written.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+}

@@ -1,0 +1,220 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// WorkerKind is the kind of policy worker, the process that holds the model and
+// computes its log-probs and gradients.
+// +kubebuilder:validation:Enum=cpu;cuda;external
+type WorkerKind string
+
+// The worker kinds.
+const (
+	// WorkerCPU is the pure-Go reference policy, in the operator's own image.
+	WorkerCPU WorkerKind = "cpu"
+	// WorkerCUDA is the project's PyTorch worker for Hugging Face models, one process
+	// per GPU.
+	WorkerCUDA WorkerKind = "cuda"
+	// WorkerExternal is a worker the job does not run, reached at an endpoint.
+	WorkerExternal WorkerKind = "external"
+)
+
+// ModelSpec is the policy being trained and the worker that computes it. (The rules
+// test has(self.worker) only because the API server checks them against the empty
+// default, before worker is defaulted.)
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.worker) || self.worker != 'external' || has(self.endpoint)",message="endpoint is required when worker is external",fieldPath=".endpoint"
+// +kubebuilder:validation:XValidation:rule="self.worker == 'external' || !has(self.endpoint)",message="endpoint may be set only when worker is external",fieldPath=".endpoint"
+// +kubebuilder:validation:XValidation:rule="self.worker != 'external' || (!has(self.image) && !has(self.command))",message="image and command may not be set when worker is external: the job does not run that worker"
+// +kubebuilder:validation:XValidation:rule="self.worker == 'cpu' || !has(self.cpu)",message="cpu may be set only when worker is cpu",fieldPath=".cpu"
+// +kubebuilder:validation:XValidation:rule="!has(self.worker) || self.worker != 'cuda' || has(self.pretrained) || has(self.initialCheckpoint)",message="a cuda worker needs pretrained or initialCheckpoint: the weights to start from",fieldPath=".pretrained"
+type ModelSpec struct {
+	// Worker is the kind of policy worker: cpu (default; the Go reference policy),
+	// cuda (PyTorch, Hugging Face models) or external (reached at endpoint).
+	// +optional
+	// +kubebuilder:default=cpu
+	Worker WorkerKind `json:"worker,omitempty"`
+
+	// Pretrained is the model a cuda worker loads: a Hugging Face model id or a path
+	// in the worker's image (for example "Qwen/Qwen2.5-VL-3B-Instruct").
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Pretrained string `json:"pretrained,omitempty"`
+
+	// InitialCheckpoint starts the policy from a checkpoint written by an earlier job
+	// instead of from Pretrained (or the CPU policy's seeded initialisation).
+	// +optional
+	InitialCheckpoint *VolumePath `json:"initialCheckpoint,omitempty"`
+
+	// Image of the worker container. Default: the operator's image for cpu, the
+	// operator's configured PyTorch worker image for cuda.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// Command of the worker container, replacing the image's entrypoint. The worker
+	// must serve the worker protocol on the address in $ESPO_WORKER_LISTEN.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=4096
+	Command []string `json:"command,omitempty"`
+
+	// Endpoint of an external worker, host:port; required when worker is external.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$`
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// CPU holds the hyper-parameters of the CPU reference policy; only with worker
+	// cpu. Unset: the defaults below.
+	// +optional
+	CPU *CPUPolicySpec `json:"cpu,omitempty"`
+}
+
+// CPUPolicySpec is the shape of the pure-Go reference policy.
+type CPUPolicySpec struct {
+	// HiddenSize is the width of the policy's hidden layer. Default 64.
+	// +optional
+	// +kubebuilder:default=64
+	// +kubebuilder:validation:Minimum=4
+	// +kubebuilder:validation:Maximum=4096
+	HiddenSize int32 `json:"hiddenSize,omitempty"`
+
+	// EmbeddingSize is the size of the hashed text-feature embedding. Default 256.
+	// +optional
+	// +kubebuilder:default=256
+	// +kubebuilder:validation:Minimum=8
+	// +kubebuilder:validation:Maximum=65536
+	EmbeddingSize int32 `json:"embeddingSize,omitempty"`
+
+	// HistorySteps is how many demonstrated earlier steps of the episode the policy
+	// reads; the pool and recommendation steps learn from this cross-step evidence.
+	// Default 32.
+	// +optional
+	// +kubebuilder:default=32
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	HistorySteps int32 `json:"historySteps,omitempty"`
+}
+
+// TrainerSpec describes the trainer pods. Rank 0 runs the training loop; every rank
+// hosts WorkersPerReplica policy workers that work data-parallel on whole episodes.
+// The scheduling fields (nodeSelector, tolerations, labels, annotations,
+// schedulingGates) are the ones Kueue sets while the job is suspended.
+type TrainerSpec struct {
+	// Replicas is the number of trainer pods, at least 1 (at most 128). Default 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=128
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// WorkersPerReplica is the number of policy workers in each pod; with cuda, one per
+	// GPU. Default 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	WorkersPerReplica int32 `json:"workersPerReplica,omitempty"`
+
+	// Image of the trainer container. Default: the operator's own image.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// ImagePullPolicy of the job's containers. Default: Kubernetes' (IfNotPresent,
+	// or Always for :latest).
+	// +optional
+	// +kubebuilder:validation:Enum=Always;Never;IfNotPresent
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// ImagePullSecrets for the job's images.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// Resources of each pod's worker container, where the model runs: GPU requests
+	// such as nvidia.com/gpu belong here. The trainer container itself needs little.
+	// (Defaulted to {}, because Go clients always write it: so an update through the
+	// Go types is no change.)
+	// +optional
+	// +kubebuilder:default={}
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Env is extra environment for every container of the trainer pods (for example
+	// NCCL or HF_HOME settings).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// Labels are added to the trainer pods' labels (the job's own labels win).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations are added to the trainer pods' annotations.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// NodeSelector restricts the trainer pods to nodes with these labels.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the trainer pods.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Affinity of the trainer pods.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// SchedulingGates hold the trainer pods unscheduled until removed.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	SchedulingGates []corev1.PodSchedulingGate `json:"schedulingGates,omitempty"`
+
+	// PriorityClassName of the trainer pods.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// SchedulerName of the trainer pods. Default: the cluster's default scheduler.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// ServiceAccountName runs the trainer pods under this service account instead of
+	// the one the job creates. It must be allowed to get and patch this ESPOJob's
+	// status, or the job's progress is not reported.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+}

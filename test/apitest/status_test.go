@@ -1,0 +1,141 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package apitest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/test/builders"
+)
+
+// trainerReport is status.training as the trainer applies it.
+func trainerReport() map[string]any {
+	return map[string]any{
+		"stage": string(v1.StageESPO), "epoch": int64(3), "step": int64(120), "totalSteps": int64(480),
+		"meanStepReward": string(v1.NewMetric(0.1234)), "kl": string(v1.NewDecimal(1.5e-5)),
+		"evaluation": map[string]any{
+			"split": "validation", "epoch": int64(2),
+			"guiTypeAccuracy":        string(v1.NewMetric(0.9124)),
+			"elementAccuracy":        string(v1.NewMetric(0.85)),
+			"intentAccuracy":         string(v1.NewMetric(0.5)),
+			"recommendationAccuracy": string(v1.NewMetric(2.0 / 7)),
+		},
+	}
+}
+
+// applyTraining applies status.training with the trainer's field manager, as the
+// trainer's Kubernetes reporter does.
+func applyTraining(ctx context.Context, ns, name string, training map[string]any) error {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1.GroupVersion.String(), "kind": "ESPOJob",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"status":   map[string]any{"training": training},
+	}}
+	return env.Client.Status().Patch(ctx, u, client.Apply, client.FieldOwner(v1.TrainerFieldManager), client.ForceOwnership)
+}
+
+// TestStatusAndColumns writes status as the controller and the trainer would, checks
+// that a controller status write keeps the trainer's report, that metrics print in the
+// columns of `kubectl get espojobs` (and -o wide), and that a non-finite metric is
+// refused.
+func TestStatusAndColumns(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	job := builders.MakeESPOJob("columns", ns).Obj()
+	if err := env.Client.Create(ctx, job, strict); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyTraining(ctx, ns, job.Name, trainerReport()); err != nil {
+		t.Fatalf("trainer apply: %v", err)
+	}
+
+	// The controller: read, recompute, write the whole status.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+		t.Fatal(err)
+	}
+	job.Status.Phase = v1.PhaseRunning
+	job.Status.Restarts = 1
+	job.Status.Active, job.Status.Ready = 1, 1
+	job.Status.ObservedGeneration = job.Generation
+	meta.SetStatusCondition(&job.Status.Conditions, metav1.Condition{
+		Type: v1.ConditionRunning, Status: metav1.ConditionTrue, Reason: v1.ReasonPodsRunning, Message: "1/1 trainer pods running",
+	})
+	if err := env.Client.Status().Update(ctx, job); err != nil {
+		t.Fatalf("controller status update: %v", err)
+	}
+	if job.Status.Training == nil || job.Status.Training.Evaluation.RecommendationAccuracy != "0.286" {
+		t.Fatalf("the controller's status write lost or changed the trainer's report: %+v", job.Status.Training)
+	}
+
+	table := getTable(t, ns)
+	var names []string
+	for _, c := range table.ColumnDefinitions {
+		if c.Priority == 0 {
+			names = append(names, c.Name)
+		} else {
+			names = append(names, c.Name+"(wide)")
+		}
+	}
+	if got, want := strings.Join(names, " "), "Name Phase Stage Epoch Step GUI-Acc Intent-Acc Rec-Acc Age Ele-Acc(wide) Reward(wide) Restarts(wide)"; got != want {
+		t.Errorf("columns\n  %s\nwant\n  %s", got, want)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("%d rows, want 1", len(table.Rows))
+	}
+	cells := table.Rows[0].Cells
+	cells[8] = "AGE"
+	if got, want := fmt.Sprint(cells...), fmt.Sprint("columns", "Running", "espo", 3, 120, "0.912", "0.500", "0.286", "AGE", "0.850", "0.123", 1); got != want {
+		t.Errorf("row\n  %s\nwant\n  %s", got, want)
+	}
+
+	bad := trainerReport()
+	bad["meanStepReward"] = fmt.Sprint(math.NaN())
+	if err := applyTraining(ctx, ns, job.Name, bad); err == nil || !strings.Contains(err.Error(), "status.training.meanStepReward") {
+		t.Errorf("a NaN metric: got %v, want it refused on status.training.meanStepReward", err)
+	}
+}
+
+// getTable lists the namespace's ESPOJobs as kubectl does, as a server-side table.
+func getTable(t *testing.T, ns string) *metav1.Table {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := cs.RESTClient().Get().AbsPath("/apis", v1.GroupVersion.Group, v1.GroupVersion.Version, "namespaces", ns, "espojobs").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := &metav1.Table{}
+	if err := json.Unmarshal(data, table); err != nil {
+		t.Fatal(err)
+	}
+	return table
+}

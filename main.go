@@ -44,6 +44,8 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(),
 		newManagerCommand(),
+		newDatasetCommand(),
+		newTrainerCommand(),
 	)
 	return root
 }

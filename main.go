@@ -46,6 +46,7 @@ func newRootCommand() *cobra.Command {
 		newManagerCommand(),
 		newDatasetCommand(),
 		newTrainerCommand(),
+		newWorkerCommand(),
 	)
 	return root
 }

@@ -169,9 +169,16 @@ type Action struct {
 	Point     []float64 `protobuf:"fixed64,2,rep,packed,name=point,proto3" json:"point,omitempty"`
 	InputText string    `protobuf:"bytes,3,opt,name=input_text,json=inputText,proto3" json:"input_text,omitempty"`
 	// The element the action targets, when known (demonstrated history).
-	ElementId     string `protobuf:"bytes,4,opt,name=element_id,json=elementId,proto3" json:"element_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ElementId string `protobuf:"bytes,4,opt,name=element_id,json=elementId,proto3" json:"element_id,omitempty"`
+	// The role, visible text and attributes of that element as it was on the step's
+	// screen, so that a history entry says what was clicked or typed into ("the chip
+	// 4.5+ of group rating", "the option Riverside") without the step's screen.
+	// Empty when element_id is.
+	ElementRole       string            `protobuf:"bytes,5,opt,name=element_role,json=elementRole,proto3" json:"element_role,omitempty"`
+	ElementText       string            `protobuf:"bytes,6,opt,name=element_text,json=elementText,proto3" json:"element_text,omitempty"`
+	ElementAttributes map[string]string `protobuf:"bytes,7,rep,name=element_attributes,json=elementAttributes,proto3" json:"element_attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
@@ -230,6 +237,27 @@ func (x *Action) GetElementId() string {
 		return x.ElementId
 	}
 	return ""
+}
+
+func (x *Action) GetElementRole() string {
+	if x != nil {
+		return x.ElementRole
+	}
+	return ""
+}
+
+func (x *Action) GetElementText() string {
+	if x != nil {
+		return x.ElementText
+	}
+	return ""
+}
+
+func (x *Action) GetElementAttributes() map[string]string {
+	if x != nil {
+		return x.ElementAttributes
+	}
+	return nil
 }
 
 // Item is the candidate of a recommend step.
@@ -1863,14 +1891,20 @@ const file_worker_proto_rawDesc = "" +
 	"attributes\x1a=\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"p\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xda\x02\n" +
 	"\x06Action\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05point\x18\x02 \x03(\x01R\x05point\x12\x1d\n" +
 	"\n" +
 	"input_text\x18\x03 \x01(\tR\tinputText\x12\x1d\n" +
 	"\n" +
-	"element_id\x18\x04 \x01(\tR\telementId\"\xb1\x01\n" +
+	"element_id\x18\x04 \x01(\tR\telementId\x12!\n" +
+	"\felement_role\x18\x05 \x01(\tR\velementRole\x12!\n" +
+	"\felement_text\x18\x06 \x01(\tR\velementText\x12\\\n" +
+	"\x12element_attributes\x18\a \x03(\v2-.espo.worker.v1.Action.ElementAttributesEntryR\x11elementAttributes\x1aD\n" +
+	"\x16ElementAttributesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb1\x01\n" +
 	"\x04Item\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12D\n" +
@@ -2013,7 +2047,7 @@ func file_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_worker_proto_goTypes = []any{
 	(Stage)(0),                        // 0: espo.worker.v1.Stage
 	(*Element)(nil),                   // 1: espo.worker.v1.Element
@@ -2049,56 +2083,58 @@ var file_worker_proto_goTypes = []any{
 	(*LoadRequest)(nil),               // 31: espo.worker.v1.LoadRequest
 	(*LoadResponse)(nil),              // 32: espo.worker.v1.LoadResponse
 	nil,                               // 33: espo.worker.v1.Element.AttributesEntry
-	nil,                               // 34: espo.worker.v1.Item.AttributesEntry
-	nil,                               // 35: espo.worker.v1.ConfigureRequest.OptionsEntry
+	nil,                               // 34: espo.worker.v1.Action.ElementAttributesEntry
+	nil,                               // 35: espo.worker.v1.Item.AttributesEntry
+	nil,                               // 36: espo.worker.v1.ConfigureRequest.OptionsEntry
 }
 var file_worker_proto_depIdxs = []int32{
 	33, // 0: espo.worker.v1.Element.attributes:type_name -> espo.worker.v1.Element.AttributesEntry
-	34, // 1: espo.worker.v1.Item.attributes:type_name -> espo.worker.v1.Item.AttributesEntry
-	0,  // 2: espo.worker.v1.Prompt.stage:type_name -> espo.worker.v1.Stage
-	1,  // 3: espo.worker.v1.Prompt.elements:type_name -> espo.worker.v1.Element
-	2,  // 4: espo.worker.v1.Prompt.history:type_name -> espo.worker.v1.Action
-	3,  // 5: espo.worker.v1.Prompt.item:type_name -> espo.worker.v1.Item
-	35, // 6: espo.worker.v1.ConfigureRequest.options:type_name -> espo.worker.v1.ConfigureRequest.OptionsEntry
-	9,  // 7: espo.worker.v1.ConfigureResponse.info:type_name -> espo.worker.v1.InfoResponse
-	4,  // 8: espo.worker.v1.GenerateRequest.prompts:type_name -> espo.worker.v1.Prompt
-	5,  // 9: espo.worker.v1.Sample.answer:type_name -> espo.worker.v1.Answer
-	13, // 10: espo.worker.v1.Candidates.samples:type_name -> espo.worker.v1.Sample
-	14, // 11: espo.worker.v1.GenerateResponse.candidates:type_name -> espo.worker.v1.Candidates
-	4,  // 12: espo.worker.v1.Scored.prompt:type_name -> espo.worker.v1.Prompt
-	5,  // 13: espo.worker.v1.Scored.answer:type_name -> espo.worker.v1.Answer
-	16, // 14: espo.worker.v1.LogProbsRequest.items:type_name -> espo.worker.v1.Scored
-	18, // 15: espo.worker.v1.LogProbsResponse.items:type_name -> espo.worker.v1.TokenLogProbs
-	4,  // 16: espo.worker.v1.Weighted.prompt:type_name -> espo.worker.v1.Prompt
-	5,  // 17: espo.worker.v1.Weighted.answer:type_name -> espo.worker.v1.Answer
-	20, // 18: espo.worker.v1.BackwardRequest.items:type_name -> espo.worker.v1.Weighted
-	6,  // 19: espo.worker.v1.Worker.Configure:input_type -> espo.worker.v1.ConfigureRequest
-	8,  // 20: espo.worker.v1.Worker.Info:input_type -> espo.worker.v1.InfoRequest
-	10, // 21: espo.worker.v1.Worker.Health:input_type -> espo.worker.v1.HealthRequest
-	12, // 22: espo.worker.v1.Worker.Generate:input_type -> espo.worker.v1.GenerateRequest
-	17, // 23: espo.worker.v1.Worker.LogProbs:input_type -> espo.worker.v1.LogProbsRequest
-	21, // 24: espo.worker.v1.Worker.Backward:input_type -> espo.worker.v1.BackwardRequest
-	23, // 25: espo.worker.v1.Worker.Gradients:input_type -> espo.worker.v1.GradientsRequest
-	25, // 26: espo.worker.v1.Worker.Step:input_type -> espo.worker.v1.StepRequest
-	27, // 27: espo.worker.v1.Worker.SnapshotReference:input_type -> espo.worker.v1.SnapshotReferenceRequest
-	29, // 28: espo.worker.v1.Worker.Save:input_type -> espo.worker.v1.SaveRequest
-	31, // 29: espo.worker.v1.Worker.Load:input_type -> espo.worker.v1.LoadRequest
-	7,  // 30: espo.worker.v1.Worker.Configure:output_type -> espo.worker.v1.ConfigureResponse
-	9,  // 31: espo.worker.v1.Worker.Info:output_type -> espo.worker.v1.InfoResponse
-	11, // 32: espo.worker.v1.Worker.Health:output_type -> espo.worker.v1.HealthResponse
-	15, // 33: espo.worker.v1.Worker.Generate:output_type -> espo.worker.v1.GenerateResponse
-	19, // 34: espo.worker.v1.Worker.LogProbs:output_type -> espo.worker.v1.LogProbsResponse
-	22, // 35: espo.worker.v1.Worker.Backward:output_type -> espo.worker.v1.BackwardResponse
-	24, // 36: espo.worker.v1.Worker.Gradients:output_type -> espo.worker.v1.GradientsResponse
-	26, // 37: espo.worker.v1.Worker.Step:output_type -> espo.worker.v1.StepResponse
-	28, // 38: espo.worker.v1.Worker.SnapshotReference:output_type -> espo.worker.v1.SnapshotReferenceResponse
-	30, // 39: espo.worker.v1.Worker.Save:output_type -> espo.worker.v1.SaveResponse
-	32, // 40: espo.worker.v1.Worker.Load:output_type -> espo.worker.v1.LoadResponse
-	30, // [30:41] is the sub-list for method output_type
-	19, // [19:30] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	34, // 1: espo.worker.v1.Action.element_attributes:type_name -> espo.worker.v1.Action.ElementAttributesEntry
+	35, // 2: espo.worker.v1.Item.attributes:type_name -> espo.worker.v1.Item.AttributesEntry
+	0,  // 3: espo.worker.v1.Prompt.stage:type_name -> espo.worker.v1.Stage
+	1,  // 4: espo.worker.v1.Prompt.elements:type_name -> espo.worker.v1.Element
+	2,  // 5: espo.worker.v1.Prompt.history:type_name -> espo.worker.v1.Action
+	3,  // 6: espo.worker.v1.Prompt.item:type_name -> espo.worker.v1.Item
+	36, // 7: espo.worker.v1.ConfigureRequest.options:type_name -> espo.worker.v1.ConfigureRequest.OptionsEntry
+	9,  // 8: espo.worker.v1.ConfigureResponse.info:type_name -> espo.worker.v1.InfoResponse
+	4,  // 9: espo.worker.v1.GenerateRequest.prompts:type_name -> espo.worker.v1.Prompt
+	5,  // 10: espo.worker.v1.Sample.answer:type_name -> espo.worker.v1.Answer
+	13, // 11: espo.worker.v1.Candidates.samples:type_name -> espo.worker.v1.Sample
+	14, // 12: espo.worker.v1.GenerateResponse.candidates:type_name -> espo.worker.v1.Candidates
+	4,  // 13: espo.worker.v1.Scored.prompt:type_name -> espo.worker.v1.Prompt
+	5,  // 14: espo.worker.v1.Scored.answer:type_name -> espo.worker.v1.Answer
+	16, // 15: espo.worker.v1.LogProbsRequest.items:type_name -> espo.worker.v1.Scored
+	18, // 16: espo.worker.v1.LogProbsResponse.items:type_name -> espo.worker.v1.TokenLogProbs
+	4,  // 17: espo.worker.v1.Weighted.prompt:type_name -> espo.worker.v1.Prompt
+	5,  // 18: espo.worker.v1.Weighted.answer:type_name -> espo.worker.v1.Answer
+	20, // 19: espo.worker.v1.BackwardRequest.items:type_name -> espo.worker.v1.Weighted
+	6,  // 20: espo.worker.v1.Worker.Configure:input_type -> espo.worker.v1.ConfigureRequest
+	8,  // 21: espo.worker.v1.Worker.Info:input_type -> espo.worker.v1.InfoRequest
+	10, // 22: espo.worker.v1.Worker.Health:input_type -> espo.worker.v1.HealthRequest
+	12, // 23: espo.worker.v1.Worker.Generate:input_type -> espo.worker.v1.GenerateRequest
+	17, // 24: espo.worker.v1.Worker.LogProbs:input_type -> espo.worker.v1.LogProbsRequest
+	21, // 25: espo.worker.v1.Worker.Backward:input_type -> espo.worker.v1.BackwardRequest
+	23, // 26: espo.worker.v1.Worker.Gradients:input_type -> espo.worker.v1.GradientsRequest
+	25, // 27: espo.worker.v1.Worker.Step:input_type -> espo.worker.v1.StepRequest
+	27, // 28: espo.worker.v1.Worker.SnapshotReference:input_type -> espo.worker.v1.SnapshotReferenceRequest
+	29, // 29: espo.worker.v1.Worker.Save:input_type -> espo.worker.v1.SaveRequest
+	31, // 30: espo.worker.v1.Worker.Load:input_type -> espo.worker.v1.LoadRequest
+	7,  // 31: espo.worker.v1.Worker.Configure:output_type -> espo.worker.v1.ConfigureResponse
+	9,  // 32: espo.worker.v1.Worker.Info:output_type -> espo.worker.v1.InfoResponse
+	11, // 33: espo.worker.v1.Worker.Health:output_type -> espo.worker.v1.HealthResponse
+	15, // 34: espo.worker.v1.Worker.Generate:output_type -> espo.worker.v1.GenerateResponse
+	19, // 35: espo.worker.v1.Worker.LogProbs:output_type -> espo.worker.v1.LogProbsResponse
+	22, // 36: espo.worker.v1.Worker.Backward:output_type -> espo.worker.v1.BackwardResponse
+	24, // 37: espo.worker.v1.Worker.Gradients:output_type -> espo.worker.v1.GradientsResponse
+	26, // 38: espo.worker.v1.Worker.Step:output_type -> espo.worker.v1.StepResponse
+	28, // 39: espo.worker.v1.Worker.SnapshotReference:output_type -> espo.worker.v1.SnapshotReferenceResponse
+	30, // 40: espo.worker.v1.Worker.Save:output_type -> espo.worker.v1.SaveResponse
+	32, // 41: espo.worker.v1.Worker.Load:output_type -> espo.worker.v1.LoadResponse
+	31, // [31:42] is the sub-list for method output_type
+	20, // [20:31] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }
@@ -2112,7 +2148,7 @@ func file_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

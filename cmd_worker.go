@@ -1,0 +1,105 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/espo-dev/espo-operator/hack/localnode/hosts"
+	"github.com/espo-dev/espo-operator/trainer/worker"
+	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
+)
+
+// workerOptions are the flags of "espo worker".
+type workerOptions struct {
+	device          string
+	listen          string
+	threads         int
+	shutdownTimeout time.Duration
+}
+
+// envWorkerListen names the environment variable with the default listen address,
+// as the controller sets it in a worker container.
+const envWorkerListen = "ESPO_WORKER_LISTEN"
+
+func newWorkerCommand() *cobra.Command {
+	o := workerOptions{}
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Serve a policy worker over gRPC (the worker protocol and grpc.health.v1)",
+		Long: `Serve a policy worker over gRPC: the worker protocol (docs/worker-protocol.md)
+and the standard gRPC health service. --device cpu serves the Go reference policy;
+the cuda worker is the project's PyTorch package. The server stops gracefully on
+SIGTERM or SIGINT, waiting for calls in flight up to --shutdown-timeout.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return runWorker(ctx, o, func(addr string) { fmt.Fprintf(cmd.ErrOrStderr(), "espo worker: serving on %s\n", addr) })
+		},
+	}
+	listen := os.Getenv(envWorkerListen)
+	if listen == "" {
+		listen = ":50051"
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.device, "device", "cpu", "Device of the policy: cpu (the Go reference policy)")
+	f.StringVar(&o.listen, "listen", listen, "Address to serve on, host:port (default $"+envWorkerListen+" or :50051)")
+	f.IntVar(&o.threads, "threads", 0, "Goroutines for Generate, LogProbs and Backward; 0: GOMAXPROCS")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long a graceful stop waits for calls in flight")
+	return cmd
+}
+
+// runWorker serves the worker until ctx ends, then stops gracefully; ready is
+// called with the address once it listens.
+func runWorker(ctx context.Context, o workerOptions, ready func(addr string)) error {
+	if o.device != "cpu" {
+		return fmt.Errorf("worker: device %q is not served by this binary; --device cpu serves the Go reference policy, the cuda worker is the PyTorch package", o.device)
+	}
+	lis, err := net.Listen("tcp", hosts.BindAddr(o.listen))
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	gs := worker.NewGRPCServer(cpu.New(o.threads))
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(lis) }()
+	ready(lis.Addr().String())
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	stopped := make(chan struct{})
+	go func() {
+		gs.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(o.shutdownTimeout):
+		gs.Stop()
+	}
+	return nil
+}

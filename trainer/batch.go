@@ -1,0 +1,365 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+
+	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/worker"
+	"github.com/espo-dev/espo-operator/trainer/workerpb"
+)
+
+// batchStats summarises one training step.
+type batchStats struct {
+	rewardSum   float64
+	rewardCount int
+	// cout is the mean R_COUT over the batch's episodes (0 for SFT and GRPO).
+	cout         float64
+	kl           float64
+	clipFraction float64
+	// objective is the worker-reported sum_t w_t * logp_t of the step.
+	objective float64
+	gradNorm  float64
+}
+
+func (s batchStats) meanReward() float64 {
+	if s.rewardCount == 0 {
+		return 0
+	}
+	return s.rewardSum / float64(s.rewardCount)
+}
+
+// group is the steps of one episode that a batch holds, in order, with what the
+// reinforcement step computes for them. GRPO batches hold groups of single steps.
+type group struct {
+	ep      *dataset.Episode
+	steps   []int
+	prompts []*workerpb.Prompt
+	// worker is the index of the worker that serves the group.
+	worker int
+	// samples[j*G+g] is candidate g of step j.
+	samples []*workerpb.Sample
+	// adv[j*G+g] is its advantage; cout is R_COUT of the group's episode.
+	adv  []float64
+	cout float64
+	// logp and ref are the per-token log-probs under the current and the reference
+	// policy, per candidate.
+	logp, ref [][]float64
+}
+
+// groups splits a batch's steps (indices into the plan's steps) into per-episode
+// groups, in batch order, and deals whole groups to workers round-robin.
+func (t *Trainer) groups(steps []int) []*group {
+	var gs []*group
+	for _, i := range steps {
+		ref := t.plan.steps[i]
+		ep := &t.data.Train[ref.episode]
+		if n := len(gs); n == 0 || gs[n-1].ep != ep {
+			gs = append(gs, &group{ep: ep, worker: len(gs) % len(t.opts.Workers)})
+		}
+		g := gs[len(gs)-1]
+		g.steps = append(g.steps, ref.step)
+		g.prompts = append(g.prompts, worker.PromptFromStep(ep, ref.step))
+	}
+	return gs
+}
+
+// trainBatch takes one optimizer step on a batch.
+func (t *Trainer) trainBatch(ctx context.Context, k Kind, steps []int) (batchStats, error) {
+	gs := t.groups(steps)
+	var stats batchStats
+	var err error
+	if k == KindSFT {
+		err = t.backwardSFT(ctx, gs, &stats)
+	} else {
+		err = t.backwardRL(ctx, k, gs, &stats)
+	}
+	if err != nil {
+		return stats, err
+	}
+	stats.gradNorm, err = t.step(ctx)
+	return stats, err
+}
+
+// backwardSFT accumulates the cross-entropy gradient of the demonstrated answers:
+// every answer gets sequence weight 1/(steps in batch), so the loss is the mean over
+// steps of -log p(answer).
+func (t *Trainer) backwardSFT(ctx context.Context, gs []*group, stats *batchStats) error {
+	n := 0
+	for _, g := range gs {
+		n += len(g.steps)
+	}
+	items := make([][]*workerpb.Weighted, len(t.opts.Workers))
+	for _, g := range gs {
+		for j, s := range g.steps {
+			items[g.worker] = append(items[g.worker], &workerpb.Weighted{
+				Prompt:         g.prompts[j],
+				Answer:         &workerpb.Answer{Text: demonstrated(&g.ep.Steps[s])},
+				SequenceWeight: 1 / float64(n),
+			})
+		}
+	}
+	return t.backward(ctx, items, stats)
+}
+
+// demonstrated returns the demonstrated answer of a step in the GUI-R1 format.
+func demonstrated(s *dataset.Step) string { return espo.FormatAnswer("", s.Answer.Espo()) }
+
+// backwardRL samples G candidates per step, scores them, computes advantages (fused
+// with COUT for ESPO, step-wise for GRPO) and the loss weights of the clipped,
+// KL-penalised objective, and accumulates its gradient.
+func (t *Trainer) backwardRL(ctx context.Context, k Kind, gs []*group, stats *batchStats) error {
+	if err := t.generate(ctx, gs); err != nil {
+		return err
+	}
+	if err := t.advantages(k, gs, stats); err != nil {
+		return err
+	}
+	if err := t.logProbs(ctx, gs); err != nil {
+		return err
+	}
+	return t.lossBackward(ctx, gs, stats)
+}
+
+// generate samples G candidates for every step of every group, one Generate call per
+// group with a seed derived from the run's seed, the step count and the episode, so
+// candidates do not depend on how groups are dealt to workers.
+func (t *Trainer) generate(ctx context.Context, gs []*group) error {
+	G := int(t.cfg.Spec.Algorithm.GroupSize)
+	return t.perGroup(gs, func(g *group) error {
+		resp, err := t.opts.Workers[g.worker].Generate(ctx, &workerpb.GenerateRequest{
+			Prompts: g.prompts, Samples: int32(G), Temperature: t.res.Temperature,
+			Seed: sampleSeed(uint64(t.cfg.Spec.Algorithm.Seed), t.state.Step, g.ep.ID),
+		})
+		if err != nil {
+			return err
+		}
+		if len(resp.Candidates) != len(g.prompts) {
+			return fmt.Errorf("generate: %d candidate lists for %d prompts", len(resp.Candidates), len(g.prompts))
+		}
+		g.samples = make([]*workerpb.Sample, 0, len(g.prompts)*G)
+		for _, c := range resp.Candidates {
+			if len(c.Samples) != G {
+				return fmt.Errorf("generate: %d samples, want %d", len(c.Samples), G)
+			}
+			g.samples = append(g.samples, c.Samples...)
+		}
+		return nil
+	})
+}
+
+// advantages scores every candidate and computes its advantage.
+func (t *Trainer) advantages(k Kind, gs []*group, stats *batchStats) error {
+	G := int(t.cfg.Spec.Algorithm.GroupSize)
+	for _, g := range gs {
+		ep := espo.EpisodeRewards{G: G, Stages: make([]espo.Stage, len(g.steps)),
+			Step: make([]float64, len(g.samples)), Stage: make([]float64, len(g.samples))}
+		for j, s := range g.steps {
+			step := &g.ep.Steps[s]
+			gt := g.ep.GroundTruth(step)
+			ep.Stages[j] = step.Stage.Espo()
+			for c := range G {
+				sc := t.rewarder.Score(&gt, g.samples[j*G+c].GetAnswer().GetText())
+				ep.Step[j*G+c], ep.Stage[j*G+c] = sc.Step(), sc.Stage
+				stats.rewardSum += sc.Step()
+				stats.rewardCount++
+			}
+		}
+		g.adv = make([]float64, len(g.samples))
+		if k == KindGRPO {
+			if err := espo.StepAdvantages(g.adv, ep.Step, G, t.res.Advantage.Eps); err != nil {
+				return err
+			}
+			continue
+		}
+		cout, err := espo.Advantages(g.adv, ep, t.res.Advantage)
+		if err != nil {
+			return err
+		}
+		g.cout = cout.Reward
+		stats.cout += cout.Reward / float64(len(gs))
+	}
+	return nil
+}
+
+// logProbs scores every candidate under the current and the reference policy.
+func (t *Trainer) logProbs(ctx context.Context, gs []*group) error {
+	return t.perGroup(gs, func(g *group) error {
+		req := &workerpb.LogProbsRequest{Reference: t.res.Loss.Beta != 0}
+		G := len(g.samples) / len(g.prompts)
+		for i, s := range g.samples {
+			req.Items = append(req.Items, &workerpb.Scored{Prompt: g.prompts[i/G], Answer: s.Answer})
+		}
+		resp, err := t.opts.Workers[g.worker].LogProbs(ctx, req)
+		if err != nil {
+			return err
+		}
+		if len(resp.Items) != len(g.samples) {
+			return fmt.Errorf("logprobs: %d results for %d answers", len(resp.Items), len(g.samples))
+		}
+		g.logp, g.ref = make([][]float64, len(g.samples)), make([][]float64, len(g.samples))
+		for i, it := range resp.Items {
+			if len(it.Current) != len(g.samples[i].Logprobs) {
+				return fmt.Errorf("logprobs: answer %d has %d tokens, generate gave %d", i, len(it.Current), len(g.samples[i].Logprobs))
+			}
+			g.logp[i], g.ref[i] = it.Current, it.Reference
+		}
+		return nil
+	})
+}
+
+// lossBackward computes the loss weights of the whole batch at once (so that the
+// aggregation normalises over the batch, whatever the number of workers) and sends
+// each worker the weights of its candidates.
+func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchStats) error {
+	var tok espo.Tokens
+	for _, g := range gs {
+		for i, s := range g.samples {
+			tok.LogP = append(tok.LogP, g.logp[i]...)
+			tok.OldLogP = append(tok.OldLogP, s.Logprobs...)
+			if tok.RefLogP != nil || len(g.ref[i]) > 0 {
+				tok.RefLogP = append(tok.RefLogP, g.ref[i]...)
+			}
+			tok.Lens = append(tok.Lens, len(s.Logprobs))
+			tok.Adv = append(tok.Adv, g.adv[i])
+		}
+	}
+	weights := make([]float64, len(tok.LogP))
+	ls, err := espo.LossWeights(weights, tok, t.res.Loss)
+	if err != nil {
+		return err
+	}
+	stats.kl, stats.clipFraction = ls.KL, ls.ClipFrac
+	items := make([][]*workerpb.Weighted, len(t.opts.Workers))
+	off := 0
+	for _, g := range gs {
+		G := len(g.samples) / len(g.prompts)
+		for i, s := range g.samples {
+			n := len(s.Logprobs)
+			items[g.worker] = append(items[g.worker], &workerpb.Weighted{
+				Prompt: g.prompts[i/G], Answer: s.Answer, TokenWeights: weights[off : off+n],
+			})
+			off += n
+		}
+	}
+	return t.backward(ctx, items, stats)
+}
+
+// backward sends each worker its weighted answers.
+func (t *Trainer) backward(ctx context.Context, items [][]*workerpb.Weighted, stats *batchStats) error {
+	objectives := make([]float64, len(t.opts.Workers))
+	err := t.eachWorker(func(i int, w workerpb.WorkerClient) error {
+		if len(items[i]) == 0 {
+			return nil
+		}
+		resp, err := w.Backward(ctx, &workerpb.BackwardRequest{Items: items[i]})
+		if err == nil {
+			objectives[i] = resp.Objective
+		}
+		return err
+	})
+	for _, o := range objectives {
+		stats.objective += o
+	}
+	return err
+}
+
+// step applies the optimizer step. One worker applies its accumulated gradient; with
+// several, the trainer sums their gradients (the loss weights already normalise over
+// the whole batch, so the sum is the batch gradient) and every worker applies the same
+// sum, unless the workers reduce gradients among themselves.
+func (t *Trainer) step(ctx context.Context) (float64, error) {
+	req := &workerpb.StepRequest{
+		LearningRate: t.res.LearningRate, MaxGradNorm: t.res.MaxGradNorm,
+		Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.01,
+	}
+	if len(t.opts.Workers) > 1 && !t.reducesGradients {
+		sum, err := t.sumGradients(ctx)
+		if err != nil {
+			return 0, err
+		}
+		req.Gradient = sum
+	}
+	norms := make([]float64, len(t.opts.Workers))
+	err := t.eachWorker(func(i int, w workerpb.WorkerClient) error {
+		resp, err := w.Step(ctx, req)
+		if err == nil {
+			norms[i] = resp.GradNorm
+		}
+		return err
+	})
+	return norms[0], err
+}
+
+// sumGradients gathers every worker's accumulated gradient and adds them in worker
+// order.
+func (t *Trainer) sumGradients(ctx context.Context) ([]float32, error) {
+	grads := make([][]float32, len(t.opts.Workers))
+	err := t.eachWorker(func(i int, w workerpb.WorkerClient) error {
+		resp, err := w.Gradients(ctx, &workerpb.GradientsRequest{})
+		if err == nil {
+			grads[i] = resp.Gradient
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sum := make([]float32, len(grads[0]))
+	for i, g := range grads {
+		if len(g) != len(sum) {
+			return nil, fmt.Errorf("worker %d has %d gradient values, worker 0 has %d", i, len(g), len(sum))
+		}
+		for k, v := range g {
+			sum[k] += v
+		}
+	}
+	return sum, nil
+}
+
+// perGroup runs fn for every group, groups of one worker in order, workers
+// concurrently.
+func (t *Trainer) perGroup(gs []*group, fn func(g *group) error) error {
+	return t.eachWorker(func(i int, _ workerpb.WorkerClient) error {
+		for _, g := range gs {
+			if g.worker != i {
+				continue
+			}
+			if err := fn(g); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// sampleSeed derives the sampling seed of one episode at one optimizer step:
+// FNV-1a over (seed, step, episode id).
+func sampleSeed(seed uint64, step int64, episode string) uint64 {
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], seed)
+	binary.LittleEndian.PutUint64(b[8:], uint64(step))
+	h.Write(b[:])
+	h.Write([]byte(episode))
+	return h.Sum64()
+}

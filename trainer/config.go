@@ -1,0 +1,136 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package trainer is the trainer process: it reads the resolved run configuration,
+// loads the datasets, drives policy workers through the ESPO (or GRPO, or SFT) loop,
+// evaluates, checkpoints and reports progress.
+package trainer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/espo"
+)
+
+// Config is the resolved run configuration (v1alpha1.RunConfig).
+type Config = v1alpha1.RunConfig
+
+// JobRef identifies an ESPOJob.
+type JobRef = v1alpha1.JobRef
+
+// LoadConfig reads a Config from a YAML (or JSON) file, refusing unknown fields, and
+// applies the spec's defaults.
+func LoadConfig(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the run config: %w", err)
+	}
+	c := &Config{}
+	if err := yaml.UnmarshalStrict(raw, c); err != nil {
+		return nil, fmt.Errorf("run config %s: %w", path, err)
+	}
+	c.Spec.Default()
+	if _, err := Resolve(c); err != nil {
+		return nil, fmt.Errorf("run config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Resolved holds the espo core's configurations derived from a Config.
+type Resolved struct {
+	Rewards   espo.RewardConfig
+	Advantage espo.AdvantageConfig
+	Loss      espo.LossConfig
+	// LearningRate, MaxGradNorm and Temperature drive the workers.
+	LearningRate, MaxGradNorm, Temperature float64
+	// Split holds the train, validation and test fractions.
+	Split [3]float64
+}
+
+// Resolve turns the spec's decimal strings into the espo core's configurations, and
+// reports every field that does not parse or that the core refuses, by its path.
+func Resolve(c *Config) (*Resolved, error) {
+	p := decimalParser{}
+	s := &c.Spec
+	r := &Resolved{
+		Rewards: espo.RewardConfig{
+			Format:        p.parse("spec.rewards.format", s.Rewards.Format),
+			GUIBoth:       p.parse("spec.rewards.gui.exact", s.Rewards.GUI.Exact),
+			GUITypeOnly:   p.parse("spec.rewards.gui.typeOnly", s.Rewards.GUI.TypeOnly),
+			GUIValueOnly:  p.parse("spec.rewards.gui.valueOnly", s.Rewards.GUI.ValueOnly),
+			GUINeither:    p.parse("spec.rewards.gui.wrong", s.Rewards.GUI.Wrong),
+			TextF1:        p.parse("spec.rewards.gui.textF1Threshold", s.Rewards.GUI.TextF1Threshold),
+			Intent:        p.parse("spec.rewards.intent.correct", s.Rewards.Intent.Correct),
+			Tau:           p.parse("spec.rewards.intent.threshold", s.Rewards.Intent.Threshold),
+			DecisionRight: p.parse("spec.rewards.decision.correct", s.Rewards.Decision.Correct),
+			DecisionWrong: p.parse("spec.rewards.decision.wrong", s.Rewards.Decision.Wrong),
+		},
+		Loss: espo.LossConfig{
+			EpsLow:   p.parse("spec.algorithm.clip.low", s.Algorithm.Clip.Low),
+			EpsHigh:  p.parse("spec.algorithm.clip.high", s.Algorithm.Clip.High),
+			DualClip: p.parse("spec.algorithm.clip.dual", s.Algorithm.Clip.Dual),
+			Beta:     p.parse("spec.algorithm.kl.coefficient", s.Algorithm.KL.Coefficient),
+			KL:       espo.KLEstimator(s.Algorithm.KL.Estimator),
+			Agg:      espo.Aggregation(s.Algorithm.LossAggregation),
+		},
+		LearningRate: p.parse("spec.algorithm.learningRate", s.Algorithm.LearningRate),
+		MaxGradNorm:  p.parse("spec.algorithm.maxGradNorm", s.Algorithm.MaxGradNorm),
+		Temperature:  p.parse("spec.algorithm.samplingTemperature", s.Algorithm.SamplingTemperature),
+		Split: [3]float64{
+			p.parse("spec.datasets.split.train", s.Datasets.Split.Train),
+			p.parse("spec.datasets.split.validation", s.Datasets.Split.Validation),
+			p.parse("spec.datasets.split.test", s.Datasets.Split.Test),
+		},
+	}
+	adv := espo.DefaultAdvantageConfig()
+	adv.K = p.parse("spec.rewards.cout.temperature", s.Rewards.COUT.Temperature)
+	adv.W = p.parse("spec.rewards.cout.weight", s.Rewards.COUT.Weight)
+	adv.Mode = espo.COUTMode(s.Rewards.COUT.Mode)
+	adv.Gates = espo.Gates(s.Rewards.COUT.Gates)
+	adv.GUIMax, adv.DecisionMax = r.Rewards.GUIBoth, r.Rewards.DecisionRight
+	r.Advantage = adv
+	if p.err != nil {
+		return nil, p.err
+	}
+	return r, errors.Join(
+		fieldErr("spec.rewards", r.Rewards.Validate()),
+		fieldErr("spec.rewards.cout", r.Advantage.Validate()),
+		fieldErr("spec.algorithm", r.Loss.Validate()),
+	)
+}
+
+// decimalParser parses decimal fields, collecting one error per bad field.
+type decimalParser struct{ err error }
+
+func (p *decimalParser) parse(path string, d v1alpha1.Decimal) float64 {
+	v, err := d.Float64()
+	if err != nil {
+		p.err = errors.Join(p.err, fmt.Errorf("%s: %w", path, err))
+	}
+	return v
+}
+
+func fieldErr(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}

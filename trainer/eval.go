@@ -1,0 +1,248 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/metrics"
+	"github.com/espo-dev/espo-operator/trainer/worker"
+	"github.com/espo-dev/espo-operator/trainer/workerpb"
+)
+
+// EvalResult holds the metrics of one evaluation, as fractions in [0, 1].
+type EvalResult struct {
+	Split string `json:"split"`
+	// Stage and Epoch name the epoch after which the evaluation ran; Step is the
+	// number of optimizer steps taken by then.
+	Stage                  Kind    `json:"stage,omitempty"`
+	Epoch                  int     `json:"epoch,omitempty"`
+	Step                   int64   `json:"step"`
+	Episodes               int     `json:"episodes"`
+	Steps                  int     `json:"steps"`
+	GUITypeAccuracy        float64 `json:"guiTypeAccuracy"`
+	ElementAccuracy        float64 `json:"elementAccuracy"`
+	OperationF1            float64 `json:"operationF1"`
+	StepSuccessRate        float64 `json:"stepSuccessRate"`
+	IntentAccuracy         float64 `json:"intentAccuracy"`
+	RecommendationAccuracy float64 `json:"recommendationAccuracy"`
+	FormatRate             float64 `json:"formatRate"`
+	// Report is the evaluator's full report: per stage and per channel.
+	Report *metrics.Report `json:"report,omitempty"`
+}
+
+// summary returns r without the full per-channel report.
+func (r *EvalResult) summary() EvalResult {
+	c := *r
+	c.Report = nil
+	return c
+}
+
+// named returns the metrics by their API names (spec.earlyStopping.target.metric).
+func (r *EvalResult) named() map[string]float64 {
+	return map[string]float64{
+		string(v1alpha1.MetricGUITypeAccuracy):        r.GUITypeAccuracy,
+		string(v1alpha1.MetricElementAccuracy):        r.ElementAccuracy,
+		string(v1alpha1.MetricOperationF1):            r.OperationF1,
+		string(v1alpha1.MetricStepSuccessRate):        r.StepSuccessRate,
+		string(v1alpha1.MetricIntentAccuracy):         r.IntentAccuracy,
+		string(v1alpha1.MetricRecommendationAccuracy): r.RecommendationAccuracy,
+		string(v1alpha1.MetricFormatRate):             r.FormatRate,
+	}
+}
+
+// status returns r in the form of status.training.evaluation.
+func (r *EvalResult) status() *v1alpha1.EvaluationStatus {
+	return &v1alpha1.EvaluationStatus{
+		Split:                  v1alpha1.EvaluationSplit(r.Split),
+		GUITypeAccuracy:        v1alpha1.NewMetric(r.GUITypeAccuracy),
+		ElementAccuracy:        v1alpha1.NewMetric(r.ElementAccuracy),
+		OperationF1:            v1alpha1.NewMetric(r.OperationF1),
+		StepSuccessRate:        v1alpha1.NewMetric(r.StepSuccessRate),
+		IntentAccuracy:         v1alpha1.NewMetric(r.IntentAccuracy),
+		RecommendationAccuracy: v1alpha1.NewMetric(r.RecommendationAccuracy),
+		FormatRate:             v1alpha1.NewMetric(r.FormatRate),
+	}
+}
+
+// Evaluate answers every step of the episodes greedily (teacher-forced, as in
+// training) and scores the answers with the SmartSpot metrics.
+func (t *Trainer) Evaluate(ctx context.Context, split string, eps []dataset.Episode) (*EvalResult, error) {
+	answers := make([][]string, len(eps))
+	err := t.eachWorker(func(i int, w workerpb.WorkerClient) error {
+		for e := i; e < len(eps); e += len(t.opts.Workers) {
+			a, err := greedyAnswers(ctx, w, &eps[e])
+			if err != nil {
+				return fmt.Errorf("evaluating episode %s: %w", eps[e].ID, err)
+			}
+			answers[e] = a
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ev := metrics.NewEvaluator(metrics.Options{Tau: t.res.Rewards.Tau, TextF1: t.res.Rewards.TextF1})
+	for e := range eps {
+		if err := ev.Add(&eps[e], answers[e]); err != nil {
+			return nil, err
+		}
+	}
+	return evalResult(split, len(eps), ev.Report()), nil
+}
+
+// greedyAnswers returns the policy's greedy answer to every step of ep.
+func greedyAnswers(ctx context.Context, w workerpb.WorkerClient, ep *dataset.Episode) ([]string, error) {
+	req := &workerpb.GenerateRequest{Samples: 1, Greedy: true}
+	for j := range ep.Steps {
+		req.Prompts = append(req.Prompts, worker.PromptFromStep(ep, j))
+	}
+	resp, err := w.Generate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Candidates) != len(ep.Steps) {
+		return nil, fmt.Errorf("generate: %d answers for %d steps", len(resp.Candidates), len(ep.Steps))
+	}
+	out := make([]string, len(ep.Steps))
+	for j, c := range resp.Candidates {
+		if len(c.Samples) != 1 {
+			return nil, fmt.Errorf("generate: %d greedy samples, want 1", len(c.Samples))
+		}
+		out[j] = c.Samples[0].GetAnswer().GetText()
+	}
+	return out, nil
+}
+
+// evaluateEpoch evaluates on the validation split after an epoch, reports, and applies
+// early stopping. It returns an outcome when the run must stop.
+func (t *Trainer) evaluateEpoch(ctx context.Context, ep *epochPlan) (v1alpha1.TrainingOutcome, string, error) {
+	if len(t.data.Validation) == 0 {
+		return "", "", nil
+	}
+	r, err := t.Evaluate(ctx, "validation", t.data.Validation)
+	if err != nil {
+		return "", "", err
+	}
+	r.Stage, r.Epoch, r.Step = ep.kind, ep.number, t.state.Step
+	t.state.History = append(t.state.History, r.summary())
+	if r.RecommendationAccuracy > t.state.BestRecommendationAccuracy {
+		t.state.BestRecommendationAccuracy = r.RecommendationAccuracy
+	}
+	t.publishEval(ctx, ep, r)
+	return t.earlyStop(ep, r)
+}
+
+// publishEval logs, records and reports an evaluation.
+func (t *Trainer) publishEval(ctx context.Context, ep *epochPlan, r *EvalResult) {
+	st := r.status()
+	now := t.now()
+	st.Epoch, st.Step, st.Time = int32(ep.number), t.state.Step, &now
+	t.status.Evaluation = st
+	if t.state.BestRecommendationAccuracy >= 0 {
+		t.status.BestRecommendationAccuracy = v1alpha1.NewMetric(t.state.BestRecommendationAccuracy)
+	}
+	t.opts.Metrics.observeEval(r.Split, r)
+	t.opts.Log.Info("evaluation", "split", r.Split, "stage", ep.kind, "epoch", ep.number, "step", t.state.Step,
+		"guiTypeAccuracy", percent(r.GUITypeAccuracy), "elementAccuracy", percent(r.ElementAccuracy),
+		"operationF1", percent(r.OperationF1), "stepSuccessRate", percent(r.StepSuccessRate),
+		"intentAccuracy", percent(r.IntentAccuracy), "recommendationAccuracy", percent(r.RecommendationAccuracy),
+		"formatRate", percent(r.FormatRate))
+	t.report(ctx)
+}
+
+// earlyStop applies spec.earlyStopping to a validation result.
+func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (v1alpha1.TrainingOutcome, string, error) {
+	es := t.cfg.Spec.EarlyStopping
+	if es == nil {
+		return "", "", nil
+	}
+	if es.Target != nil {
+		target, err := es.Target.Value.Float64()
+		if err != nil {
+			return "", "", fmt.Errorf("spec.earlyStopping.target.value: %w", err)
+		}
+		if v := r.named()[string(es.Target.Metric)]; v >= target {
+			return v1alpha1.OutcomeTargetReached, fmt.Sprintf("%s %.3f reached the target %s at step %d", es.Target.Metric, v, es.Target.Value, t.state.Step), nil
+		}
+	}
+	if es.MinReward == "" || ep.kind == KindSFT {
+		return "", "", nil
+	}
+	minReward, err := es.MinReward.Float64()
+	if err != nil {
+		return "", "", fmt.Errorf("spec.earlyStopping.minReward: %w", err)
+	}
+	if mean := t.epochReward.mean(); mean < minReward {
+		t.state.LowRewardEvals++
+		if t.state.LowRewardEvals >= int(es.Patience) {
+			return v1alpha1.OutcomeRewardCollapsed, fmt.Sprintf("the mean step reward %.3f stayed below %s for %d evaluations", mean, es.MinReward, t.state.LowRewardEvals), nil
+		}
+	} else {
+		t.state.LowRewardEvals = 0
+	}
+	return "", "", nil
+}
+
+// finish evaluates on the test split, writes the final report and reports the outcome.
+func (t *Trainer) finish(ctx context.Context, outcome v1alpha1.TrainingOutcome, msg string) (*Report, error) {
+	rep := &Report{Outcome: outcome, Message: msg, Steps: t.state.Step, Validation: t.state.History,
+		BestRecommendationAccuracy: max(t.state.BestRecommendationAccuracy, 0)}
+	if len(t.data.Test) > 0 && outcome != v1alpha1.OutcomeNonFiniteLoss {
+		r, err := t.Evaluate(ctx, "test", t.data.Test)
+		if err != nil {
+			return nil, t.fail(ctx, err)
+		}
+		r.Step = t.state.Step
+		rep.Test = r
+		last := &t.plan.epochs[len(t.plan.epochs)-1]
+		if t.state.Epoch < len(t.plan.epochs) {
+			last = &t.plan.epochs[t.state.Epoch]
+		}
+		t.status.Stage = v1alpha1.StageEval
+		t.publishEval(ctx, last, r)
+	}
+	t.status.Outcome, t.status.Message = outcome, boundMessage(msg)
+	t.report(ctx)
+	rep.Status = t.status.DeepCopy()
+	if err := writeReport(t.cfg.OutputDir, rep); err != nil {
+		return nil, fmt.Errorf("writing the final report: %w", err)
+	}
+	t.opts.Log.Info("training finished", "outcome", outcome, "message", msg, "steps", t.state.Step)
+	return rep, nil
+}
+
+// evalResult condenses an evaluator's report into the status metrics: the GUI type
+// accuracy is the type accuracy over GUI steps; the others are micro averages over
+// their own steps.
+func evalResult(split string, episodes int, r metrics.Report) *EvalResult {
+	m := r.Micro
+	return &EvalResult{
+		Split: split, Episodes: episodes, Steps: m.Steps,
+		GUITypeAccuracy:        r.ByStage[string(dataset.StageGUI)].TypeAcc,
+		ElementAccuracy:        m.EleAcc,
+		OperationF1:            m.OpF1,
+		StepSuccessRate:        m.StepSR,
+		IntentAccuracy:         m.IntentAcc,
+		RecommendationAccuracy: m.RecAcc,
+		FormatRate:             m.FormatRate,
+		Report:                 &r,
+	}
+}

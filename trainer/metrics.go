@@ -1,0 +1,88 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the trainer's Prometheus metrics, espo_trainer_*. A nil *Metrics
+// records nothing.
+type Metrics struct {
+	step         prometheus.Gauge
+	totalSteps   prometheus.Gauge
+	reward       *prometheus.GaugeVec
+	cout         prometheus.Gauge
+	kl           prometheus.Gauge
+	clipFraction prometheus.Gauge
+	gradNorm     prometheus.Gauge
+	stepSeconds  *prometheus.HistogramVec
+	accuracy     *prometheus.GaugeVec
+}
+
+// NewMetrics creates the trainer's metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		step:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_step", Help: "Optimizer steps taken."}),
+		totalSteps: prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_total_steps", Help: "Optimizer steps of the whole run."}),
+		reward: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "espo_trainer_step_reward",
+			Help: "Mean step reward R_step over the candidates of the latest step."}, []string{"stage"}),
+		cout:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_cout_reward", Help: "Mean R_COUT over the episodes of the latest ESPO step."}),
+		kl:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_kl", Help: "KL to the reference policy at the latest step."}),
+		clipFraction: prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_clip_fraction", Help: "Fraction of clipped tokens at the latest step."}),
+		gradNorm:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_grad_norm", Help: "Gradient norm before clipping at the latest step."}),
+		stepSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "espo_trainer_step_seconds",
+			Help: "Wall time of one optimizer step.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, []string{"stage"}),
+		accuracy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "espo_trainer_accuracy",
+			Help: "Metrics of the latest evaluation, by split and metric."}, []string{"split", "metric"}),
+	}
+	reg.MustRegister(m.step, m.totalSteps, m.reward, m.cout, m.kl, m.clipFraction, m.gradNorm, m.stepSeconds, m.accuracy)
+	return m
+}
+
+func (m *Metrics) observeStep(k Kind, step int64, s batchStats, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.step.Set(float64(step))
+	m.stepSeconds.WithLabelValues(string(k)).Observe(took.Seconds())
+	m.gradNorm.Set(s.gradNorm)
+	if k == KindSFT {
+		return
+	}
+	m.reward.WithLabelValues(string(k)).Set(s.meanReward())
+	m.cout.Set(s.cout)
+	m.kl.Set(s.kl)
+	m.clipFraction.Set(s.clipFraction)
+}
+
+func (m *Metrics) observeTotal(total int64) {
+	if m != nil {
+		m.totalSteps.Set(float64(total))
+	}
+}
+
+func (m *Metrics) observeEval(split string, r *EvalResult) {
+	if m == nil {
+		return
+	}
+	for name, v := range r.named() {
+		m.accuracy.WithLabelValues(split, name).Set(v)
+	}
+}

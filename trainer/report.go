@@ -1,0 +1,122 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// Reporter receives the trainer's progress: the status.training of its ESPOJob.
+type Reporter interface {
+	Report(ctx context.Context, s *v1alpha1.TrainingStatus) error
+}
+
+// DiscardReporter drops every report.
+type DiscardReporter struct{}
+
+// Report does nothing.
+func (DiscardReporter) Report(context.Context, *v1alpha1.TrainingStatus) error { return nil }
+
+// Report is the trainer's final report, written to <outputDir>/report.json.
+type Report struct {
+	// Outcome and Message say how the run ended.
+	Outcome v1alpha1.TrainingOutcome `json:"outcome"`
+	Message string                   `json:"message"`
+	// Steps is the number of optimizer steps taken.
+	Steps int64 `json:"steps"`
+	// Validation holds the validation metrics after each epoch, in order; Test the
+	// final test metrics.
+	Validation []EvalResult `json:"validation,omitempty"`
+	Test       *EvalResult  `json:"test,omitempty"`
+	// BestRecommendationAccuracy is the best validation RecAcc.
+	BestRecommendationAccuracy float64 `json:"bestRecommendationAccuracy"`
+	// Status is the final status.training.
+	Status *v1alpha1.TrainingStatus `json:"status"`
+}
+
+// writeReport writes r as indented JSON to dir/report.json, atomically.
+func writeReport(dir string, r *Report) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, ".report.json.tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "report.json"))
+}
+
+// meanAcc accumulates a mean.
+type meanAcc struct {
+	sum float64
+	n   int
+}
+
+func (m *meanAcc) add(sum float64, n int) { m.sum, m.n = m.sum+sum, m.n+n }
+
+func (m meanAcc) mean() float64 {
+	if m.n == 0 {
+		return 0
+	}
+	return m.sum / float64(m.n)
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// maxMessage bounds messages written to status.
+const maxMessage = 1024
+
+func boundMessage(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return s[:maxMessage-3] + "..."
+}
+
+func (t *Trainer) now() metav1.Time { return metav1.NewTime(t.opts.Clock.Now()) }
+
+// workerOptions passes the model section of the spec to the workers.
+func workerOptions(m *v1alpha1.ModelSpec) map[string]string {
+	o := map[string]string{}
+	if m.Pretrained != "" {
+		o["pretrained"] = m.Pretrained
+	}
+	if m.CPU != nil {
+		o["hidden"] = strconv.Itoa(int(m.CPU.HiddenSize))
+	}
+	return o
+}
+
+// percent formats a fraction for logs.
+func percent(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }

@@ -1,0 +1,344 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+
+	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/trainer/checkpoint"
+	"github.com/espo-dev/espo-operator/trainer/workerpb"
+)
+
+// workerStateFile is the file of a checkpoint that holds worker 0's full state.
+const workerStateFile = "worker.state"
+
+// State is the trainer's position in the run; every checkpoint records it, so a
+// resumed run continues at exactly the next batch.
+type State struct {
+	// Epoch is the index of the current epoch in the plan.
+	Epoch int `json:"epoch"`
+	// Batch is the next batch of that epoch.
+	Batch int `json:"batch"`
+	// Step is the number of optimizer steps taken.
+	Step int64 `json:"step"`
+	// BestRecommendationAccuracy is the best validation RecAcc so far, -1 before any.
+	BestRecommendationAccuracy float64 `json:"bestRecommendationAccuracy"`
+	// LowRewardEvals counts consecutive evaluations whose epoch's mean step reward was
+	// below earlyStopping.minReward.
+	LowRewardEvals int `json:"lowRewardEvals"`
+	// ReferenceFrozen is whether the reference policy was snapshotted (after SFT).
+	ReferenceFrozen bool `json:"referenceFrozen"`
+	// History holds the validation results so far, without per-channel detail.
+	History []EvalResult `json:"history,omitempty"`
+}
+
+// Options are what a Trainer needs besides its Config.
+type Options struct {
+	// Workers are the policy workers; the trainer deals whole episodes among them.
+	Workers []workerpb.WorkerClient
+	// Reporter receives progress; nil discards it.
+	Reporter Reporter
+	// Metrics receives Prometheus metrics; nil discards them.
+	Metrics *Metrics
+	// Clock reads the time; nil is the real clock.
+	Clock clock.PassiveClock
+	// Log is the progress log.
+	Log logr.Logger
+	// StopAfterSteps, when positive, stops the run (without an outcome) once that many
+	// optimizer steps are done: tests use it to simulate a killed trainer.
+	StopAfterSteps int64
+}
+
+// Trainer runs one training job.
+type Trainer struct {
+	cfg      *Config
+	res      *Resolved
+	data     *Splits
+	plan     *plan
+	opts     Options
+	rewarder *espo.Rewarder
+	store    *checkpoint.Store
+	state    State
+	// status is the report being built; the loop fills it and sends it.
+	status v1alpha1.TrainingStatus
+	// epochReward accumulates the current epoch's step rewards.
+	epochReward meanAcc
+	// reducesGradients is whether the workers all-reduce gradients themselves.
+	reducesGradients bool
+}
+
+// New validates the config, loads the datasets and plans the run.
+func New(cfg *Config, opts Options) (*Trainer, error) {
+	if len(opts.Workers) == 0 {
+		return nil, errors.New("trainer: no workers")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Reporter == nil {
+		opts.Reporter = DiscardReporter{}
+	}
+	res, err := Resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	data, err := LoadSplits(cfg, res.Split)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPlan(&cfg.Spec.Algorithm, data.Train)
+	if err != nil {
+		return nil, err
+	}
+	rewarder, err := espo.NewRewarder(res.Rewards, nil)
+	if err != nil {
+		return nil, fmt.Errorf("spec.rewards: %w", err)
+	}
+	t := &Trainer{cfg: cfg, res: res, data: data, plan: p, opts: opts, rewarder: rewarder}
+	t.state.BestRecommendationAccuracy = -1
+	if cfg.CheckpointDir != "" {
+		keep := 0
+		if cfg.Spec.Checkpoint != nil {
+			keep = int(cfg.Spec.Checkpoint.Keep)
+		}
+		if t.store, err = checkpoint.NewStore(cfg.CheckpointDir, keep, opts.Log.WithName("checkpoint")); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Splits returns the datasets the trainer uses.
+func (t *Trainer) Splits() *Splits { return t.data }
+
+// Run trains to the end of the plan (or an early stop), evaluates on the test split and
+// returns the final report. It resumes from the newest valid checkpoint when there is
+// one.
+func (t *Trainer) Run(ctx context.Context) (*Report, error) {
+	if err := t.start(ctx); err != nil {
+		return nil, t.fail(ctx, err)
+	}
+	outcome, msg, err := t.train(ctx)
+	if err != nil {
+		return nil, t.fail(ctx, err)
+	}
+	if outcome == "" { // stopped by StopAfterSteps
+		return nil, nil
+	}
+	return t.finish(ctx, outcome, msg)
+}
+
+// start configures the workers, from the newest checkpoint when there is one.
+func (t *Trainer) start(ctx context.Context) error {
+	t.status.TotalSteps = t.plan.totalSteps()
+	t.opts.Metrics.observeTotal(t.status.TotalSteps)
+	loadPath := ""
+	if t.store != nil {
+		c, err := t.store.Latest()
+		if err != nil {
+			return err
+		}
+		if c != nil {
+			if err := json.Unmarshal(c.State, &t.state); err != nil {
+				return fmt.Errorf("checkpoint %s: trainer state: %w", c.Dir, err)
+			}
+			loadPath = filepath.Join(c.Dir, workerStateFile)
+			t.status.LastCheckpoint = &v1alpha1.CheckpointStatus{Step: c.Step, Path: c.Dir}
+			t.opts.Log.Info("resuming from checkpoint", "dir", c.Dir, "step", t.state.Step, "epoch", t.state.Epoch, "batch", t.state.Batch)
+		}
+	}
+	req := &workerpb.ConfigureRequest{Seed: uint64(t.cfg.Spec.Algorithm.Seed), Options: workerOptions(&t.cfg.Spec.Model), LoadPath: loadPath}
+	infos := make([]*workerpb.InfoResponse, len(t.opts.Workers))
+	err := t.eachWorker(func(i int, w workerpb.WorkerClient) error {
+		resp, err := w.Configure(ctx, req)
+		if err == nil {
+			infos[i] = resp.GetInfo()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	t.reducesGradients = infos[0].GetReducesGradients()
+	t.opts.Log.Info("workers ready", "workers", len(infos), "model", infos[0].GetModel(),
+		"device", infos[0].GetDevice(), "parameters", infos[0].GetParameters())
+	return nil
+}
+
+// train runs the epochs of the plan from the current state. It returns the outcome
+// when the run ended, or "" when it stopped at StopAfterSteps.
+func (t *Trainer) train(ctx context.Context) (v1alpha1.TrainingOutcome, string, error) {
+	for ; t.state.Epoch < len(t.plan.epochs); t.state.Epoch, t.state.Batch = t.state.Epoch+1, 0 {
+		ep := &t.plan.epochs[t.state.Epoch]
+		if err := t.freezeReferenceBefore(ctx, ep.kind); err != nil {
+			return "", "", err
+		}
+		outcome, msg, err := t.trainEpoch(ctx, ep)
+		if err != nil || outcome != "" || t.stopRequested() {
+			return outcome, msg, err
+		}
+		if err := t.checkpoint(ctx); err != nil {
+			return "", "", err
+		}
+		if outcome, msg, err := t.evaluateEpoch(ctx, ep); err != nil || outcome != "" {
+			return outcome, msg, err
+		}
+	}
+	return v1alpha1.OutcomeCompleted, "every epoch ran", nil
+}
+
+// freezeReferenceBefore snapshots the reference policy once, before the first
+// reinforcement epoch: the reference of the KL penalty is the SFT cold-start policy.
+func (t *Trainer) freezeReferenceBefore(ctx context.Context, k Kind) error {
+	if k == KindSFT || t.state.ReferenceFrozen {
+		return nil
+	}
+	err := t.eachWorker(func(_ int, w workerpb.WorkerClient) error {
+		_, err := w.SnapshotReference(ctx, &workerpb.SnapshotReferenceRequest{})
+		return err
+	})
+	t.state.ReferenceFrozen = err == nil
+	return err
+}
+
+// trainEpoch runs the remaining batches of one epoch.
+func (t *Trainer) trainEpoch(ctx context.Context, ep *epochPlan) (v1alpha1.TrainingOutcome, string, error) {
+	plan := ep.sampler.Epoch(t.state.Epoch)
+	t.status.Stage, t.status.Epoch = ep.kind.Stage(), int32(ep.number)
+	if t.state.Batch == 0 {
+		t.epochReward = meanAcc{}
+	}
+	var steps []int
+	for ; t.state.Batch < plan.Len(); t.state.Batch++ {
+		start := t.opts.Clock.Now()
+		steps = plan.Steps(steps, t.state.Batch)
+		stats, err := t.trainBatch(ctx, ep.kind, steps)
+		if err != nil {
+			return "", "", err
+		}
+		t.state.Step++
+		t.record(ctx, ep, stats, t.opts.Clock.Since(start))
+		if !finite(stats.gradNorm) || !finite(stats.objective) {
+			return v1alpha1.OutcomeNonFiniteLoss, fmt.Sprintf("step %d: the loss or gradient is not finite (objective %v, gradient norm %v)", t.state.Step, stats.objective, stats.gradNorm), nil
+		}
+		if t.checkpointDue() {
+			t.state.Batch++ // the checkpoint resumes at the next batch
+			err := t.checkpoint(ctx)
+			t.state.Batch--
+			if err != nil {
+				return "", "", err
+			}
+		}
+		if t.stopRequested() {
+			return "", "", nil
+		}
+	}
+	return "", "", nil
+}
+
+func (t *Trainer) stopRequested() bool {
+	return t.opts.StopAfterSteps > 0 && t.state.Step >= t.opts.StopAfterSteps
+}
+
+func (t *Trainer) checkpointDue() bool {
+	if t.store == nil || t.cfg.Spec.Checkpoint == nil || t.cfg.Spec.Checkpoint.EverySteps <= 0 {
+		return false
+	}
+	return t.state.Step%int64(t.cfg.Spec.Checkpoint.EverySteps) == 0
+}
+
+// checkpoint saves worker 0's state and the trainer state.
+func (t *Trainer) checkpoint(ctx context.Context) error {
+	if t.store == nil {
+		return nil
+	}
+	dir, err := t.store.Save(t.state.Step, t.state, func(dir string) error {
+		_, err := t.opts.Workers[0].Save(ctx, &workerpb.SaveRequest{Path: filepath.Join(dir, workerStateFile)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	now := t.now()
+	t.status.LastCheckpoint = &v1alpha1.CheckpointStatus{Step: t.state.Step, Path: dir, Time: &now}
+	t.opts.Log.V(1).Info("checkpoint written", "dir", dir, "step", t.state.Step)
+	return nil
+}
+
+// record updates the running statistics, metrics and report after a training step.
+func (t *Trainer) record(ctx context.Context, ep *epochPlan, s batchStats, took time.Duration) {
+	t.epochReward.add(s.rewardSum, s.rewardCount)
+	t.status.Step = t.state.Step
+	if s.rewardCount > 0 {
+		t.status.MeanStepReward = v1alpha1.NewMetric(s.rewardSum / float64(s.rewardCount))
+		t.status.MeanCOUTReward = v1alpha1.NewMetric(s.cout)
+		t.status.KL = v1alpha1.NewMetric(s.kl)
+	}
+	t.opts.Metrics.observeStep(ep.kind, t.state.Step, s, took)
+	t.opts.Log.Info("step", "stage", ep.kind, "epoch", ep.number, "step", t.state.Step, "totalSteps", t.status.TotalSteps,
+		"meanStepReward", s.meanReward(), "cout", s.cout, "kl", s.kl, "clipFraction", s.clipFraction,
+		"gradNorm", s.gradNorm, "stepSeconds", took.Seconds(),
+		"eta", (time.Duration(t.status.TotalSteps-t.state.Step) * took).Round(time.Second).String())
+	t.report(ctx)
+}
+
+// report sends the current status; a failed report is logged, never fatal.
+func (t *Trainer) report(ctx context.Context) {
+	now := t.now()
+	t.status.LastUpdateTime = &now
+	if err := t.opts.Reporter.Report(ctx, t.status.DeepCopy()); err != nil {
+		t.opts.Log.Error(err, "reporting progress")
+	}
+}
+
+// fail reports an unrecoverable error as the run's outcome and returns it.
+func (t *Trainer) fail(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	t.status.Outcome, t.status.Message = v1alpha1.OutcomeError, boundMessage(err.Error())
+	t.report(ctx)
+	return err
+}
+
+// eachWorker calls fn on every worker concurrently and joins their errors.
+func (t *Trainer) eachWorker(fn func(i int, w workerpb.WorkerClient) error) error {
+	errs := make([]error, len(t.opts.Workers))
+	done := make(chan struct{})
+	for i, w := range t.opts.Workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			if err := fn(i, w); err != nil {
+				errs[i] = fmt.Errorf("worker %d: %w", i, err)
+			}
+		}()
+	}
+	for range t.opts.Workers {
+		<-done
+	}
+	return errors.Join(errs...)
+}

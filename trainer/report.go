@@ -114,6 +114,8 @@ func workerOptions(m *v1alpha1.ModelSpec) map[string]string {
 	}
 	if m.CPU != nil {
 		o["hidden"] = strconv.Itoa(int(m.CPU.HiddenSize))
+		o["hash_bits"] = strconv.Itoa(int(m.CPU.FeatureBits))
+		o["max_intent_words"] = strconv.Itoa(int(m.CPU.MaxIntentWords))
 	}
 	return o
 }

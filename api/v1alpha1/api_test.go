@@ -90,7 +90,7 @@ func TestDefaultIsIdempotentAndKeepsSetValues(t *testing.T) {
 	if *s.Algorithm.SFTEpochs != 0 || *s.RunPolicy.BackoffLimit != 0 || s.Algorithm.LearningRate != "1e-3" || s.Datasets.Sources[0].Synthetic.Episodes != 7 {
 		t.Errorf("Default overwrote set values: %+v", s)
 	}
-	if s.Algorithm.GroupSize != 5 || s.Rewards.Intent.Threshold != "0.75" || s.Model.CPU.HiddenSize != 64 || s.Trainer.Replicas != 1 {
+	if s.Algorithm.GroupSize != 5 || s.Rewards.Intent.Threshold != "0.75" || s.Model.CPU.HiddenSize != 32 || s.Trainer.Replicas != 1 {
 		t.Errorf("Default left fields unset: %+v", s)
 	}
 }

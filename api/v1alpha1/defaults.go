@@ -60,9 +60,9 @@ func (d *DatasetSplit) Default() {
 func (m *ModelSpec) Default() {
 	setDefault(&m.Worker, WorkerCPU)
 	if m.CPU != nil {
-		setDefault(&m.CPU.HiddenSize, 64)
-		setDefault(&m.CPU.EmbeddingSize, 256)
-		setDefault(&m.CPU.HistorySteps, 32)
+		setDefault(&m.CPU.HiddenSize, 32)
+		setDefault(&m.CPU.FeatureBits, 15)
+		setDefault(&m.CPU.MaxIntentWords, 40)
 	}
 }
 

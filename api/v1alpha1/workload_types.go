@@ -89,30 +89,31 @@ type ModelSpec struct {
 	CPU *CPUPolicySpec `json:"cpu,omitempty"`
 }
 
-// CPUPolicySpec is the shape of the pure-Go reference policy.
+// CPUPolicySpec is the shape of the pure-Go reference policy: hashed features of
+// each decision's options and context, one tanh hidden layer, a softmax per decision.
 type CPUPolicySpec struct {
-	// HiddenSize is the width of the policy's hidden layer. Default 64.
-	// +optional
-	// +kubebuilder:default=64
-	// +kubebuilder:validation:Minimum=4
-	// +kubebuilder:validation:Maximum=4096
-	HiddenSize int32 `json:"hiddenSize,omitempty"`
-
-	// EmbeddingSize is the size of the hashed text-feature embedding. Default 256.
-	// +optional
-	// +kubebuilder:default=256
-	// +kubebuilder:validation:Minimum=8
-	// +kubebuilder:validation:Maximum=65536
-	EmbeddingSize int32 `json:"embeddingSize,omitempty"`
-
-	// HistorySteps is how many demonstrated earlier steps of the episode the policy
-	// reads; the pool and recommendation steps learn from this cross-step evidence.
-	// Default 32.
+	// HiddenSize is the width of the policy's hidden layer. Default 32.
 	// +optional
 	// +kubebuilder:default=32
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=256
-	HistorySteps int32 `json:"historySteps,omitempty"`
+	// +kubebuilder:validation:Maximum=1024
+	HiddenSize int32 `json:"hiddenSize,omitempty"`
+
+	// FeatureBits is log2 of the rows of the hashed feature table: 15 gives 32,768
+	// rows and, with the default hidden size, about a million parameters. Default 15.
+	// +optional
+	// +kubebuilder:default=15
+	// +kubebuilder:validation:Minimum=4
+	// +kubebuilder:validation:Maximum=24
+	FeatureBits int32 `json:"featureBits,omitempty"`
+
+	// MaxIntentWords caps the words of the intent text the policy writes on the
+	// item-pool step. Default 40.
+	// +optional
+	// +kubebuilder:default=40
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxIntentWords int32 `json:"maxIntentWords,omitempty"`
 }
 
 // TrainerSpec describes the trainer pods. Rank 0 runs the training loop; every rank

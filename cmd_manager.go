@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -45,6 +46,11 @@ type managerOptions struct {
 	leaderElectionNamespace string
 	gracefulShutdown        time.Duration
 	logFormat               string
+	trainerImage            string
+	cudaWorkerImage         string
+	qps                     float32
+	burst                   int
+	concurrentReconciles    int
 }
 
 func newManagerCommand() *cobra.Command {
@@ -75,7 +81,22 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease; default: the manager's own namespace")
 	f.DurationVar(&o.gracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "How long running reconciles may take to finish on shutdown")
 	f.StringVar(&o.logFormat, "log-format", "json", "Log format: json or text")
+	f.StringVar(&o.trainerImage, "trainer-image", envOr("ESPO_TRAINER_IMAGE", "espo-operator:dev"),
+		"Image of the trainer and CPU worker containers of jobs that name none; default $ESPO_TRAINER_IMAGE, the operator's own image")
+	f.StringVar(&o.cudaWorkerImage, "cuda-worker-image", envOr("ESPO_CUDA_WORKER_IMAGE", "espo-worker-cuda:dev"),
+		"Image of the cuda worker containers of jobs that name none; default $ESPO_CUDA_WORKER_IMAGE")
+	f.Float32Var(&o.qps, "kube-api-qps", 200, "Requests per second the manager may send to the API server")
+	f.IntVar(&o.burst, "kube-api-burst", 400, "Burst of requests the manager may send to the API server")
+	f.IntVar(&o.concurrentReconciles, "max-concurrent-reconciles", 16, "How many ESPOJobs are reconciled at once")
 	return cmd
+}
+
+// envOr returns the environment variable's value, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 // newLogger returns a zap-backed logr.Logger writing the given format.
@@ -107,8 +128,14 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 	if o.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	cfg = rest.CopyConfig(cfg)
+	if o.qps > 0 {
+		cfg.QPS, cfg.Burst = o.qps, max(o.burst, int(o.qps))
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  controllers.NewScheme(),
+		Cache:                   controllers.CacheOptions(),
+		Client:                  controllers.ClientOptions(),
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
@@ -118,6 +145,13 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	reconciler := controllers.NewESPOJobReconciler(mgr, controllers.Options{
+		PodOptions:              controllers.PodOptions{TrainerImage: o.trainerImage, CUDAWorkerImage: o.cudaWorkerImage},
+		MaxConcurrentReconciles: o.concurrentReconciles,
+	})
+	if err := reconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ESPOJob controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)

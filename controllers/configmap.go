@@ -1,0 +1,84 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// buildRunConfig resolves the job into the trainer's run config: its spec with every
+// default applied, where the datasets, checkpoints and output are mounted, and the
+// addresses of the remote policy workers. spec.runPolicy.suspend is left out (false):
+// it is not the trainer's business, and suspending must not rewrite the config.
+func buildRunConfig(job *v1.ESPOJob) *v1.RunConfig {
+	spec := job.Spec.DeepCopy()
+	spec.Default()
+	spec.RunPolicy.Suspend = false
+	rc := &v1.RunConfig{
+		Job:       v1.JobRef{Namespace: job.Namespace, Name: job.Name},
+		Spec:      *spec,
+		DataRoot:  DataRoot,
+		Workers:   workerAddresses(job),
+		OutputDir: OutputDir,
+	}
+	if spec.Checkpoint != nil {
+		rc.CheckpointDir = path.Join(CheckpointMountPath, spec.Checkpoint.PersistentVolumeClaim.Path)
+	}
+	return rc
+}
+
+// workerAddresses are the policy workers rank 0 drives besides its in-process ones:
+// the worker container of every other rank, reached through the headless Service as
+// <pod hostname>.<service>.<namespace>.svc:<port>, and with cuda also rank 0's own
+// worker container on localhost.
+func workerAddresses(job *v1.ESPOJob) []string {
+	var addrs []string
+	if job.Spec.Model.Worker == v1.WorkerCUDA {
+		addrs = append(addrs, fmt.Sprintf("localhost:%d", WorkerPort))
+	}
+	for rank := int32(1); rank < replicas(job); rank++ {
+		addrs = append(addrs, fmt.Sprintf("%s:%d", podFQDN(job, rank), WorkerPort))
+	}
+	return addrs
+}
+
+// podFQDN is the DNS name of a rank's pod through the job's headless Service.
+func podFQDN(job *v1.ESPOJob, rank int32) string {
+	return fmt.Sprintf("%s.%s.%s.svc", podName(job, rank), serviceName(job), job.Namespace)
+}
+
+// replicas is the number of trainer pods (at least 1, whether or not defaulted).
+func replicas(job *v1.ESPOJob) int32 { return max(job.Spec.Trainer.Replicas, 1) }
+
+// buildConfigMap builds the ConfigMap that holds the job's run config, as YAML under
+// v1.RunConfigKey. It fails only if the config cannot be marshalled.
+func buildConfigMap(job *v1.ESPOJob) (*corev1.ConfigMap, error) {
+	raw, err := yaml.Marshal(buildRunConfig(job))
+	if err != nil {
+		return nil, fmt.Errorf("marshalling the run config: %w", err)
+	}
+	return &corev1.ConfigMap{
+		ObjectMeta: childMeta(job, configMapName(job)),
+		Data:       map[string]string{v1.RunConfigKey: string(raw)},
+	}, nil
+}

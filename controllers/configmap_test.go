@@ -1,0 +1,93 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+func TestBuildRunConfig(t *testing.T) {
+	cases := map[string]struct {
+		job  *v1.ESPOJob
+		want func(*v1.RunConfig)
+	}{
+		"one replica: no remote workers, no checkpoints": {
+			job:  makeJob().Obj(),
+			want: func(*v1.RunConfig) {},
+		},
+		"three replicas: ranks 1 and 2 are remote workers": {
+			job: makeJob().Replicas(3).Obj(),
+			want: func(rc *v1.RunConfig) {
+				rc.Workers = []string{"demo-trainer-1.demo.ns.svc:50051", "demo-trainer-2.demo.ns.svc:50051"}
+			},
+		},
+		"cuda: rank 0's own worker container too": {
+			job: makeJob().Replicas(2).CUDA("m").Obj(),
+			want: func(rc *v1.RunConfig) {
+				rc.Workers = []string{"localhost:50051", "demo-trainer-1.demo.ns.svc:50051"}
+			},
+		},
+		"checkpoints in a folder of the claim": {
+			job:  makeJob().Checkpoint("ckpt", "runs/demo", 20).Obj(),
+			want: func(rc *v1.RunConfig) { rc.CheckpointDir = "/checkpoints/runs/demo" },
+		},
+		"suspend is not part of the run config": {
+			job:  makeJob().Suspend(true).Obj(),
+			want: func(*v1.RunConfig) {},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := tc.job.Spec.DeepCopy()
+			spec.Default()
+			spec.RunPolicy.Suspend = false
+			want := &v1.RunConfig{Job: v1.JobRef{Namespace: "ns", Name: "demo"}, Spec: *spec,
+				DataRoot: "/data", OutputDir: "/var/run/espo/output"}
+			tc.want(want)
+			if diff := cmp.Diff(want, buildRunConfig(tc.job)); diff != "" {
+				t.Errorf("buildRunConfig (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildConfigMapHoldsTheRunConfigAsYAML(t *testing.T) {
+	// Built without Obj(): the spec's defaults are applied by the builder.
+	w := makeJob().Replicas(2)
+	cm, err := buildConfigMap(&w.ESPOJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Name != "demo-config" || cm.Namespace != "ns" || cm.Labels[LabelJobName] != "demo" || len(cm.OwnerReferences) != 1 {
+		t.Errorf("metadata: %+v", cm.ObjectMeta)
+	}
+	got := &v1.RunConfig{}
+	if err := yaml.UnmarshalStrict([]byte(cm.Data[v1.RunConfigKey]), got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(buildRunConfig(w.Obj()), got); diff != "" {
+		t.Errorf("run.yaml (-want +got):\n%s", diff)
+	}
+	if got.Spec.Algorithm.GroupSize != 5 {
+		t.Errorf("defaults not applied: groupSize %d", got.Spec.Algorithm.GroupSize)
+	}
+}

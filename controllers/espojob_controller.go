@@ -1,0 +1,428 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// FieldManager is the field manager of the controller's writes.
+const FieldManager = "espo-operator"
+
+// conflictRetry is how soon a reconcile that lost a write race runs again. The newer
+// object's watch event usually triggers it first.
+const conflictRetry = 100 * time.Millisecond
+
+// Options configure the ESPOJob reconciler.
+type Options struct {
+	PodOptions
+	// Clock is read once per reconcile. Default: the real clock.
+	Clock clock.Clock
+	// MaxConcurrentReconciles is how many jobs are reconciled at once. Default 16:
+	// a reconcile mostly waits on the API server.
+	MaxConcurrentReconciles int
+}
+
+// ESPOJobReconciler turns ESPOJobs into trainer pods and their companions, and the
+// pods' fate back into the jobs' status.
+type ESPOJobReconciler struct {
+	client    client.Client
+	apiReader client.Reader // uncached, to look at a name another object holds
+	recorder  events.EventRecorder
+	opts      Options
+}
+
+// NewESPOJobReconciler returns a reconciler that uses mgr's client, cache and event
+// recorder.
+func NewESPOJobReconciler(mgr ctrl.Manager, o Options) *ESPOJobReconciler {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = 16
+	}
+	return &ESPOJobReconciler{
+		client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: mgr.GetEventRecorder("espojob-controller"), opts: o,
+	}
+}
+
+// +kubebuilder:rbac:groups=training.espo.dev,resources=espojobs,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=training.espo.dev,resources=espojobs/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=services;serviceaccounts,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile brings one ESPOJob's children in line with its spec and writes its
+// status, once, when it changed; the events of the change follow the write.
+func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	job := &v1.ESPOJob{}
+	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !job.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // its children go with it
+	}
+	u := newStatusUpdate(job, r.opts.Clock.Now())
+	result, err := r.reconcile(ctx, u)
+	summarize(u)
+	if werr := r.writeStatus(ctx, job, u.job); werr != nil {
+		return retryOnConflict(ctx, errors.Join(err, werr))
+	}
+	r.emit(job, u)
+	if err != nil {
+		return retryOnConflict(ctx, err)
+	}
+	return result, nil
+}
+
+// reconcile runs the steps of one reconcile, recording the job's new status in u.
+func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctrl.Result, error) {
+	job := u.job
+
+	// 1. List the job's pods (by the owner index, from the cache).
+	if err := r.listPods(ctx, u); err != nil {
+		return ctrl.Result{}, err
+	}
+	pods := splitPods(job, u.pods)
+
+	// 2. A finished job: delete the pods still running, and the job after its TTL.
+	if job.IsFinished() {
+		return r.cleanUpFinished(ctx, u, pods)
+	}
+
+	// 3. Make sure the companions exist: the ConfigMap with the current run config,
+	//    the headless Service, and the trainer's ServiceAccount, Role and RoleBinding.
+	if err := r.ensureCompanions(ctx, job); err != nil {
+		u.setCondition(v1.ConditionCreated, false, v1.ReasonCreateFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+
+	// 4. Suspended: no pods. Resumed: recreate them below from the current spec.
+	if job.IsSuspended() {
+		u.setCondition(v1.ConditionSuspended, true, v1.ReasonSuspended, "the job is suspended: its trainer pods are deleted")
+		return ctrl.Result{}, r.deletePods(ctx, append(pods.ranks(), pods.stale...))
+	}
+	u.clearCondition(v1.ConditionSuspended, v1.ReasonResumed, "the job was resumed")
+
+	// 5. Delete the pods of earlier restart attempts.
+	if err := r.deletePods(ctx, pods.stale); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// 6. Judge the current attempt: finished (success policy), or a pod failed and
+	//    the gang restarts or the job fails (failure policy). The pods are deleted
+	//    by the next reconcile, once the decision is written.
+	if applySuccessPolicy(u, pods) {
+		return ctrl.Result{}, nil
+	}
+	if f := firstFailure(u, pods); f != nil {
+		applyFailurePolicy(u, f)
+		return ctrl.Result{}, nil
+	}
+
+	// 7. Past its deadline the job fails; before, wake up at the deadline.
+	wake := applyDeadlinePolicy(u)
+	if job.IsFinished() {
+		return ctrl.Result{}, nil
+	}
+
+	// 8. Create the missing pods of the current attempt once the stale ones are gone.
+	if len(pods.stale) > 0 {
+		return ctrl.Result{RequeueAfter: wake}, nil
+	}
+	return ctrl.Result{RequeueAfter: wake}, r.createPods(ctx, u, pods)
+}
+
+// summarize recomputes the pod counts, startTime, the Running condition, the phase
+// and observedGeneration from the pods of the (possibly new) current attempt.
+func summarize(u *statusUpdate) {
+	if u.listed {
+		updatePodStatus(u, splitPods(u.job, u.pods))
+	}
+	u.status().Phase = computePhase(u.status())
+	u.status().ObservedGeneration = u.job.Generation
+}
+
+// writeStatus writes the recomputed status if it differs from the job's: a merge
+// patch of the controller's fields only, so status.training, the trainer's, is left
+// alone, guarded by the resourceVersion the status was computed from.
+func (r *ESPOJobReconciler) writeStatus(ctx context.Context, old, updated *v1.ESPOJob) error {
+	if equality.Semantic.DeepEqual(old.Status, updated.Status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})
+	err := r.client.Status().Patch(ctx, updated, patch, client.FieldOwner(FieldManager))
+	return client.IgnoreNotFound(err)
+}
+
+// emit sends the events of the status change just written and counts it in the
+// operator's metrics.
+func (r *ESPOJobReconciler) emit(old *v1.ESPOJob, u *statusUpdate) {
+	for _, e := range u.events {
+		r.recorder.Eventf(u.job, nil, e.Type, e.Reason, e.Reason, "%s", e.Message)
+	}
+	recordMetrics(old, u.job, u.now)
+}
+
+// retryOnConflict returns err for a retry with backoff, except a conflict (a write
+// raced with another writer, or the cache was behind), which is retried at once and
+// is no error worth logging.
+func retryOnConflict(ctx context.Context, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).V(1).Info("retrying after a conflict", "reason", err.Error())
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// listPods lists the pods the job controls into u.pods.
+func (r *ESPOJobReconciler) listPods(ctx context.Context, u *statusUpdate) error {
+	var list corev1.PodList
+	if err := r.client.List(ctx, &list, client.InNamespace(u.job.Namespace),
+		client.MatchingFields{ownerUIDKey: string(u.job.UID)}); err != nil {
+		return fmt.Errorf("listing the trainer pods: %w", err)
+	}
+	u.pods, u.listed = list.Items, true
+	return nil
+}
+
+// cleanUpFinished deletes a finished job's pods that still run (the workers, which
+// never exit by themselves; finished pods stay for their logs), and deletes the job
+// once its ttlSecondsAfterFinished has passed.
+func (r *ESPOJobReconciler) cleanUpFinished(ctx context.Context, u *statusUpdate, pods *podSet) (ctrl.Result, error) {
+	var running []*corev1.Pod
+	for _, p := range append(pods.ranks(), pods.stale...) {
+		if !terminated(p) {
+			running = append(running, p)
+		}
+	}
+	if err := r.deletePods(ctx, running); err != nil {
+		return ctrl.Result{}, err
+	}
+	left, ok := timeToExpiry(u.job, u.now)
+	switch {
+	case !ok:
+		return ctrl.Result{}, nil
+	case left > 0:
+		return ctrl.Result{RequeueAfter: left}, nil
+	}
+	log.FromContext(ctx).Info("deleting the job: its ttlSecondsAfterFinished has passed")
+	err := r.client.Delete(ctx, u.job, client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: &u.job.UID})
+	return ctrl.Result{}, client.IgnoreNotFound(err)
+}
+
+// ensureCompanions creates the job's ConfigMap, Service and trainer identity where
+// they are missing, and brings the ConfigMap's run config up to date. They are
+// created in parallel, but for the RoleBinding: the API server checks it against the
+// Role, which must exist first.
+func (r *ESPOJobReconciler) ensureCompanions(ctx context.Context, job *v1.ESPOJob) error {
+	cm, err := buildConfigMap(job)
+	if err != nil {
+		return err
+	}
+	waves := [][]client.Object{{cm, buildService(job)}}
+	if ownsIdentity(job) {
+		waves[0] = append(waves[0], buildServiceAccount(job), buildRole(job))
+		waves = append(waves, []client.Object{buildRoleBinding(job)})
+	}
+	for _, wave := range waves {
+		errs := make([]error, len(wave))
+		workqueue.ParallelizeUntil(ctx, len(wave), len(wave), func(i int) {
+			errs[i] = r.ensure(ctx, job, wave[i])
+		})
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensure creates want if the cache has no object of its kind and name; a ConfigMap
+// whose data differs is updated. An object of that name that the job does not
+// control is an error: the job will not use someone else's object.
+func (r *ESPOJobReconciler) ensure(ctx context.Context, job *v1.ESPOJob, want client.Object) error {
+	have := want.DeepCopyObject().(client.Object)
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	if apierrors.IsNotFound(err) {
+		return r.create(ctx, job, want)
+	}
+	if err != nil {
+		return fmt.Errorf("getting %s %s: %w", kindOf(want), want.GetName(), err)
+	}
+	if !metav1.IsControlledBy(have, job) {
+		return fmt.Errorf("%s %s exists and is not controlled by this ESPOJob", kindOf(want), want.GetName())
+	}
+	if cm, ok := have.(*corev1.ConfigMap); ok && !equality.Semantic.DeepEqual(cm.Data, want.(*corev1.ConfigMap).Data) {
+		cm.Data = want.(*corev1.ConfigMap).Data
+		if err := r.client.Update(ctx, cm, client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("updating ConfigMap %s: %w", cm.Name, err)
+		}
+	}
+	return nil
+}
+
+// create creates a child. If its name is taken, the holder is looked up past the
+// cache: the job's own child that the cache has not seen yet is fine, anything else
+// is an error.
+func (r *ESPOJobReconciler) create(ctx context.Context, job *v1.ESPOJob, obj client.Object) error {
+	err := r.client.Create(ctx, obj, client.FieldOwner(FieldManager))
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating %s %s: %w", kindOf(obj), obj.GetName(), err)
+		}
+		return nil
+	}
+	holder := obj.DeepCopyObject().(client.Object)
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), holder); err != nil {
+		return fmt.Errorf("creating %s %s: %w", kindOf(obj), obj.GetName(), client.IgnoreNotFound(err))
+	}
+	if !metav1.IsControlledBy(holder, job) {
+		return fmt.Errorf("%s %s exists and is not controlled by this ESPOJob", kindOf(obj), obj.GetName())
+	}
+	if attempt := obj.GetLabels()[LabelRestartAttempt]; holder.GetLabels()[LabelRestartAttempt] != attempt || holder.GetDeletionTimestamp() != nil {
+		// A pod of an earlier attempt the cache has not shown yet: it goes first.
+		return fmt.Errorf("creating %s %s: the pod of an earlier attempt still exists", kindOf(obj), obj.GetName())
+	}
+	return nil
+}
+
+// kindOf names the kind of a child for messages.
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *corev1.Pod:
+		return "Pod"
+	case *corev1.ConfigMap:
+		return "ConfigMap"
+	case *corev1.Service:
+		return "Service"
+	case *corev1.ServiceAccount:
+		return "ServiceAccount"
+	case *rbacv1.Role:
+		return "Role"
+	case *rbacv1.RoleBinding:
+		return "RoleBinding"
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+// createPods creates the missing pods of the current attempt, in parallel. Once every
+// pod exists the job is Created, and a restart in progress is over.
+func (r *ESPOJobReconciler) createPods(ctx context.Context, u *statusUpdate, pods *podSet) error {
+	missing := pods.missingRanks(u.job)
+	created := make([]*corev1.Pod, len(missing))
+	errs := make([]error, len(missing))
+	workqueue.ParallelizeUntil(ctx, 16, len(missing), func(i int) {
+		p := buildPod(u.job, missing[i], r.opts.PodOptions)
+		if errs[i] = r.create(ctx, u.job, p); errs[i] == nil {
+			created[i] = p
+		}
+	})
+	have := len(pods.current)
+	for _, p := range created {
+		if p != nil && p.UID != "" {
+			u.pods = append(u.pods, *p) // counted in this status already
+			have++
+		}
+	}
+	if err := errors.Join(append(errs, ctx.Err())...); err != nil { // a cancelled ctx skips pieces
+		u.setCondition(v1.ConditionCreated, false, v1.ReasonCreateFailed, err.Error())
+		return err
+	}
+	n := replicas(u.job)
+	if int32(have) < n {
+		return nil // pods being deleted hold some names; their deletion requeues the job
+	}
+	u.setCondition(v1.ConditionCreated, true, v1.ReasonChildrenCreated,
+		fmt.Sprintf("created the run config, the headless Service and %d trainer pods", n))
+	if c := meta.FindStatusCondition(u.status().Conditions, v1.ConditionRestarting); c != nil {
+		u.clearCondition(v1.ConditionRestarting, v1.ReasonRestarted, fmt.Sprintf("recreated the %d trainer pods for %s", n, c.Message))
+	}
+	return nil
+}
+
+// deletePods deletes pods, in parallel, each only if it is still the pod that was
+// listed (UID precondition); pods already gone or being deleted are skipped.
+func (r *ESPOJobReconciler) deletePods(ctx context.Context, pods []*corev1.Pod) error {
+	errs := make([]error, len(pods))
+	workqueue.ParallelizeUntil(ctx, 16, len(pods), func(i int) {
+		p := pods[i]
+		if p.DeletionTimestamp != nil {
+			return
+		}
+		err := r.client.Delete(ctx, p, client.Preconditions{UID: &p.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err = client.IgnoreNotFound(err); err != nil && !apierrors.IsConflict(err) {
+			errs[i] = fmt.Errorf("deleting pod %s: %w", p.Name, err)
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// ownerUIDKey indexes the cached children of ESPOJobs by their controller's UID.
+const ownerUIDKey = ".metadata.controller.uid"
+
+// indexByOwner is the index function of ownerUIDKey.
+func indexByOwner(obj client.Object) []string {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.APIVersion != v1.GroupVersion.String() || ref.Kind != "ESPOJob" {
+		return nil
+	}
+	return []string{string(ref.UID)}
+}
+
+// SetupWithManager registers the owner index and the controller with mgr: it watches
+// ESPOJobs and the pods, ConfigMaps, Services, ServiceAccounts, Roles and
+// RoleBindings they own.
+func (r *ESPOJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, ownerUIDKey, indexByOwner); err != nil {
+		return fmt.Errorf("indexing pods by owner: %w", err)
+	}
+	reader := client.Reader(mgr.GetCache())
+	phaseReader.Store(&reader)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.ESPOJob{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
+		Complete(r)
+}

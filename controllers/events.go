@@ -1,0 +1,126 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// event is an event to emit once the status that caused it has been written. Its
+// reason is one of the constant condition reasons of v1alpha1.
+type event struct {
+	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason  string
+	Message string
+}
+
+// quietReasons change a condition without an event: the ordinary waiting states.
+var quietReasons = map[string]bool{v1.ReasonPodsPending: true}
+
+// warningReasons are emitted as Warning events; all others as Normal.
+var warningReasons = map[string]bool{
+	v1.ReasonCreateFailed:         true,
+	v1.ReasonPodsUnschedulable:    true,
+	v1.ReasonImagePullFailed:      true,
+	v1.ReasonVolumeUnavailable:    true,
+	v1.ReasonPodFailed:            true,
+	v1.ReasonRewardCollapsed:      true,
+	v1.ReasonNonFiniteLoss:        true,
+	v1.ReasonTrainerError:         true,
+	v1.ReasonBackoffLimitExceeded: true,
+	v1.ReasonDeadlineExceeded:     true,
+}
+
+// statusUpdate is the status being recomputed in one reconcile, with the clock
+// reading of that reconcile and the events its changes call for.
+type statusUpdate struct {
+	job    *v1.ESPOJob // a copy of the job whose status is recomputed
+	now    time.Time
+	events []event
+	// pods are the job's pods as listed, plus those created in this reconcile;
+	// listed tells whether the list succeeded.
+	pods   []corev1.Pod
+	listed bool
+}
+
+// newStatusUpdate starts recomputing the status of a copy of job at now.
+func newStatusUpdate(job *v1.ESPOJob, now time.Time) *statusUpdate {
+	return &statusUpdate{job: job.DeepCopy(), now: now}
+}
+
+// status is the status being recomputed.
+func (u *statusUpdate) status() *v1.ESPOJobStatus { return &u.job.Status }
+
+// setCondition sets a condition of the job and reports whether it changed. A change
+// of status or reason queues an event, unless the reason is a quiet one or the
+// condition is set False for the first time (nothing happened).
+func (u *statusUpdate) setCondition(typ string, status bool, reason, message string) bool {
+	st := metav1.ConditionFalse
+	if status {
+		st = metav1.ConditionTrue
+	}
+	var old *metav1.Condition // a copy: SetStatusCondition changes the condition in place
+	if c := meta.FindStatusCondition(u.status().Conditions, typ); c != nil {
+		old = c.DeepCopy()
+	}
+	changed := meta.SetStatusCondition(&u.status().Conditions, metav1.Condition{
+		Type: typ, Status: st, Reason: reason, Message: boundMessage(message),
+		ObservedGeneration: u.job.Generation, LastTransitionTime: metav1.NewTime(u.now),
+	})
+	transition := old != nil && (old.Status != st || old.Reason != reason) || old == nil && status
+	if changed && transition && !quietReasons[reason] {
+		typ := corev1.EventTypeNormal
+		if warningReasons[reason] {
+			typ = corev1.EventTypeWarning
+		}
+		u.events = append(u.events, event{Type: typ, Reason: reason, Message: boundMessage(message)})
+	}
+	return changed
+}
+
+// clearCondition sets a condition False, if it is present and True, with reason
+// and message; a condition never set stays absent.
+func (u *statusUpdate) clearCondition(typ, reason, message string) {
+	if meta.IsStatusConditionTrue(u.status().Conditions, typ) {
+		u.setCondition(typ, false, reason, message)
+	}
+}
+
+// isTrue reports whether a condition of the recomputed status is True.
+func (u *statusUpdate) isTrue(typ string) bool {
+	return meta.IsStatusConditionTrue(u.status().Conditions, typ)
+}
+
+// boundMessage cuts a message to v1.MaxConditionMessageLength bytes.
+func boundMessage(s string) string {
+	if len(s) <= v1.MaxConditionMessageLength {
+		return s
+	}
+	const ellipsis = "..."
+	n := v1.MaxConditionMessageLength - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // do not cut a character in two
+	}
+	return s[:n] + ellipsis
+}

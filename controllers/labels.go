@@ -1,0 +1,130 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"maps"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// Labels and annotations the controller puts on the children of an ESPOJob. Every
+// child carries LabelManagedBy, so that the manager's cache holds only these objects.
+const (
+	LabelJobName        = "training.espo.dev/job-name"
+	LabelJobUID         = "training.espo.dev/job-uid"
+	LabelRank           = "training.espo.dev/rank"
+	LabelRole           = "training.espo.dev/role"
+	LabelRestartAttempt = "training.espo.dev/restart-attempt"
+	LabelManagedBy      = "app.kubernetes.io/managed-by"
+
+	// ManagedByValue is the value of LabelManagedBy on every child.
+	ManagedByValue = "espo-operator"
+)
+
+// The roles of the trainer pods (LabelRole).
+const (
+	// RoleTrainer is rank 0: it runs the training loop.
+	RoleTrainer = "trainer"
+	// RoleWorker is every other rank: it hosts remote policy workers.
+	RoleWorker = "worker"
+)
+
+// Ports, mount paths and file names shared by the pod and the run config.
+const (
+	// WorkerPort is the port a worker container serves the worker protocol on.
+	WorkerPort = 50051
+	// DriverPort is the port rank 0 listens on for its workers and tools.
+	DriverPort = 29500
+	// ConfigDir is where the job's ConfigMap is mounted.
+	ConfigDir = "/etc/espo"
+	// DataRoot is where each dataset source is mounted, one folder per source name.
+	DataRoot = "/data"
+	// CheckpointMountPath is where the checkpoint claim is mounted (rank 0 only).
+	CheckpointMountPath = "/checkpoints"
+	// OutputDir is the writable folder for the trainer's final report.
+	OutputDir = "/var/run/espo/output"
+)
+
+// Names of the children. They are derived from the job's name alone, so that a retry
+// or a restarted controller finds what an earlier reconcile created. v1.MaxNameLength
+// keeps every one of them a valid DNS label.
+
+// configMapName is the name of the job's ConfigMap.
+func configMapName(job *v1.ESPOJob) string { return job.Name + "-config" }
+
+// serviceName is the name of the job's headless Service, also the pods' subdomain.
+func serviceName(job *v1.ESPOJob) string { return job.Name }
+
+// trainerIdentityName names the job's ServiceAccount, Role and RoleBinding.
+func trainerIdentityName(job *v1.ESPOJob) string { return job.Name + "-trainer" }
+
+// podName is the name (and hostname) of the trainer pod of a rank.
+func podName(job *v1.ESPOJob, rank int32) string {
+	return job.Name + "-trainer-" + strconv.Itoa(int(rank))
+}
+
+// podRole is the role of a rank: trainer for rank 0, worker for the others.
+func podRole(rank int32) string {
+	if rank == 0 {
+		return RoleTrainer
+	}
+	return RoleWorker
+}
+
+// jobLabels are the labels every child of the job carries.
+func jobLabels(job *v1.ESPOJob) map[string]string {
+	return map[string]string{
+		LabelJobName:   job.Name,
+		LabelJobUID:    string(job.UID),
+		LabelManagedBy: ManagedByValue,
+	}
+}
+
+// podLabels are the labels of the trainer pod of a rank in the current restart
+// attempt: the job's pod labels (spec.trainer.labels), overridden by the job's own.
+func podLabels(job *v1.ESPOJob, rank int32) map[string]string {
+	l := maps.Clone(job.Spec.Trainer.Labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	maps.Copy(l, jobLabels(job))
+	l[LabelRank] = strconv.Itoa(int(rank))
+	l[LabelRole] = podRole(rank)
+	l[LabelRestartAttempt] = strconv.Itoa(int(job.Status.Restarts))
+	return l
+}
+
+// serviceSelector selects the job's trainer pods.
+func serviceSelector(job *v1.ESPOJob) map[string]string {
+	return map[string]string{LabelJobName: job.Name, LabelJobUID: string(job.UID)}
+}
+
+// childMeta is the metadata of a child of the job: its name, the job's namespace and
+// labels, and the job as its controller (owner), so that deleting the job deletes it
+// and its events requeue the job.
+func childMeta(job *v1.ESPOJob, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       job.Namespace,
+		Labels:          jobLabels(job),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, v1.GroupVersion.WithKind("ESPOJob"))},
+	}
+}

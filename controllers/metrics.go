@@ -1,0 +1,125 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// Operator metrics, served with controller-runtime's own (reconcile counts and
+// durations, work queue, client requests) on the manager's metrics endpoint.
+var (
+	jobsCreated        = jobCounter("espo_jobs_created_total", "ESPOJobs whose children the controller created, by namespace.")
+	jobsSucceeded      = jobCounter("espo_jobs_succeeded_total", "ESPOJobs that succeeded, by namespace.")
+	jobsFailed         = jobCounter("espo_jobs_failed_total", "ESPOJobs that failed, by namespace.")
+	jobsRestarted      = jobCounter("espo_jobs_restarted_total", "Gang restarts of ESPOJobs' trainer pods, by namespace.")
+	podsCreatedSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "espo_job_pods_created_seconds",
+		Help:    "Time from an ESPOJob's creation until all its trainer pods were created.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 16), // 50ms .. ~27min
+	})
+	runningSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "espo_job_running_seconds",
+		Help:    "Time from an ESPOJob's creation until all its trainer pods first ran.",
+		Buckets: prometheus.ExponentialBuckets(0.1, 2, 16), // 100ms .. ~55min
+	})
+	jobsByPhaseDesc = prometheus.NewDesc("espo_jobs",
+		"ESPOJobs by namespace and phase, as the controller's cache holds them.", []string{"namespace", "phase"}, nil)
+
+	// phaseReader is the cache the phase gauge reads at scrape time; the newest
+	// reconciler set up wins.
+	phaseReader atomic.Pointer[client.Reader]
+)
+
+// jobCounter is a counter of ESPOJob transitions by namespace.
+func jobCounter(name, help string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"namespace"})
+}
+
+func init() {
+	crmetrics.Registry.MustRegister(jobsCreated, jobsSucceeded, jobsFailed, jobsRestarted,
+		podsCreatedSeconds, runningSeconds, phaseCollector{})
+}
+
+// phaseCollector counts the ESPOJobs by phase when scraped, from the cache: right
+// after a controller restart and never drifting, unlike a gauge moved on transitions.
+type phaseCollector struct{}
+
+// Describe sends the gauge's description.
+func (phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsByPhaseDesc }
+
+// Collect counts the jobs in the cache by namespace and phase.
+func (phaseCollector) Collect(ch chan<- prometheus.Metric) {
+	r := phaseReader.Load()
+	if r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var jobs v1.ESPOJobList
+	if err := (*r).List(ctx, &jobs); err != nil {
+		return
+	}
+	type key struct{ ns, phase string }
+	counts := map[key]int{}
+	for i := range jobs.Items {
+		phase := jobs.Items[i].Status.Phase
+		if phase == "" {
+			phase = v1.PhasePending
+		}
+		counts[key{jobs.Items[i].Namespace, string(phase)}]++
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(jobsByPhaseDesc, prometheus.GaugeValue, float64(n), k.ns, k.phase)
+	}
+}
+
+// recordMetrics counts the transitions from old to new, a status that was just
+// written: jobs created, succeeded, failed and restarted, and the times from creation
+// to all pods created and to all pods first running.
+func recordMetrics(old, new *v1.ESPOJob, now time.Time) {
+	ns := new.Namespace
+	was := func(typ string) bool { return meta.IsStatusConditionTrue(old.Status.Conditions, typ) }
+	is := func(typ string) bool { return meta.IsStatusConditionTrue(new.Status.Conditions, typ) }
+	age := now.Sub(new.CreationTimestamp.Time).Seconds()
+	if meta.FindStatusCondition(old.Status.Conditions, v1.ConditionCreated) == nil && is(v1.ConditionCreated) {
+		jobsCreated.WithLabelValues(ns).Inc()
+		podsCreatedSeconds.Observe(age)
+	}
+	if !was(v1.ConditionRunning) && is(v1.ConditionRunning) && new.Status.Restarts == 0 &&
+		meta.FindStatusCondition(new.Status.Conditions, v1.ConditionSuspended) == nil {
+		runningSeconds.Observe(age)
+	}
+	if !was(v1.ConditionSucceeded) && is(v1.ConditionSucceeded) {
+		jobsSucceeded.WithLabelValues(ns).Inc()
+	}
+	if !was(v1.ConditionFailed) && is(v1.ConditionFailed) {
+		jobsFailed.WithLabelValues(ns).Inc()
+	}
+	if d := new.Status.Restarts - old.Status.Restarts; d > 0 {
+		jobsRestarted.WithLabelValues(ns).Add(float64(d))
+	}
+}

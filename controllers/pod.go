@@ -1,0 +1,269 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// PodOptions are the operator-wide settings of the trainer pods.
+type PodOptions struct {
+	// TrainerImage runs the trainer and the CPU workers unless the job names another
+	// image: by default the operator's own image.
+	TrainerImage string
+	// CUDAWorkerImage runs cuda workers unless spec.model.image names another.
+	CUDAWorkerImage string
+}
+
+// The containers of a trainer pod.
+const (
+	// ContainerTrainer runs "espo trainer" on rank 0.
+	ContainerTrainer = "trainer"
+	// ContainerWorker hosts the policy worker: on every rank > 0, and with cuda also
+	// on rank 0.
+	ContainerWorker = "worker"
+)
+
+// Environment variables the controller sets in every container of a trainer pod.
+const (
+	EnvRank             = "ESPO_RANK"
+	EnvWorldSize        = "ESPO_WORLD_SIZE"
+	EnvJobName          = "ESPO_JOB_NAME"
+	EnvJobNamespace     = "ESPO_JOB_NAMESPACE"
+	EnvDriverAddr       = "ESPO_DRIVER_ADDR"
+	EnvConfig           = "ESPO_CONFIG"
+	EnvWorkersPerPod    = "ESPO_WORKERS_PER_REPLICA"
+	EnvWorkerListen     = "ESPO_WORKER_LISTEN"
+	nonRootID           = int64(65532)
+	configVolume        = "config"
+	tmpVolume           = "tmp"
+	outputVolume        = "output"
+	shmVolume           = "dshm"
+	checkpointVolume    = "checkpoints"
+	datasetVolumePrefix = "data-"
+)
+
+// configPath is the path of the run config inside a trainer pod.
+var configPath = path.Join(ConfigDir, v1.RunConfigKey)
+
+// buildPod builds the trainer pod of a rank for the job's current restart attempt
+// (status.restarts). Rank 0 runs the trainer, which reads the datasets, writes the
+// checkpoints and reports to the job; every other rank hosts a policy worker. With
+// cuda every rank, rank 0 included, has a worker container that holds the GPUs.
+func buildPod(job *v1.ESPOJob, rank int32, o PodOptions) *corev1.Pod {
+	t := &job.Spec.Trainer
+	meta := childMeta(job, podName(job, rank))
+	meta.Labels = podLabels(job, rank)
+	meta.Annotations = maps.Clone(t.Annotations)
+	pod := &corev1.Pod{
+		ObjectMeta: meta,
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			Hostname:                     podName(job, rank),
+			Subdomain:                    serviceName(job),
+			ServiceAccountName:           trainerServiceAccountName(job),
+			AutomountServiceAccountToken: ptr.To(rank == 0), // only the trainer reports
+			EnableServiceLinks:           ptr.To(false),
+			NodeSelector:                 maps.Clone(t.NodeSelector),
+			Tolerations:                  t.Tolerations,
+			Affinity:                     t.Affinity,
+			SchedulingGates:              t.SchedulingGates,
+			PriorityClassName:            t.PriorityClassName,
+			SchedulerName:                t.SchedulerName,
+			ImagePullSecrets:             t.ImagePullSecrets,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To(nonRootID),
+				RunAsGroup:     ptr.To(nonRootID),
+				FSGroup:        ptr.To(nonRootID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Volumes: podVolumes(job, rank),
+		},
+	}
+	cuda := job.Spec.Model.Worker == v1.WorkerCUDA
+	if rank == 0 {
+		c := baseContainer(job, rank, ContainerTrainer, trainerImage(job, o))
+		c.Command = []string{"espo", "trainer", "--config", configPath}
+		c.Ports = []corev1.ContainerPort{{Name: "driver", ContainerPort: DriverPort, Protocol: corev1.ProtocolTCP}}
+		c.VolumeMounts = append(c.VolumeMounts, trainerMounts(job)...)
+		if !cuda { // the trainer's in-process CPU workers hold the model
+			c.Resources = *t.Resources.DeepCopy()
+		}
+		pod.Spec.Containers = append(pod.Spec.Containers, c)
+	}
+	if rank > 0 || cuda {
+		pod.Spec.Containers = append(pod.Spec.Containers, workerContainer(job, rank, o))
+	}
+	return pod
+}
+
+// baseContainer is what every container of a trainer pod shares: image, environment,
+// the config and /tmp mounts (and /dev/shm with GPUs), a non-root security context
+// with a read-only root filesystem, and termination messages that fall back to the
+// log, so that a failure's reason can name what went wrong.
+func baseContainer(job *v1.ESPOJob, rank int32, name, image string) corev1.Container {
+	c := corev1.Container{
+		Name:                     name,
+		Image:                    image,
+		ImagePullPolicy:          job.Spec.Trainer.ImagePullPolicy,
+		Env:                      podEnv(job, rank),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			RunAsNonRoot:             ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: configVolume, MountPath: ConfigDir, ReadOnly: true},
+			{Name: tmpVolume, MountPath: "/tmp"},
+		},
+	}
+	if requestsGPUs(job) {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: shmVolume, MountPath: "/dev/shm"})
+	}
+	return c
+}
+
+// workerContainer is the container that hosts a rank's policy worker: the CPU worker
+// of the operator's image ("espo worker --device cpu") or the cuda worker image, with
+// the job's resources.
+func workerContainer(job *v1.ESPOJob, rank int32, o PodOptions) corev1.Container {
+	m := &job.Spec.Model
+	image := m.Image
+	if image == "" && m.Worker == v1.WorkerCUDA {
+		image = o.CUDAWorkerImage
+	}
+	if image == "" {
+		image = trainerImage(job, o)
+	}
+	c := baseContainer(job, rank, ContainerWorker, image)
+	c.Command = m.Command
+	if len(c.Command) == 0 && m.Worker != v1.WorkerCUDA {
+		c.Command = []string{"espo", "worker", "--device", "cpu", "--listen", fmt.Sprintf(":%d", WorkerPort)}
+	}
+	c.Env = append(c.Env, corev1.EnvVar{Name: EnvWorkerListen, Value: fmt.Sprintf(":%d", WorkerPort)})
+	c.Ports = []corev1.ContainerPort{{Name: "worker", ContainerPort: WorkerPort, Protocol: corev1.ProtocolTCP}}
+	c.Resources = *job.Spec.Trainer.Resources.DeepCopy()
+	return c
+}
+
+// trainerImage is the image of the trainer (and of the CPU workers).
+func trainerImage(job *v1.ESPOJob, o PodOptions) string {
+	if job.Spec.Trainer.Image != "" {
+		return job.Spec.Trainer.Image
+	}
+	return o.TrainerImage
+}
+
+// podEnv is the environment of every container of a rank's pod: the job's extra
+// environment first, then the controller's variables, which win over it.
+func podEnv(job *v1.ESPOJob, rank int32) []corev1.EnvVar {
+	env := make([]corev1.EnvVar, 0, len(job.Spec.Trainer.Env)+8)
+	env = append(env, job.Spec.Trainer.Env...)
+	return append(env,
+		corev1.EnvVar{Name: EnvRank, Value: strconv.Itoa(int(rank))},
+		corev1.EnvVar{Name: EnvWorldSize, Value: strconv.Itoa(int(replicas(job)))},
+		corev1.EnvVar{Name: EnvJobName, Value: job.Name},
+		corev1.EnvVar{Name: EnvJobNamespace, Value: job.Namespace},
+		corev1.EnvVar{Name: EnvDriverAddr, Value: fmt.Sprintf("%s:%d", podFQDN(job, 0), DriverPort)},
+		corev1.EnvVar{Name: EnvConfig, Value: configPath},
+		corev1.EnvVar{Name: EnvWorkersPerPod, Value: strconv.Itoa(int(max(job.Spec.Trainer.WorkersPerReplica, 1)))},
+		corev1.EnvVar{Name: "HOME", Value: "/tmp"}, // the root filesystem is read-only
+	)
+}
+
+// trainerMounts are rank 0's extra mounts: every PVC or ConfigMap dataset source
+// read-only under DataRoot, the checkpoint claim, and the output folder.
+func trainerMounts(job *v1.ESPOJob) []corev1.VolumeMount {
+	var mounts []corev1.VolumeMount
+	for _, src := range job.Spec.Datasets.Sources {
+		if src.PersistentVolumeClaim != nil || src.ConfigMap != nil {
+			mounts = append(mounts, corev1.VolumeMount{
+				Name: datasetVolumePrefix + src.Name, MountPath: path.Join(DataRoot, src.Name), ReadOnly: true,
+			})
+		}
+	}
+	if job.Spec.Checkpoint != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: checkpointVolume, MountPath: CheckpointMountPath})
+	}
+	return append(mounts, corev1.VolumeMount{Name: outputVolume, MountPath: OutputDir})
+}
+
+// podVolumes are the volumes of a rank's pod: the run config, /tmp and, with GPUs, a
+// memory-backed /dev/shm for every rank; the datasets, checkpoints and output for
+// rank 0 only (a ReadWriteOnce claim can be mounted by one node).
+func podVolumes(job *v1.ESPOJob, rank int32) []corev1.Volume {
+	vols := []corev1.Volume{
+		{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: configMapName(job)},
+		}}},
+		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if requestsGPUs(job) {
+		vols = append(vols, corev1.Volume{Name: shmVolume, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory},
+		}})
+	}
+	if rank != 0 {
+		return vols
+	}
+	for _, src := range job.Spec.Datasets.Sources {
+		var vs corev1.VolumeSource
+		switch {
+		case src.PersistentVolumeClaim != nil:
+			vs.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: src.PersistentVolumeClaim.ClaimName, ReadOnly: true,
+			}
+		case src.ConfigMap != nil:
+			vs.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: src.ConfigMap.Name}}
+		default:
+			continue // synthetic: generated in the trainer
+		}
+		vols = append(vols, corev1.Volume{Name: datasetVolumePrefix + src.Name, VolumeSource: vs})
+	}
+	if cp := job.Spec.Checkpoint; cp != nil {
+		vols = append(vols, corev1.Volume{Name: checkpointVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cp.PersistentVolumeClaim.ClaimName},
+		}})
+	}
+	return append(vols, corev1.Volume{Name: outputVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+}
+
+// requestsGPUs reports whether the job's resources request or limit a GPU resource
+// (nvidia.com/gpu, amd.com/gpu, gpu.intel.com/...).
+func requestsGPUs(job *v1.ESPOJob) bool {
+	r := &job.Spec.Trainer.Resources
+	for _, l := range []corev1.ResourceList{r.Requests, r.Limits} {
+		for name, q := range l {
+			if strings.Contains(string(name), "gpu") && !q.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,71 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+func TestPendingProblem(t *testing.T) {
+	job := makeJob().Replicas(2).Image("registry.invalid/espo:nope").Obj()
+	cases := map[string]struct {
+		pods        []corev1.Pod
+		wantReason  string
+		wantMessage string
+	}{
+		"none": {pods: []corev1.Pod{testPod(job, 0), testPod(job, 1, phase(corev1.PodRunning))}},
+		"a missing claim": {
+			pods:       []corev1.Pod{testPod(job, 0, unschedulable(`0/3 nodes are available: persistentvolumeclaim "logs" not found.`))},
+			wantReason: v1.ReasonVolumeUnavailable,
+			wantMessage: `pod demo-trainer-0: a volume is unavailable: ` +
+				`0/3 nodes are available: persistentvolumeclaim "logs" not found.`,
+		},
+		"no node fits": {
+			pods:        []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning)), testPod(job, 1, unschedulable("0/3 nodes are available: 3 Insufficient cpu."))},
+			wantReason:  v1.ReasonPodsUnschedulable,
+			wantMessage: "pod demo-trainer-1 cannot be scheduled: 0/3 nodes are available: 3 Insufficient cpu.",
+		},
+		"an image that cannot be pulled": {
+			pods:       []corev1.Pod{testPod(job, 0, waiting("ImagePullBackOff", `Back-off pulling image "registry.invalid/espo:nope"`))},
+			wantReason: v1.ReasonImagePullFailed,
+			wantMessage: `pod demo-trainer-0, container trainer: cannot pull image "registry.invalid/espo:nope": ` +
+				`ImagePullBackOff: Back-off pulling image "registry.invalid/espo:nope"`,
+		},
+		"a container that cannot be created": {
+			pods:        []corev1.Pod{testPod(job, 0, waiting("CreateContainerConfigError", `secret "hf-token" not found`))},
+			wantReason:  v1.ReasonPodsPending,
+			wantMessage: `pod demo-trainer-0, container trainer: CreateContainerConfigError: secret "hf-token" not found`,
+		},
+		"containers starting are no problem": {pods: []corev1.Pod{testPod(job, 0, waiting("ContainerCreating", ""))}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var pods []*corev1.Pod
+			for i := range tc.pods {
+				pods = append(pods, &tc.pods[i])
+			}
+			reason, msg := pendingProblem(pods)
+			if reason != tc.wantReason || msg != tc.wantMessage {
+				t.Errorf("pendingProblem = %q, %q\nwant %q, %q", reason, msg, tc.wantReason, tc.wantMessage)
+			}
+		})
+	}
+}

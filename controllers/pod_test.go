@@ -1,0 +1,216 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// wantPod is the pod of a rank of a two-replica CPU job built from makeJob, with no
+// dataset volume or checkpoint: the base the cases below change.
+func wantPod(rank int32) *corev1.Pod {
+	name := map[int32]string{0: "demo-trainer-0", 1: "demo-trainer-1"}[rank]
+	role := map[int32]string{0: "trainer", 1: "worker"}[rank]
+	env := []corev1.EnvVar{
+		{Name: "ESPO_RANK", Value: map[int32]string{0: "0", 1: "1"}[rank]},
+		{Name: "ESPO_WORLD_SIZE", Value: "2"},
+		{Name: "ESPO_JOB_NAME", Value: "demo"},
+		{Name: "ESPO_JOB_NAMESPACE", Value: "ns"},
+		{Name: "ESPO_DRIVER_ADDR", Value: "demo-trainer-0.demo.ns.svc:29500"},
+		{Name: "ESPO_CONFIG", Value: "/etc/espo/run.yaml"},
+		{Name: "ESPO_WORKERS_PER_REPLICA", Value: "1"},
+		{Name: "HOME", Value: "/tmp"},
+	}
+	c := corev1.Container{
+		Name:                     role,
+		Image:                    "espo:v1",
+		Env:                      env,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true), RunAsNonRoot: ptr.To(true),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "config", MountPath: "/etc/espo", ReadOnly: true},
+			{Name: "tmp", MountPath: "/tmp"},
+		},
+	}
+	vols := []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "demo-config"}}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if rank == 0 {
+		c.Command = []string{"espo", "trainer", "--config", "/etc/espo/run.yaml"}
+		c.Ports = []corev1.ContainerPort{{Name: "driver", ContainerPort: 29500, Protocol: corev1.ProtocolTCP}}
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "output", MountPath: "/var/run/espo/output"})
+		vols = append(vols, corev1.Volume{Name: "output", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	} else {
+		c.Command = []string{"espo", "worker", "--device", "cpu", "--listen", ":50051"}
+		c.Env = append(c.Env, corev1.EnvVar{Name: "ESPO_WORKER_LISTEN", Value: ":50051"})
+		c.Ports = []corev1.ContainerPort{{Name: "worker", ContainerPort: 50051, Protocol: corev1.ProtocolTCP}}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "ns",
+			Labels: map[string]string{
+				"training.espo.dev/job-name": "demo", "training.espo.dev/job-uid": "uid-1",
+				"app.kubernetes.io/managed-by": "espo-operator", "training.espo.dev/rank": map[int32]string{0: "0", 1: "1"}[rank],
+				"training.espo.dev/role": role, "training.espo.dev/restart-attempt": "0",
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "training.espo.dev/v1alpha1", Kind: "ESPOJob",
+				Name: "demo", UID: "uid-1", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			Hostname:                     name,
+			Subdomain:                    "demo",
+			ServiceAccountName:           "demo-trainer",
+			AutomountServiceAccountToken: ptr.To(rank == 0),
+			EnableServiceLinks:           ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)), RunAsGroup: ptr.To(int64(65532)),
+				FSGroup: ptr.To(int64(65532)), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{c},
+			Volumes:    vols,
+		},
+	}
+}
+
+func TestBuildPod(t *testing.T) {
+	gpu := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
+		Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
+	}
+	cpu := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+	toleration := corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	shmMount := corev1.VolumeMount{Name: "dshm", MountPath: "/dev/shm"}
+	shm := corev1.Volume{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}
+
+	cases := map[string]struct {
+		job  *v1.ESPOJob
+		rank int32
+		want func() *corev1.Pod
+	}{
+		"rank 0 runs the trainer with the job's resources": {
+			job: makeJob().Replicas(2).Resources(cpu).Obj(), rank: 0,
+			want: func() *corev1.Pod {
+				p := wantPod(0)
+				p.Spec.Containers[0].Resources = cpu
+				return p
+			},
+		},
+		"rank 1 runs a CPU worker, without a service account token": {
+			job: makeJob().Replicas(2).Resources(cpu).Obj(), rank: 1,
+			want: func() *corev1.Pod {
+				p := wantPod(1)
+				p.Spec.Containers[0].Resources = cpu
+				return p
+			},
+		},
+		"scheduling fields, pod labels and annotations, a restart attempt": {
+			job: makeJob().Replicas(2).NodeSelector("pool", "a").Toleration(toleration).PriorityClassName("high").
+				SchedulingGate("kueue.x-k8s.io/admission").PodLabel("team", "rec").PodLabel(LabelRank, "9").
+				PodAnnotation("note", "x").Env("NCCL_DEBUG", "INFO").Image("mine:v2").Restarts(3).Obj(),
+			rank: 1,
+			want: func() *corev1.Pod {
+				p := wantPod(1)
+				p.Labels["team"] = "rec"
+				p.Labels[LabelRestartAttempt] = "3"
+				p.Annotations = map[string]string{"note": "x"}
+				p.Spec.NodeSelector = map[string]string{"pool": "a"}
+				p.Spec.Tolerations = []corev1.Toleration{toleration}
+				p.Spec.PriorityClassName = "high"
+				p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
+				c := &p.Spec.Containers[0]
+				c.Image = "mine:v2" // the CPU worker follows the trainer's image
+				c.Env = append([]corev1.EnvVar{{Name: "NCCL_DEBUG", Value: "INFO"}}, c.Env...)
+				return p
+			},
+		},
+		"datasets and checkpoints are mounted in rank 0 only": {
+			job: makeJob().Replicas(2).PVCDataset("logs", "claim-a", "x.jsonl", v1.SplitTrain).
+				ConfigMapDataset("small", "cm-b", v1.SplitTest).Checkpoint("ckpt", "runs/1", 10).Obj(),
+			rank: 0,
+			want: func() *corev1.Pod {
+				p := wantPod(0)
+				c := &p.Spec.Containers[0]
+				out := c.VolumeMounts[2]
+				c.VolumeMounts = append(c.VolumeMounts[:2],
+					corev1.VolumeMount{Name: "data-logs", MountPath: "/data/logs", ReadOnly: true},
+					corev1.VolumeMount{Name: "data-small", MountPath: "/data/small", ReadOnly: true},
+					corev1.VolumeMount{Name: "checkpoints", MountPath: "/checkpoints"}, out)
+				outVol := p.Spec.Volumes[2]
+				p.Spec.Volumes = append(p.Spec.Volumes[:2],
+					corev1.Volume{Name: "data-logs", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-a", ReadOnly: true}}},
+					corev1.Volume{Name: "data-small", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm-b"}}}},
+					corev1.Volume{Name: "checkpoints", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "ckpt"}}},
+					outVol)
+				return p
+			},
+		},
+		"cuda: rank 0 has a GPU worker beside the trainer, and /dev/shm": {
+			job: makeJob().Replicas(2).CUDA("Qwen/Qwen2.5-VL-3B-Instruct").Resources(gpu).Obj(), rank: 0,
+			want: func() *corev1.Pod {
+				p := wantPod(0)
+				p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts[:2], shmMount, p.Spec.Containers[0].VolumeMounts[2])
+				w := wantPod(1).Spec.Containers[0]
+				w.Command, w.Image, w.Resources = nil, "espo-cuda:v1", gpu
+				w.Env[0].Value = "0"
+				w.VolumeMounts = append(w.VolumeMounts, shmMount)
+				p.Spec.Containers = append(p.Spec.Containers, w)
+				p.Spec.Volumes = append(p.Spec.Volumes[:2], shm, p.Spec.Volumes[2])
+				return p
+			},
+		},
+		"cuda with the job's worker image and command": {
+			job: makeJob().Replicas(2).CUDA("m").WorkerImage("torch:1", "python", "-m", "espo_worker").Resources(gpu).Obj(), rank: 1,
+			want: func() *corev1.Pod {
+				p := wantPod(1)
+				c := &p.Spec.Containers[0]
+				c.Image, c.Command, c.Resources = "torch:1", []string{"python", "-m", "espo_worker"}, gpu
+				c.VolumeMounts = append(c.VolumeMounts, shmMount)
+				p.Spec.Volumes = append(p.Spec.Volumes, shm)
+				return p
+			},
+		},
+		"the job's own service account": {
+			job: makeJob().Replicas(2).ServiceAccountName("reporter").Obj(), rank: 0,
+			want: func() *corev1.Pod {
+				p := wantPod(0)
+				p.Spec.ServiceAccountName = "reporter"
+				return p
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want(), buildPod(tc.job, tc.rank, testOpts)); diff != "" {
+				t.Errorf("buildPod (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

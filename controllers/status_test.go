@@ -1,0 +1,147 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+func TestSplitPods(t *testing.T) {
+	job := makeJob().Replicas(2).Restarts(1).Obj()
+	pods := []corev1.Pod{
+		testPod(job, 0),
+		testPod(job, 1, attempt("0")),
+		testPod(makeJob().Replicas(3).Restarts(1).Obj(), 2), // a rank the job no longer has
+		testPod(job, 1, func(p *corev1.Pod) { p.Name = "demo-trainer-1-old" }, deleting()),
+	}
+	s := splitPods(job, pods)
+	names := func(ps []*corev1.Pod) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"demo-trainer-0"}, names(s.ranks())); diff != "" {
+		t.Errorf("current (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"demo-trainer-1", "demo-trainer-2"}, names(s.stale)); diff != "" {
+		t.Errorf("stale (-want +got):\n%s", diff)
+	}
+	if got := s.missingRanks(job); len(got) != 0 {
+		t.Errorf("missingRanks = %v: rank 1's name is still taken", got)
+	}
+	if got := splitPods(job, pods[:1]).missingRanks(job); !cmp.Equal(got, []int32{1}) {
+		t.Errorf("missingRanks = %v, want [1]", got)
+	}
+}
+
+func TestUpdatePodStatus(t *testing.T) {
+	job := makeJob().Replicas(2).Obj()
+	started := now.Add(-time.Hour)
+	cases := map[string]struct {
+		job  *v1.ESPOJob
+		pods []corev1.Pod
+		want v1.ESPOJobStatus
+	}{
+		"no pods yet": {
+			job: job,
+			want: v1.ESPOJobStatus{Conditions: []metav1.Condition{
+				cond(v1.ConditionRunning, false, v1.ReasonPodsPending, "0 of 2 trainer pods are running")}},
+		},
+		"one of two running: started, not Running": {
+			job:  job,
+			pods: []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning)), testPod(job, 1, phase(corev1.PodPending))},
+			want: v1.ESPOJobStatus{Active: 2, Ready: 1, StartTime: mtime(now), Conditions: []metav1.Condition{
+				cond(v1.ConditionRunning, false, v1.ReasonPodsPending, "1 of 2 trainer pods are running")}},
+		},
+		"all running: Running; the start time is kept": {
+			job:  makeJob().Replicas(2).StartTime(started).Obj(),
+			pods: []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning)), testPod(job, 1, phase(corev1.PodRunning))},
+			want: v1.ESPOJobStatus{Active: 2, Ready: 2, StartTime: mtime(started), Conditions: []metav1.Condition{
+				cond(v1.ConditionRunning, true, v1.ReasonPodsRunning, "all 2 trainer pods are running")}},
+		},
+		"a failed and a succeeded pod are counted": {
+			job:  job,
+			pods: []corev1.Pod{testPod(job, 0, exit(0, "Completed", "")), testPod(job, 1, exit(1, "Error", ""))},
+			want: v1.ESPOJobStatus{Succeeded: 1, Failed: 1, Conditions: []metav1.Condition{
+				cond(v1.ConditionRunning, false, v1.ReasonPodsPending, "0 of 2 trainer pods are running")}},
+		},
+		"pods of another attempt are not counted": {
+			job:  job,
+			pods: []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning), attempt("7"))},
+			want: v1.ESPOJobStatus{Conditions: []metav1.Condition{
+				cond(v1.ConditionRunning, false, v1.ReasonPodsPending, "0 of 2 trainer pods are running")}},
+		},
+		"a pending pod's problem explains why the job is not running": {
+			job:  job,
+			pods: []corev1.Pod{testPod(job, 0, unschedulable("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")), testPod(job, 1)},
+			want: v1.ESPOJobStatus{Active: 2, Conditions: []metav1.Condition{
+				cond(v1.ConditionRunning, false, v1.ReasonPodsUnschedulable,
+					"pod demo-trainer-0 cannot be scheduled: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")}},
+		},
+		"a finished job is not running, for its reason": {
+			job: makeJob().Replicas(2).Condition(cond(v1.ConditionRunning, true, v1.ReasonPodsRunning, "")).
+				Condition(cond(v1.ConditionSucceeded, true, v1.ReasonCompleted, "")).Obj(),
+			pods: []corev1.Pod{testPod(job, 0, exit(0, "Completed", "")), testPod(job, 1, phase(corev1.PodRunning))},
+			want: v1.ESPOJobStatus{Active: 1, Ready: 1, Succeeded: 1, StartTime: mtime(now), Conditions: []metav1.Condition{
+				cond(v1.ConditionRunning, false, v1.ReasonCompleted, "the job has no running trainer pods"),
+				cond(v1.ConditionSucceeded, true, v1.ReasonCompleted, "")}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			u := newStatusUpdate(tc.job, now)
+			updatePodStatus(u, splitPods(u.job, tc.pods))
+			if diff := cmp.Diff(tc.want, u.job.Status); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestComputePhase(t *testing.T) {
+	cases := map[string]struct {
+		conds []metav1.Condition
+		want  v1.JobPhase
+	}{
+		"nothing yet":             {want: v1.PhasePending},
+		"created, pods pending":   {conds: []metav1.Condition{cond(v1.ConditionCreated, true, "", ""), cond(v1.ConditionRunning, false, "", "")}, want: v1.PhasePending},
+		"running":                 {conds: []metav1.Condition{cond(v1.ConditionRunning, true, "", "")}, want: v1.PhaseRunning},
+		"restarting wins running": {conds: []metav1.Condition{cond(v1.ConditionRunning, true, "", ""), cond(v1.ConditionRestarting, true, "", "")}, want: v1.PhaseRestarting},
+		"suspended wins restarting": {conds: []metav1.Condition{cond(v1.ConditionRestarting, true, "", ""), cond(v1.ConditionSuspended, true, "", "")},
+			want: v1.PhaseSuspended},
+		"resumed": {conds: []metav1.Condition{cond(v1.ConditionSuspended, false, "", ""), cond(v1.ConditionRunning, true, "", "")}, want: v1.PhaseRunning},
+		"succeeded": {conds: []metav1.Condition{cond(v1.ConditionSucceeded, true, "", ""), cond(v1.ConditionSuspended, true, "", "")},
+			want: v1.PhaseSucceeded},
+		"failed": {conds: []metav1.Condition{cond(v1.ConditionFailed, true, "", "")}, want: v1.PhaseFailed},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := computePhase(&v1.ESPOJobStatus{Conditions: tc.conds}); got != tc.want {
+				t.Errorf("computePhase = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,65 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// The success policy: the job is done when rank 0, the trainer, has terminated and
+// its report (status.training.outcome, written before it exits) says how:
+//
+//	rank 0 exit | outcome                 | job
+//	------------+-------------------------+------------------------------------------
+//	0           | Completed, TargetReached| Succeeded, reason = outcome
+//	0           | (none)                  | Succeeded, Completed: the exit code is the
+//	            |                         | contract; the report may have been lost
+//	any         | NonFiniteLoss,          | Failed, reason = outcome, no restart: the
+//	            | RewardCollapsed         | run would repeat it from its checkpoint
+//	non-zero,   | Error or (none)         | not decided here: a pod failure, for the
+//	or 0        | Error                   | failure policy (restart or backoff limit)
+//
+// Error is retried because it is also what the trainer reports when a worker pod it
+// drives died, which a gang restart cures.
+
+// applySuccessPolicy finishes the job if rank 0 has terminated with a final outcome,
+// and reports whether it did.
+func applySuccessPolicy(u *statusUpdate, pods *podSet) bool {
+	p := pods.current[0]
+	if p == nil || !terminated(p) {
+		return false
+	}
+	var outcome v1.TrainingOutcome
+	message := ""
+	if t := u.status().Training; t != nil {
+		outcome, message = t.Outcome, t.Message
+	}
+	exited0 := p.Status.Phase == corev1.PodSucceeded
+	switch {
+	case outcome == v1.OutcomeNonFiniteLoss || outcome == v1.OutcomeRewardCollapsed:
+		finish(u, false, string(outcome), message)
+	case exited0 && (outcome == v1.OutcomeCompleted || outcome == v1.OutcomeTargetReached):
+		finish(u, true, string(outcome), message)
+	case exited0 && outcome == "":
+		finish(u, true, v1.ReasonCompleted, "the trainer exited 0 without reporting an outcome")
+	default:
+		return false
+	}
+	return true
+}

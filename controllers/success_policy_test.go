@@ -1,0 +1,97 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+func TestApplySuccessPolicy(t *testing.T) {
+	job := makeJob().Replicas(2)
+	report := func(o v1.TrainingOutcome, msg string) *v1.ESPOJob {
+		return job.Clone().Training(&v1.TrainingStatus{Outcome: o, Message: msg}).Obj()
+	}
+	running := phase(corev1.PodRunning)
+	cases := map[string]struct {
+		job      *v1.ESPOJob
+		rank0    podOption
+		wantDone bool
+		wantCond *metav1.Condition
+	}{
+		"rank 0 still running": {job: report(v1.OutcomeCompleted, "done"), rank0: running},
+		"exit 0, Completed": {
+			job: report(v1.OutcomeCompleted, "every epoch ran"), rank0: exit(0, "Completed", ""), wantDone: true,
+			wantCond: ptr.To(cond(v1.ConditionSucceeded, true, v1.ReasonCompleted, "every epoch ran")),
+		},
+		"exit 0, TargetReached": {
+			job: report(v1.OutcomeTargetReached, "recommendationAccuracy 0.31"), rank0: exit(0, "Completed", ""), wantDone: true,
+			wantCond: ptr.To(cond(v1.ConditionSucceeded, true, v1.ReasonTargetReached, "recommendationAccuracy 0.31")),
+		},
+		"exit 0 without a report": {
+			job: job.Clone().Obj(), rank0: exit(0, "Completed", ""), wantDone: true,
+			wantCond: ptr.To(cond(v1.ConditionSucceeded, true, v1.ReasonCompleted, "the trainer exited 0 without reporting an outcome")),
+		},
+		"NonFiniteLoss fails without restart, whatever the exit code": {
+			job: report(v1.OutcomeNonFiniteLoss, "step 7: NaN"), rank0: exit(1, "Error", ""), wantDone: true,
+			wantCond: ptr.To(cond(v1.ConditionFailed, true, v1.ReasonNonFiniteLoss, "step 7: NaN")),
+		},
+		"RewardCollapsed fails without restart": {
+			job: report(v1.OutcomeRewardCollapsed, "reward -0.4"), rank0: exit(0, "Completed", ""), wantDone: true,
+			wantCond: ptr.To(cond(v1.ConditionFailed, true, v1.ReasonRewardCollapsed, "reward -0.4")),
+		},
+		"Error is left to the failure policy":           {job: report(v1.OutcomeError, "worker unreachable"), rank0: exit(0, "Completed", "")},
+		"a non-zero exit is left to the failure policy": {job: job.Clone().Obj(), rank0: exit(2, "Error", "")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			u := newStatusUpdate(tc.job, now)
+			pods := splitPods(u.job, []corev1.Pod{testPod(tc.job, 0, tc.rank0), testPod(tc.job, 1, running)})
+			if got := applySuccessPolicy(u, pods); got != tc.wantDone {
+				t.Fatalf("applySuccessPolicy = %v, want %v", got, tc.wantDone)
+			}
+			if !tc.wantDone {
+				if len(u.status().Conditions) != 0 || u.status().CompletionTime != nil {
+					t.Errorf("status changed: %+v", u.status())
+				}
+				return
+			}
+			if diff := cmp.Diff([]metav1.Condition{*tc.wantCond}, u.status().Conditions); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(mtime(now), u.status().CompletionTime); diff != "" {
+				t.Errorf("completionTime (-want +got):\n%s", diff)
+			}
+			typ := corev1.EventTypeNormal
+			if tc.wantCond.Type == v1.ConditionFailed {
+				typ = corev1.EventTypeWarning
+			}
+			wantEvents := []event{{Type: typ, Reason: tc.wantCond.Reason, Message: tc.wantCond.Message}}
+			if diff := cmp.Diff(wantEvents, u.events); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -47,6 +47,7 @@ func newRootCommand() *cobra.Command {
 		newDatasetCommand(),
 		newTrainerCommand(),
 		newWorkerCommand(),
+		newLocalCommand(),
 	)
 	return root
 }

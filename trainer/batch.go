@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"time"
 
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
@@ -39,6 +40,9 @@ type batchStats struct {
 	// objective is the worker-reported sum_t w_t * logp_t of the step.
 	objective float64
 	gradNorm  float64
+	// coreTime is the time spent in the espo package: scoring, advantages and loss
+	// weights.
+	coreTime time.Duration
 }
 
 func (s batchStats) meanReward() float64 {
@@ -131,7 +135,10 @@ func (t *Trainer) backwardRL(ctx context.Context, k Kind, gs []*group, stats *ba
 	if err := t.generate(ctx, gs); err != nil {
 		return err
 	}
-	if err := t.advantages(k, gs, stats); err != nil {
+	start := t.opts.Clock.Now()
+	err := t.advantages(k, gs, stats)
+	stats.coreTime += t.opts.Clock.Since(start)
+	if err != nil {
 		return err
 	}
 	if err := t.logProbs(ctx, gs); err != nil {
@@ -244,7 +251,9 @@ func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchSta
 		}
 	}
 	weights := make([]float64, len(tok.LogP))
+	start := t.opts.Clock.Now()
 	ls, err := espo.LossWeights(weights, tok, t.res.Loss)
+	stats.coreTime += t.opts.Clock.Since(start)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,84 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// benchTrainer returns a trainer over n generated episodes, configured and past SFT
+// (the reference frozen), ready for ESPO steps with G = 5.
+func benchTrainer(b *testing.B, episodes int) *Trainer {
+	b.Helper()
+	c := &Config{}
+	zero := int32(0)
+	c.Spec.Datasets.Sources = []v1alpha1.DatasetSource{{Name: "synth", Split: v1alpha1.SplitTrain,
+		Synthetic: &v1alpha1.SyntheticSource{Episodes: int32(episodes), Seed: 1}}}
+	c.Spec.Algorithm = v1alpha1.AlgorithmSpec{SFTEpochs: &zero, Epochs: 1, GroupSize: 5, LearningRate: "0.01", Seed: 1}
+	c.Spec.Default()
+	tr, err := New(c, Options{Workers: cpuWorkers(1), Log: logr.Discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := tr.start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := tr.freezeReferenceBefore(ctx, KindESPO); err != nil {
+		b.Fatal(err)
+	}
+	return tr
+}
+
+// BenchmarkTrainStep measures one ESPO optimizer step on one SmartSpot episode with
+// G = 5 (Generate, rewards and advantages, LogProbs, loss weights, Backward, Step) and
+// reports the share of it spent in the espo package.
+func BenchmarkTrainStep(b *testing.B) {
+	tr := benchTrainer(b, 8)
+	ctx := context.Background()
+	plan := tr.plan.epochs[0].sampler.Epoch(0)
+	var core time.Duration
+	b.ReportAllocs()
+	start := time.Now()
+	for i := range b.N {
+		stats, err := tr.trainBatch(ctx, KindESPO, plan.Steps(nil, i%plan.Len()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		core += stats.coreTime
+	}
+	b.ReportMetric(100*core.Seconds()/time.Since(start).Seconds(), "espo-%")
+}
+
+// BenchmarkESPOEpoch100 measures one ESPO epoch over 100 generated episodes, one
+// episode per batch, G = 5, on one CPU worker.
+func BenchmarkESPOEpoch100(b *testing.B) {
+	for range b.N {
+		b.StopTimer()
+		tr := benchTrainer(b, 100)
+		b.StartTimer()
+		if _, _, err := tr.trainEpoch(context.Background(), &tr.plan.epochs[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

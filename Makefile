@@ -27,9 +27,12 @@ generate: ## Generate deepcopy code and the worker protocol's gRPC code.
 	$(BUF) generate
 
 .PHONY: manifests
-manifests: ## Generate the CRD and RBAC manifests.
+manifests: ## Generate the CRD and RBAC manifests (and copy them into the Helm chart).
 	$(CONTROLLER_GEN) rbac:roleName=espo-manager-role crd paths=./... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	rm -rf charts/espo-operator/crds && mkdir -p charts/espo-operator/crds charts/espo-operator/files
+	cp config/crd/bases/*.yaml charts/espo-operator/crds/
+	cp config/rbac/role.yaml charts/espo-operator/files/manager-role.yaml
 
 .PHONY: verify
 verify: ## Fail when generated files are stale, or code is unformatted or fails vet.
@@ -50,3 +53,7 @@ envtest: ## Build (once, cached) the test control plane and print its folder.
 .PHONY: test
 test: ## Run every test, building the test control plane first if needed.
 	hack/test.sh
+
+.PHONY: run-local
+run-local: build ## Run the sample job on a local cluster (etcd, kube-apiserver, a process node); "bin/espo local down" stops it.
+	$(BIN) local up

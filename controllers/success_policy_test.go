@@ -93,5 +93,3 @@ func TestApplySuccessPolicy(t *testing.T) {
 		})
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -176,11 +176,6 @@ func getJob(g Gomega, job *v1.ESPOJob) *v1.ESPOJob {
 	return got
 }
 
-// jobStatus is a function for Eventually: the job's status now.
-func jobStatus(g Gomega, job *v1.ESPOJob) func() v1.ESPOJobStatus {
-	return func() v1.ESPOJobStatus { return getJob(g, job).Status }
-}
-
 // phase is a function for Eventually: the job's phase now.
 func phase(g Gomega, job *v1.ESPOJob) func() v1.JobPhase {
 	return func() v1.JobPhase { return getJob(g, job).Status.Phase }

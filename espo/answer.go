@@ -341,7 +341,7 @@ func (p *parser) number() (float64, bool) {
 		p.pos++
 	}
 	tok := p.s[start:p.pos]
-	if tok == "" || strings.IndexAny(tok, "0123456789") < 0 {
+	if tok == "" || !strings.ContainsAny(tok, "0123456789") {
 		return 0, false
 	}
 	v, err := strconv.ParseFloat(tok, 64)

@@ -58,23 +58,23 @@ func TestScoreGolden(t *testing.T) {
 		{"click in box, pixels", &click, answer("click", 540, 600, NoText), 0.5 + 0.5, true, true},
 		{"click in box, normalised", &click, answer("click", 0.45, 0.25, NoText), 0.5 + 0.5, true, true},
 		{"click outside box", &click, answer("click", 100, 100, NoText), 0.5 + 0.2, true, false},
-		{"type at the box", &click, answer("type", 0.5, 0.25, "x"), 0.5 - 0.2, false, true},
-		{"scroll instead of click", &click, answer("scroll", -100, -100, "down"), 0.5 - 0.5, false, false},
-		{"malformed", &click, "<answer>click</answer>", 0 - 0.5, false, false},
+		{"type at the box", &click, answer("type", 0.5, 0.25, "x"), 0.5 + (-0.2), false, true},
+		{"scroll instead of click", &click, answer("scroll", -100, -100, "down"), 0.5 + (-0.5), false, false},
+		{"malformed", &click, "<answer>click</answer>", 0 + (-0.5), false, false},
 		{"type text F1 2/3", &typ, answer("type", -100, -100, "New York"), 0.5 + 0.5, true, true},     // P 1, R 2/3: F1 0.8
 		{"type text F1 0.4", &typ, answer("type", -100, -100, "cheap hotel"), 0.5 + 0.2, true, false}, // P 1/2, R 1/3: F1 0.4
 		{"scroll right", &scroll, answer("scroll", -100, -100, "Down"), 0.5 + 0.5, true, true},
 		{"scroll wrong way", &scroll, answer("scroll", -100, -100, "up"), 0.5 + 0.2, true, false},
 		{"complete", &exit, answer("complete", -100, -100, NoText), 0.5 + 0.5, true, true},
-		{"exit for complete", &exit, answer("exit", -100, -100, NoText), 0.5 - 0.5, false, false},
+		{"exit for complete", &exit, answer("exit", -100, -100, NoText), 0.5 + (-0.5), false, false},
 		{"intent paraphrase", &pool, answer("pool_found", -100, -100, "next week, a hotel in New York"), 0.5 + 0.5, true, true},
 		{"intent wrong", &pool, answer("pool_found", -100, -100, "cheap flights to Paris"), 0.5 + 0, true, false},
 		{"intent as type", &pool, answer("type", -100, -100, "a hotel in New York next week"), 0.5 + 0, false, true},
 		{"intent malformed", &pool, "", 0 + 0, false, false},
 		{"decision right", &rec, answer("recommendation", -100, -100, "Yes"), 0.5 + 0.5, true, true},
-		{"decision wrong", &rec, answer("recommendation", -100, -100, "No"), 0.5 - 0.5, true, false},
-		{"decision lower case", &rec, answer("recommendation", -100, -100, "yes"), 0.5 - 0.5, true, false},
-		{"decision malformed", &rec, "no", 0 - 0.5, false, false},
+		{"decision wrong", &rec, answer("recommendation", -100, -100, "No"), 0.5 + (-0.5), true, false},
+		{"decision lower case", &rec, answer("recommendation", -100, -100, "yes"), 0.5 + (-0.5), true, false},
+		{"decision malformed", &rec, "no", 0 + (-0.5), false, false},
 	} {
 		s := mustRewarder(t).Score(tc.gt, tc.answer)
 		if math.Abs(s.Step()-tc.step) > 1e-15 || s.TypeOK != tc.typeOK || s.ValueOK != tc.valueOK {

@@ -69,10 +69,6 @@ type ESPOJobList struct {
 	Items           []ESPOJob `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&ESPOJob{}, &ESPOJobList{})
-}
-
 // ESPOJobSpec is the desired state of an ESPO fine-tuning job.
 //
 // datasets, model, algorithm and rewards are immutable: a run is defined by them, and

@@ -191,7 +191,8 @@ func writeResults(o options, results map[string][]*trainer.Report, args []string
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\nReproduce:\n\n    go run ./hack/results %s\n\n", strings.Join(args, " "))
-	b.WriteString("![Validation RecAcc by optimizer step](results-curve.png)\n")
+	b.WriteString("![Validation RecAcc by optimizer step](results-curve.png)\n\n")
+	b.WriteString("What these numbers do and do not show: [results-discussion.md](results-discussion.md).\n")
 	return os.WriteFile(filepath.Join(o.out, "results.md"), []byte(b.String()), 0o644)
 }
 

@@ -75,6 +75,7 @@ func TestDecimalsRoundTrip(t *testing.T) {
 	}
 	sent.SetNamespace(ns)
 	applied := sent.DeepCopy()
+	//lint:ignore SA1019 a patch of type apply is the only apply that takes field validation Strict, as kubectl apply does
 	if err := env.Client.Patch(ctx, applied, client.Apply, client.FieldOwner("gitops"), strict); err != nil {
 		t.Fatalf("applying: %v", err)
 	}
@@ -101,6 +102,7 @@ func TestDecimalsRoundTrip(t *testing.T) {
 	check("after a Go update")
 
 	again := sent.DeepCopy()
+	//lint:ignore SA1019 a patch of type apply is the only apply that takes field validation Strict, as kubectl apply does
 	if err := env.Client.Patch(ctx, again, client.Apply, client.FieldOwner("gitops"), strict); err != nil {
 		t.Fatalf("applying again: %v", err)
 	}

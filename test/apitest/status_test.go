@@ -57,7 +57,7 @@ func applyTraining(ctx context.Context, ns, name string, training map[string]any
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"status":   map[string]any{"training": training},
 	}}
-	return env.Client.Status().Patch(ctx, u, client.Apply, client.FieldOwner(v1.TrainerFieldManager), client.ForceOwnership)
+	return env.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1.TrainerFieldManager), client.ForceOwnership)
 }
 
 // TestStatusAndColumns writes status as the controller and the trainer would, checks

@@ -31,9 +31,6 @@ type feat uint32
 
 func (f feat) row() int { return int(f >> 1) }
 
-// sign returns +1 or -1.
-func (f feat) sign() float64 { return 1 - 2*float64(f&1) }
-
 // featOf maps a hash to a feature of a table with mask+1 rows (a power of two).
 func featOf(h uint64, mask uint64) feat {
 	h = mix(h)

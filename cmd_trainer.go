@@ -89,6 +89,9 @@ func runTrainer(ctx context.Context, o trainerOptions, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Job.Name != "" { // every line names the job, as the controller's lines do
+		log = log.WithValues("ESPOJob", map[string]string{"namespace": cfg.Job.Namespace, "name": cfg.Job.Name})
+	}
 	reporter, err := newReporter(o, cfg)
 	if err != nil {
 		return err

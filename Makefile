@@ -21,10 +21,19 @@ build: ## Build the espo binary into bin/.
 
 ##@ Code generation
 
+# The PyTorch worker's Python stubs: Debian's python3-grpc-tools (hack/setup-python.sh) into
+# /usr/bin/python3, whose protoc output runs on Debian's python3-protobuf (3.21).
+PYTHON    ?= /usr/bin/python3
+PY_PB_DIR := trainer/worker/torch/espo_worker
+
 .PHONY: generate
-generate: ## Generate deepcopy code and the worker protocol's gRPC code.
+generate: ## Generate deepcopy code and the worker protocol's gRPC code (Go and Python).
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BUF) generate
+	@$(PYTHON) -c 'import grpc_tools.protoc' 2>/dev/null || { echo "generate: $(PYTHON) cannot import grpc_tools: apt-get install python3-grpc-tools (or run hack/setup-python.sh)" >&2; exit 1; }
+	$(PYTHON) -m grpc_tools.protoc -I trainer/workerpb --python_out=$(PY_PB_DIR) --grpc_python_out=$(PY_PB_DIR) trainer/workerpb/worker.proto
+	sed -i -e 's/^import worker_pb2 as/from . import worker_pb2 as/' $(PY_PB_DIR)/worker_pb2_grpc.py
+	sed -i -e '1i # Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.' $(PY_PB_DIR)/worker_pb2.py $(PY_PB_DIR)/worker_pb2_grpc.py
 
 .PHONY: manifests
 manifests: ## Generate the CRD and RBAC manifests (and copy them into the Helm chart).

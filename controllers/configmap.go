@@ -50,16 +50,31 @@ func buildRunConfig(job *v1.ESPOJob) *v1.RunConfig {
 // workerAddresses are the policy workers rank 0 drives besides its in-process ones:
 // the worker container of every other rank, reached through the headless Service as
 // <pod hostname>.<service>.<namespace>.svc:<port>, and with cuda also rank 0's own
-// worker container on localhost.
+// worker container on localhost. A cuda worker container runs one worker process per
+// GPU, spec.trainer.workersPerReplica of them on ports WorkerPort, WorkerPort+1, ...
 func workerAddresses(job *v1.ESPOJob) []string {
 	var addrs []string
+	perPod := workerProcesses(job)
 	if job.Spec.Model.Worker == v1.WorkerCUDA {
-		addrs = append(addrs, fmt.Sprintf("localhost:%d", WorkerPort))
+		for k := range perPod {
+			addrs = append(addrs, fmt.Sprintf("localhost:%d", WorkerPort+k))
+		}
 	}
 	for rank := int32(1); rank < replicas(job); rank++ {
-		addrs = append(addrs, fmt.Sprintf("%s:%d", podFQDN(job, rank), WorkerPort))
+		for k := range perPod {
+			addrs = append(addrs, fmt.Sprintf("%s:%d", podFQDN(job, rank), WorkerPort+k))
+		}
 	}
 	return addrs
+}
+
+// workerProcesses is the number of worker processes (and ports) of a worker
+// container: spec.trainer.workersPerReplica with cuda, one per GPU; else 1.
+func workerProcesses(job *v1.ESPOJob) int32 {
+	if job.Spec.Model.Worker != v1.WorkerCUDA {
+		return 1
+	}
+	return max(job.Spec.Trainer.WorkersPerReplica, 1)
 }
 
 // podFQDN is the DNS name of a rank's pod through the job's headless Service.

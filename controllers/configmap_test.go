@@ -46,6 +46,13 @@ func TestBuildRunConfig(t *testing.T) {
 				rc.Workers = []string{"localhost:50051", "demo-trainer-1.demo.ns.svc:50051"}
 			},
 		},
+		"cuda with two GPUs per pod: one worker process per GPU, on consecutive ports": {
+			job: makeJob().Replicas(2).CUDA("m").WorkersPerReplica(2).Obj(),
+			want: func(rc *v1.RunConfig) {
+				rc.Workers = []string{"localhost:50051", "localhost:50052",
+					"demo-trainer-1.demo.ns.svc:50051", "demo-trainer-1.demo.ns.svc:50052"}
+			},
+		},
 		"checkpoints in a folder of the claim": {
 			job:  makeJob().Checkpoint("ckpt", "runs/demo", 20).Obj(),
 			want: func(rc *v1.RunConfig) { rc.CheckpointDir = "/checkpoints/runs/demo" },

@@ -63,6 +63,7 @@ const (
 	outputVolume        = "output"
 	shmVolume           = "dshm"
 	checkpointVolume    = "checkpoints"
+	modelsVolume        = "models"
 	datasetVolumePrefix = "data-"
 )
 
@@ -116,7 +117,12 @@ func buildPod(job *v1.ESPOJob, rank int32, o PodOptions) *corev1.Pod {
 		pod.Spec.Containers = append(pod.Spec.Containers, c)
 	}
 	if rank > 0 || cuda {
-		pod.Spec.Containers = append(pod.Spec.Containers, workerContainer(job, rank, o))
+		w := workerContainer(job, rank, o)
+		if rank == 0 { // the cuda worker beside the trainer: Save and Load use the
+			// checkpoint folder, and screenshot paths are under the datasets' mounts
+			w.VolumeMounts = append(w.VolumeMounts, dataMounts(job)...)
+		}
+		pod.Spec.Containers = append(pod.Spec.Containers, w)
 	}
 	return pod
 }
@@ -168,7 +174,14 @@ func workerContainer(job *v1.ESPOJob, rank int32, o PodOptions) corev1.Container
 	}
 	c.Env = append(c.Env, corev1.EnvVar{Name: EnvWorkerListen, Value: fmt.Sprintf(":%d", WorkerPort)})
 	c.Ports = []corev1.ContainerPort{{Name: "worker", ContainerPort: WorkerPort, Protocol: corev1.ProtocolTCP}}
+	for k := int32(1); k < workerProcesses(job); k++ { // one cuda worker process per GPU
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: fmt.Sprintf("worker-%d", k), ContainerPort: WorkerPort + k, Protocol: corev1.ProtocolTCP})
+	}
 	c.Resources = *job.Spec.Trainer.Resources.DeepCopy()
+	if w := m.Weights; w != nil && m.Worker == v1.WorkerCUDA {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: modelsVolume, MountPath: v1.ModelsMountPath,
+			SubPath: w.Path, ReadOnly: true})
+	}
 	return c
 }
 
@@ -200,6 +213,12 @@ func podEnv(job *v1.ESPOJob, rank int32) []corev1.EnvVar {
 // trainerMounts are rank 0's extra mounts: every PVC or ConfigMap dataset source
 // read-only under DataRoot, the checkpoint claim, and the output folder.
 func trainerMounts(job *v1.ESPOJob) []corev1.VolumeMount {
+	return append(dataMounts(job), corev1.VolumeMount{Name: outputVolume, MountPath: OutputDir})
+}
+
+// dataMounts are the dataset sources read-only under DataRoot and the checkpoint
+// claim: what rank 0's trainer and cuda worker containers share.
+func dataMounts(job *v1.ESPOJob) []corev1.VolumeMount {
 	var mounts []corev1.VolumeMount
 	for _, src := range job.Spec.Datasets.Sources {
 		if src.PersistentVolumeClaim != nil || src.ConfigMap != nil {
@@ -211,11 +230,12 @@ func trainerMounts(job *v1.ESPOJob) []corev1.VolumeMount {
 	if job.Spec.Checkpoint != nil {
 		mounts = append(mounts, corev1.VolumeMount{Name: checkpointVolume, MountPath: CheckpointMountPath})
 	}
-	return append(mounts, corev1.VolumeMount{Name: outputVolume, MountPath: OutputDir})
+	return mounts
 }
 
-// podVolumes are the volumes of a rank's pod: the run config, /tmp and, with GPUs, a
-// memory-backed /dev/shm for every rank; the datasets, checkpoints and output for
+// podVolumes are the volumes of a rank's pod: the run config, /tmp, with GPUs a
+// memory-backed /dev/shm, and with cuda the claim of spec.model.weights (read-only,
+// so one ReadOnlyMany claim serves every pod) for every rank; the datasets, checkpoints and output for
 // rank 0 only (a ReadWriteOnce claim can be mounted by one node).
 func podVolumes(job *v1.ESPOJob, rank int32) []corev1.Volume {
 	vols := []corev1.Volume{
@@ -227,6 +247,11 @@ func podVolumes(job *v1.ESPOJob, rank int32) []corev1.Volume {
 	if requestsGPUs(job) {
 		vols = append(vols, corev1.Volume{Name: shmVolume, VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory},
+		}})
+	}
+	if w := job.Spec.Model.Weights; w != nil && job.Spec.Model.Worker == v1.WorkerCUDA {
+		vols = append(vols, corev1.Volume{Name: modelsVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: w.ClaimName, ReadOnly: true},
 		}})
 	}
 	if rank != 0 {

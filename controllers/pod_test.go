@@ -186,6 +186,42 @@ func TestBuildPod(t *testing.T) {
 				return p
 			},
 		},
+		"cuda: rank 0's worker sees the checkpoints and datasets; a port per GPU worker": {
+			job: makeJob().Replicas(2).CUDA("m").WorkersPerReplica(2).Checkpoint("ckpt", "runs/1", 10).Obj(), rank: 0,
+			want: func() *corev1.Pod {
+				p := wantPod(0)
+				ckpt := corev1.VolumeMount{Name: "checkpoints", MountPath: "/checkpoints"}
+				c := &p.Spec.Containers[0]
+				c.VolumeMounts = append(c.VolumeMounts[:2], ckpt, c.VolumeMounts[2])
+				c.Env[6].Value = "2"
+				w := wantPod(1).Spec.Containers[0]
+				w.Command, w.Image = nil, "espo-cuda:v1"
+				w.Env[0].Value, w.Env[6].Value = "0", "2"
+				w.VolumeMounts = append(w.VolumeMounts, ckpt)
+				w.Ports = append(w.Ports, corev1.ContainerPort{Name: "worker-1", ContainerPort: 50052, Protocol: corev1.ProtocolTCP})
+				p.Spec.Containers = append(p.Spec.Containers, w)
+				p.Spec.Volumes = append(p.Spec.Volumes[:2],
+					corev1.Volume{Name: "checkpoints", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "ckpt"}}},
+					p.Spec.Volumes[2])
+				return p
+			},
+		},
+		"cuda with weights on a claim: mounted read-only at /models in the worker": {
+			job: func() *v1.ESPOJob {
+				j := makeJob().Replicas(2).CUDA("qwen").Obj()
+				j.Spec.Model.Weights = &v1.VolumePath{ClaimName: "models", Path: "hf"}
+				return j
+			}(), rank: 1,
+			want: func() *corev1.Pod {
+				p := wantPod(1)
+				c := &p.Spec.Containers[0]
+				c.Command, c.Image = nil, "espo-cuda:v1"
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "models", MountPath: "/models", SubPath: "hf", ReadOnly: true})
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "models", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "models", ReadOnly: true}}})
+				return p
+			},
+		},
 		"cuda with the job's worker image and command": {
 			job: makeJob().Replicas(2).CUDA("m").WorkerImage("torch:1", "python", "-m", "espo_worker").Resources(gpu).Obj(), rank: 1,
 			want: func() *corev1.Pod {

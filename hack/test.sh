@@ -10,6 +10,9 @@ echo "== test control plane" >&2
 KUBEBUILDER_ASSETS="$(hack/setup-envtest.sh | tail -n1)"
 export KUBEBUILDER_ASSETS
 
+echo "== python (the PyTorch worker's tests and stubs)" >&2
+hack/setup-python.sh
+
 echo "== generated files" >&2
 hack/verify-generated.sh
 

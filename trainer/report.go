@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 
@@ -111,6 +112,9 @@ func workerOptions(m *v1alpha1.ModelSpec) map[string]string {
 	o := map[string]string{}
 	if m.Pretrained != "" {
 		o["pretrained"] = m.Pretrained
+		if m.Weights != nil { // the worker container mounts the claim's path there
+			o["pretrained"] = path.Join(v1alpha1.ModelsMountPath, m.Pretrained)
+		}
 	}
 	if m.CPU != nil {
 		o["hidden"] = strconv.Itoa(int(m.CPU.HiddenSize))

@@ -53,3 +53,6 @@ type JobRef struct {
 
 // RunConfigKey is the ConfigMap key that holds the RunConfig.
 const RunConfigKey = "run.yaml"
+
+// ModelsMountPath is where spec.model.weights is mounted in the worker containers.
+const ModelsMountPath = "/models"

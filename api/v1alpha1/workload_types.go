@@ -52,11 +52,18 @@ type ModelSpec struct {
 	// +kubebuilder:default=cpu
 	Worker WorkerKind `json:"worker,omitempty"`
 
-	// Pretrained is the model a cuda worker loads: a Hugging Face model id or a path
-	// in the worker's image (for example "Qwen/Qwen2.5-VL-3B-Instruct").
+	// Pretrained is the model a cuda worker loads from local files: a folder under
+	// weights when that is set (for example "Qwen2.5-VL-3B-Instruct"), else a path in
+	// the worker's image or a model id in its Hugging Face cache.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Pretrained string `json:"pretrained,omitempty"`
+
+	// Weights is a claim holding pretrained models for a cuda worker, mounted read-only
+	// at /models (ModelsMountPath) in every worker container; pretrained is then a
+	// folder under the claim's path (the worker loads local files only, never a hub).
+	// +optional
+	Weights *VolumePath `json:"weights,omitempty"`
 
 	// InitialCheckpoint starts the policy from a checkpoint written by an earlier job
 	// instead of from Pretrained (or the CPU policy's seeded initialisation).

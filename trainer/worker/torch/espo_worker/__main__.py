@@ -1,0 +1,124 @@
+# Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
+"""python3 -m espo_worker: serve the PyTorch policy worker over gRPC.
+
+    python3 -m espo_worker [--listen ADDR] [--model PATH|tiny] [--device cuda|cpu]
+                           [--dtype bfloat16|float16|float32] [--lora-r R ...] [--procs K]
+
+Every flag defaults to an environment variable, so the controller's container needs
+no arguments: --listen to $ESPO_WORKER_LISTEN (else :50051), --procs to
+$ESPO_WORKERS_PER_REPLICA (else 1), the model flags to $ESPO_WORKER_<FLAG> (for
+example ESPO_WORKER_DTYPE, ESPO_WORKER_LORA_R; set them in spec.trainer.env). The
+model path comes from the trainer's Configure option "pretrained"
+(spec.model.pretrained) when it sends one, else --model ($ESPO_WORKER_MODEL).
+
+With --procs K > 1 this process is a launcher: it starts K workers, worker k on port
+PORT+k with GPU k, and waits for them; they form one torch.distributed group with the
+workers of the other pods (espo_worker.dist). The launcher exits when one of them
+does, stopping the others; SIGTERM and SIGINT are passed on.
+"""
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+
+def env(name, default):
+    return os.environ.get("ESPO_WORKER_" + name, default)
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(prog="python3 -m espo_worker", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--listen", default=os.environ.get("ESPO_WORKER_LISTEN") or ":50051",
+                    help="host:port to serve on; port 0 picks a free port (default $ESPO_WORKER_LISTEN or :50051)")
+    ap.add_argument("--model", default=env("MODEL", ""),
+                    help="local folder of a Hugging Face model, or 'tiny' for the test model; the Configure "
+                         "option pretrained wins (default $ESPO_WORKER_MODEL)")
+    ap.add_argument("--device", default=env("DEVICE", ""), help="cuda or cpu (default: cuda when available)")
+    ap.add_argument("--dtype", default=env("DTYPE", "bfloat16"), choices=["bfloat16", "float16", "float32"],
+                    help="compute dtype on CUDA (autocast); trainable weights stay float32")
+    ap.add_argument("--lora-r", type=int, default=int(env("LORA_R", "0")), help="LoRA rank; 0: full fine-tuning")
+    ap.add_argument("--lora-alpha", type=int, default=int(env("LORA_ALPHA", "0")), help="LoRA alpha (default 2r)")
+    ap.add_argument("--lora-dropout", type=float, default=float(env("LORA_DROPOUT", "0")))
+    ap.add_argument("--lora-targets", default=env("LORA_TARGETS", ""),
+                    help="comma-separated module names (default: all linear layers)")
+    ap.add_argument("--max-new-tokens", type=int, default=int(env("MAX_NEW_TOKENS", "0")),
+                    help="answer cap when Generate gives none (default 256; tiny 96)")
+    ap.add_argument("--max-prompt-tokens", type=int, default=int(env("MAX_PROMPT_TOKENS", "0")),
+                    help="keep the last N prompt tokens of a text-only prompt (default: all; tiny 256)")
+    ap.add_argument("--gradient-checkpointing", action="store_true",
+                    default=env("GRADIENT_CHECKPOINTING", "") in ("1", "true"))
+    ap.add_argument("--attn-implementation", default=env("ATTN_IMPLEMENTATION", ""),
+                    help="transformers attn_implementation, e.g. sdpa or flash_attention_2")
+    ap.add_argument("--procs", type=int, default=int(os.environ.get("ESPO_WORKERS_PER_REPLICA") or 1),
+                    help="worker processes in this container, one per GPU (default $ESPO_WORKERS_PER_REPLICA or 1)")
+    ap.add_argument("--threads", type=int, default=8, help="gRPC server threads")
+    ap.add_argument("--local-index", type=int, default=-1, help=argparse.SUPPRESS)
+    return ap.parse_args(argv)
+
+
+def launch(args, argv):
+    host, port = args.listen.rsplit(":", 1)
+    procs = []
+    for k in range(args.procs):
+        e = dict(os.environ, LOCAL_RANK=str(k))
+        cmd = [sys.executable, "-m", "espo_worker"] + argv + ["--listen", "%s:%d" % (host, int(port) + k),
+                                                             "--local-index", str(k)]
+        procs.append(subprocess.Popen(cmd, env=e))
+
+    def forward(sig, _):
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(sig)
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    done = threading.Event()
+    codes = {}
+
+    def wait(p):
+        codes[p.pid] = p.wait()
+        done.set()
+    for p in procs:
+        threading.Thread(target=wait, args=(p,), daemon=True).start()
+    done.wait()
+    forward(signal.SIGTERM, None)
+    for p in procs:
+        p.wait()
+    return max(abs(c) for c in codes.values()) if codes else 0
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse(argv)
+    if args.procs > 1 and args.local_index < 0:
+        return launch(args, argv)
+    import torch
+    from . import dist, policy, server
+    k = max(args.local_index, 0)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda":
+        device = "cuda:%d" % k
+        torch.cuda.set_device(k)
+    defaults = {"pretrained": args.model, "dtype": args.dtype, "lora_r": args.lora_r, "lora_alpha": args.lora_alpha,
+                "lora_dropout": args.lora_dropout, "lora_targets": args.lora_targets,
+                "max_new_tokens": args.max_new_tokens, "max_prompt_tokens": args.max_prompt_tokens,
+                "gradient_checkpointing": args.gradient_checkpointing,
+                "attn_implementation": args.attn_implementation}
+    group = dist.from_env(max(args.procs, 1), k, device)
+    p = policy.Policy(defaults, device=device, dist=group)
+    s, port = server.new_server(p, args.listen, args.threads)
+    host = args.listen.rsplit(":", 1)[0] or "[::]"
+    print("espo torch worker: serving on %s:%d (rank %d of %d, %s)" % (host, port, group.rank, group.world, device),
+          file=sys.stderr, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    s.stop(30).wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+# Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
+"""Model backends: what the policy needs from a model, for the tiny torch model and
+for Hugging Face causal LMs and VLMs loaded from a local path.
+
+A backend turns a protocol Prompt into model inputs (prompt_inputs), tokenizes and
+decodes answers (answer_ids, decode), scores answer tokens (token_logprobs: one
+log-prob per answer token at temperature 1, differentiable when grad is enabled) and
+samples answers (sample). Scoring is always done one answer at a time by the same
+function, so Generate's log-probs are bit-for-bit what LogProbs returns.
+"""
+
+import contextlib
+import os
+
+import torch
+import torch.nn.functional as F
+
+from . import prompt as promptlib
+from . import tiny
+
+
+class Backend:
+    name = ""
+    model = None
+    device = "cpu"
+    compute_dtype = torch.float32
+    eos_ids = ()
+    max_new_tokens = 256
+    max_prompt_tokens = 0
+
+    def autocast(self):
+        if self.device.startswith("cuda") and self.compute_dtype != torch.float32:
+            return torch.autocast(device_type="cuda", dtype=self.compute_dtype)
+        return contextlib.nullcontext()
+
+    def _truncate(self, ids):
+        if self.max_prompt_tokens and len(ids) > self.max_prompt_tokens:
+            return ids[-self.max_prompt_tokens:]
+        return ids
+
+    def strip_answer(self, ids, cap):
+        """Cuts sampled ids after the first stop token (kept) and at cap tokens."""
+        out = []
+        for t in ids[:cap]:
+            out.append(int(t))
+            if int(t) in self.eos_ids:
+                break
+        return out
+
+    def decode_answer(self, ids):
+        return self.decode([i for i in ids if i not in self.eos_ids])
+
+
+class TinyBackend(Backend):
+    """The tiny byte-level GRU (espo_worker.tiny); prompt text from plain_template."""
+
+    def __init__(self, device="cpu", embed=32, hidden=64, max_new_tokens=96, max_prompt_tokens=256):
+        self.name = "tiny-gru(embed=%d,hidden=%d)" % (embed, hidden)
+        self.device = device
+        self.tok = tiny.ByteTokenizer()
+        self.model = tiny.TinyLM(embed, hidden).to(device)
+        self.eos_ids = (tiny.EOS,)
+        self.max_new_tokens = max_new_tokens
+        self.max_prompt_tokens = max_prompt_tokens
+
+    def prompt_inputs(self, prompt):
+        ids = [tiny.BOS] + self._truncate(self.tok.encode(promptlib.plain_template(prompt)))
+        return {"ids": ids}
+
+    def answer_ids(self, text):
+        return self.tok.encode(text) + [tiny.EOS]
+
+    def decode(self, ids):
+        return self.tok.decode(ids)
+
+    def token_logprobs(self, inputs, answer):
+        p = inputs["ids"]
+        seq = torch.tensor([p + list(answer)], dtype=torch.long, device=self.device)
+        logits, _ = self.model(seq[:, :-1])
+        logits = logits[0, len(p) - 1:].float()
+        return torch.log_softmax(logits, -1).gather(-1, seq[0, len(p):, None])[:, 0]
+
+    @torch.no_grad()
+    def sample(self, inputs, n, temperature, greedy, generator, max_tokens):
+        cap = max_tokens or self.max_new_tokens
+        p = torch.tensor([inputs["ids"]], dtype=torch.long, device=self.device)
+        logits, state = self.model(p)
+        last = logits[:, -1].expand(n, -1)
+        state = state.expand(-1, n, -1).contiguous()
+        out = torch.empty(n, 0, dtype=torch.long, device=self.device)
+        done = torch.zeros(n, dtype=torch.bool, device=self.device)
+        for _ in range(cap):
+            if greedy:
+                nxt = last.argmax(-1)
+            else:
+                probs = torch.softmax(last.float() / temperature, -1)
+                nxt = torch.multinomial(probs.cpu(), 1, generator=generator)[:, 0].to(self.device)
+            nxt = torch.where(done, torch.full_like(nxt, tiny.EOS), nxt)
+            out = torch.cat([out, nxt[:, None]], 1)
+            done |= nxt == tiny.EOS
+            if bool(done.all()):
+                break
+            logits, state = self.model(nxt[:, None], state)
+            last = logits[:, -1]
+        return [self.strip_answer(row.tolist(), cap) for row in out]
+
+
+class HFBackend(Backend):
+    """A Hugging Face causal LM or VLM from a local folder (never the hub).
+
+    The prompt goes through the processor's (or tokenizer's) chat template: a system
+    turn and a user turn, the user turn led by the screenshot for a VLM when the
+    prompt has one. With lora_r > 0 only LoRA adapters (peft) train; otherwise every
+    parameter does. Trainable parameters are kept in float32 and the forward pass
+    runs under autocast to the compute dtype on CUDA.
+    """
+
+    def __init__(self, path, device="cuda", dtype="bfloat16", lora_r=0, lora_alpha=0, lora_dropout=0.0,
+                 lora_targets="", max_new_tokens=256, max_prompt_tokens=0, gradient_checkpointing=False,
+                 attn_implementation=""):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import transformers  # only on the GPU image
+        self.device = device
+        self.compute_dtype = getattr(torch, dtype)
+        self.max_new_tokens = max_new_tokens
+        self.max_prompt_tokens = max_prompt_tokens
+        cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
+        self.vlm = hasattr(cfg, "vision_config")
+        kw = {"local_files_only": True, "torch_dtype": self.compute_dtype if lora_r > 0 else torch.float32}
+        if attn_implementation:
+            kw["attn_implementation"] = attn_implementation
+        if self.vlm:
+            self.processor = transformers.AutoProcessor.from_pretrained(path, local_files_only=True)
+            self.tok = self.processor.tokenizer
+            cls = getattr(transformers, "AutoModelForImageTextToText", None) or transformers.AutoModelForVision2Seq
+            try:
+                model = cls.from_pretrained(path, **kw)
+            except ValueError:
+                model = transformers.AutoModelForVision2Seq.from_pretrained(path, **kw)
+        else:
+            self.tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+            self.processor = None
+            model = transformers.AutoModelForCausalLM.from_pretrained(path, **kw)
+        if gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+            if hasattr(model, "enable_input_require_grads"):
+                model.enable_input_require_grads()
+        if lora_r > 0:
+            import peft
+            targets = [t for t in lora_targets.split(",") if t] or "all-linear"
+            lc = peft.LoraConfig(r=lora_r, lora_alpha=lora_alpha or 2 * lora_r, lora_dropout=lora_dropout,
+                                 target_modules=targets, task_type="CAUSAL_LM")
+            model = peft.get_peft_model(model, lc)
+            for p in model.parameters():
+                if p.requires_grad:
+                    p.data = p.data.float()
+        self.model = model.to(device)
+        eos = set()
+        for v in (self.tok.eos_token_id, getattr(model.generation_config, "eos_token_id", None)):
+            if isinstance(v, int):
+                eos.add(v)
+            elif v:
+                eos.update(int(x) for x in v)
+        self.eos_ids = tuple(sorted(eos))
+        self.pad_id = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.eos_ids[0]
+        self.name = "%s%s" % (os.path.basename(os.path.normpath(path)), " lora r=%d" % lora_r if lora_r else "")
+
+    def _messages(self, prompt, image):
+        system, user = promptlib.render(prompt)
+        if self.vlm:
+            content = ([{"type": "image"}] if image is not None else []) + [{"type": "text", "text": user}]
+            return [{"role": "system", "content": [{"type": "text", "text": system}]},
+                    {"role": "user", "content": content}]
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def prompt_inputs(self, prompt):
+        image = None
+        if self.vlm and prompt.screenshot_path:
+            from PIL import Image
+            image = Image.open(prompt.screenshot_path).convert("RGB")
+        msgs = self._messages(prompt, image)
+        if self.vlm:
+            text = self.processor.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+            enc = self.processor(text=[text], images=[image] if image is not None else None, return_tensors="pt")
+        else:
+            text = self.tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+            enc = self.tok(text, return_tensors="pt", add_special_tokens=False)
+        ids = enc["input_ids"][0].tolist()
+        if image is None:
+            ids = self._truncate(ids)
+        extra = {k: v.to(self.device) for k, v in enc.items() if k not in ("input_ids", "attention_mask")}
+        return {"ids": ids, "extra": extra}
+
+    def answer_ids(self, text):
+        return self.tok(text, add_special_tokens=False)["input_ids"] + [self.eos_ids[0]]
+
+    def decode(self, ids):
+        return self.tok.decode(ids, skip_special_tokens=True)
+
+    def token_logprobs(self, inputs, answer):
+        p = inputs["ids"]
+        seq = torch.tensor([p + list(answer)], dtype=torch.long, device=self.device)
+        with self.autocast():
+            out = self.model(input_ids=seq, attention_mask=torch.ones_like(seq), use_cache=False, **inputs["extra"])
+        logits = out.logits[0, len(p) - 1:-1].float()
+        return torch.log_softmax(logits, -1).gather(-1, seq[0, len(p):, None])[:, 0]
+
+    @torch.no_grad()
+    def sample(self, inputs, n, temperature, greedy, generator, max_tokens):
+        cap = max_tokens or self.max_new_tokens
+        seed = int(torch.randint(0, 2 ** 62, (1,), generator=generator))
+        torch.manual_seed(seed)  # model.generate samples from the global generators
+        ids = torch.tensor([inputs["ids"]], dtype=torch.long, device=self.device)
+        kw = dict(do_sample=not greedy, max_new_tokens=cap, num_return_sequences=1 if greedy else n,
+                  pad_token_id=self.pad_id,
+                  eos_token_id=list(self.eos_ids), attention_mask=torch.ones_like(ids))
+        if not greedy:
+            kw.update(temperature=temperature, top_p=1.0, top_k=0)
+        with self.autocast():
+            seqs = self.model.generate(input_ids=ids, **inputs["extra"], **kw)
+        out = [self.strip_answer(row[ids.shape[1]:].tolist(), cap) for row in seqs]
+        return out * n if greedy else out

@@ -1,0 +1,349 @@
+# Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
+"""The policy: the state of one worker and the math of every protocol call.
+
+State: the model (a Backend), the reference (a frozen copy of the trainable tensors:
+all weights for full fine-tuning, the adapters for LoRA, whose frozen base weights
+are shared), torch.optim.AdamW over the trainable tensors, the step count, and the
+gradient accumulated in each tensor's .grad. Scoring under the reference swaps the
+reference tensors in, scores and swaps back; with LoRA before SnapshotReference this
+is the base model (adapters start at zero), afterwards the snapshot.
+
+Every call runs under one lock (one device per worker process). The server
+(espo_worker.server) maps InvalidError to INVALID_ARGUMENT, NotConfiguredError to
+FAILED_PRECONDITION, and everything else to INTERNAL.
+"""
+
+import hashlib
+import io
+import math
+import struct
+import threading
+
+import torch
+
+from . import dist as distlib
+from . import models
+from . import worker_pb2 as pb
+
+STATE_FORMAT = "espo-torch-worker/v1"
+
+
+class InvalidError(ValueError):
+    """The request is at fault (INVALID_ARGUMENT)."""
+
+
+class NotConfiguredError(RuntimeError):
+    """A call before Configure or Load (FAILED_PRECONDITION)."""
+
+
+def _int(name, v):
+    try:
+        return int(v)
+    except ValueError:
+        raise InvalidError("option %s=%r: want an integer" % (name, v))
+
+
+def _float(name, v):
+    try:
+        return float(v)
+    except ValueError:
+        raise InvalidError("option %s=%r: want a number" % (name, v))
+
+
+# Configure options: name -> parser. The trainer sends "pretrained" (spec.model.pretrained);
+# the others override the command-line defaults.
+OPTIONS = {
+    "pretrained": str, "dtype": str, "lora_r": _int, "lora_alpha": _int, "lora_dropout": _float,
+    "lora_targets": str, "max_new_tokens": _int, "max_prompt_tokens": _int, "tiny_embed": _int,
+    "tiny_hidden": _int, "gradient_checkpointing": lambda n, v: v.lower() in ("1", "true", "yes"),
+    "attn_implementation": str,
+}
+
+
+def prompt_seed(seed, prompt):
+    """The sampling seed of one prompt: SHA-256 of (seed, episode id, step index), so
+    a prompt's candidates do not depend on the batch it is in."""
+    h = hashlib.sha256(struct.pack("<Q", seed & (2 ** 64 - 1)) + prompt.episode_id.encode() +
+                       struct.pack("<i", prompt.step_index))
+    return int.from_bytes(h.digest()[:8], "little") & (2 ** 63 - 1)
+
+
+class Policy:
+    def __init__(self, defaults, device="cpu", dist=None):
+        """defaults: the command line's model settings, the same keys as OPTIONS."""
+        self.defaults = dict(defaults)
+        self.device = device
+        self.dist = dist or distlib.Single()
+        self.lock = threading.RLock()
+        self.backend = None
+        self.options = None
+        self.params = []
+        self.reference = []
+        self.optimizer = None
+        self.steps = 0
+
+    # -- configuration ---------------------------------------------------------
+
+    def resolve_options(self, options):
+        o = dict(self.defaults)
+        for k, v in options.items():
+            if k not in OPTIONS:
+                raise InvalidError("unknown option %r; the torch worker understands %s" % (k, ", ".join(sorted(OPTIONS))))
+            o[k] = OPTIONS[k](k, v) if OPTIONS[k] is not str else v
+        if not o.get("pretrained"):
+            raise InvalidError("no model: set spec.model.pretrained (Configure option pretrained) or --model")
+        return o
+
+    def build(self, o, seed):
+        torch.manual_seed(seed & (2 ** 63 - 1))
+        path = o["pretrained"]
+        if path == "tiny":
+            b = models.TinyBackend(self.device, embed=o.get("tiny_embed") or 32, hidden=o.get("tiny_hidden") or 64,
+                                   max_new_tokens=o.get("max_new_tokens") or 96,
+                                   max_prompt_tokens=o.get("max_prompt_tokens") or 256)
+        else:
+            b = models.HFBackend(path, self.device, dtype=o.get("dtype") or "bfloat16", lora_r=o.get("lora_r") or 0,
+                                 lora_alpha=o.get("lora_alpha") or 0, lora_dropout=o.get("lora_dropout") or 0.0,
+                                 lora_targets=o.get("lora_targets") or "",
+                                 max_new_tokens=o.get("max_new_tokens") or 256,
+                                 max_prompt_tokens=o.get("max_prompt_tokens") or 0,
+                                 gradient_checkpointing=bool(o.get("gradient_checkpointing")),
+                                 attn_implementation=o.get("attn_implementation") or "")
+        self.backend, self.options = b, o
+        self.params = [p for p in b.model.parameters() if p.requires_grad]
+        self.dist.broadcast_tensors(self.params)  # every rank starts from rank 0's weights
+        self.reference = [p.detach().clone() for p in self.params]
+        self.optimizer = torch.optim.AdamW(self.params, lr=0.0, weight_decay=0.0)
+        self.steps = 0
+
+    def configure(self, seed, options):
+        with self.lock:
+            o = self.resolve_options(options)
+            self.dist.init()
+            self.backend = None
+            self.build(o, seed)
+
+    def describe(self):
+        b = self.backend
+        return pb.InfoResponse(
+            model=b.name if b else "torch worker (not configured)",
+            device=self.device + (" x%d ranks" % self.dist.world if self.dist.world > 1 else ""),
+            parameters=sum(p.numel() for p in self.params),
+            reduces_gradients=self.dist.world > 1, steps=self.steps)
+
+    def need(self):
+        if self.backend is None:
+            raise NotConfiguredError("worker: not configured: call Configure (or Load) first")
+
+    # -- scoring ---------------------------------------------------------------
+
+    def answer_ids(self, answer):
+        if answer.token_ids:
+            vocab = None
+            emb = getattr(self.backend.model, "get_input_embeddings", None)
+            if emb is not None:
+                vocab = emb().num_embeddings
+            elif hasattr(self.backend.model, "embed"):
+                vocab = self.backend.model.embed.num_embeddings
+            ids = list(answer.token_ids)
+            if vocab is not None and any(i < 0 or i >= vocab for i in ids):
+                raise InvalidError("answer token ids outside the vocabulary [0, %d)" % vocab)
+            return ids
+        if not answer.text:
+            raise InvalidError("answer has neither token ids nor text")
+        return self.backend.answer_ids(answer.text)
+
+    def _score(self, inputs, ids):
+        with torch.no_grad():
+            return self.backend.token_logprobs(inputs, ids).double().cpu().tolist()
+
+    def swap_reference(self):
+        with torch.no_grad():
+            for p, r in zip(self.params, self.reference):
+                tmp = p.detach().clone()
+                p.copy_(r)
+                r.copy_(tmp)
+
+    def generate(self, req):
+        with self.lock:
+            self.need()
+            n = max(req.samples, 1)
+            temperature = req.temperature or 1.0
+            if temperature < 0 or req.samples < 0 or req.max_tokens < 0:
+                raise InvalidError("generate: negative samples, temperature or max_tokens")
+            resp = pb.GenerateResponse()
+            self.backend.model.eval()
+            for prompt in req.prompts:
+                inputs = self.backend.prompt_inputs(prompt)
+                g = torch.Generator().manual_seed(prompt_seed(req.seed, prompt))
+                cands = resp.candidates.add()
+                for ids in self.backend.sample(inputs, n, temperature, req.greedy, g, req.max_tokens):
+                    s = cands.samples.add()
+                    s.answer.text = self.backend.decode_answer(ids)
+                    s.answer.token_ids.extend(ids)
+                    s.logprobs.extend(self._score(inputs, ids))
+            return resp
+
+    def logprobs(self, req):
+        with self.lock:
+            self.need()
+            self.backend.model.eval()
+            work = []
+            resp = pb.LogProbsResponse()
+            for it in req.items:
+                inputs = self.backend.prompt_inputs(it.prompt)
+                ids = self.answer_ids(it.answer)
+                work.append((inputs, ids))
+                r = resp.items.add()
+                r.token_ids.extend(ids)
+                r.current.extend(self._score(inputs, ids))
+            if req.reference:
+                self.swap_reference()
+                try:
+                    for (inputs, ids), r in zip(work, resp.items):
+                        r.reference.extend(self._score(inputs, ids))
+                finally:
+                    self.swap_reference()
+            return resp
+
+    # -- training --------------------------------------------------------------
+
+    def backward(self, req):
+        with self.lock:
+            self.need()
+            work = []
+            for i, it in enumerate(req.items):
+                inputs = self.backend.prompt_inputs(it.prompt)
+                ids = self.answer_ids(it.answer)
+                if it.token_weights:
+                    if len(it.token_weights) != len(ids):
+                        raise InvalidError("backward: item %d has %d token weights for %d tokens" %
+                                           (i, len(it.token_weights), len(ids)))
+                    w = list(it.token_weights)
+                else:
+                    w = [it.sequence_weight] * len(ids)
+                if not all(math.isfinite(x) for x in w):
+                    raise InvalidError("backward: item %d has a non-finite weight" % i)
+                work.append((inputs, ids, w))
+            self.backend.model.train()
+            objective, tokens = 0.0, 0
+            for inputs, ids, w in work:
+                logp = self.backend.token_logprobs(inputs, ids)
+                wt = torch.tensor(w, dtype=torch.float64, device=logp.device)
+                obj = (wt * logp.double()).sum()
+                (-obj).backward()
+                objective += float(obj)
+                tokens += len(ids)
+            return objective, tokens
+
+    def flat_grad(self):
+        return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).float().cpu()
+                          for p in self.params]) if self.params else torch.zeros(0)
+
+    def gradients(self):
+        with self.lock:
+            self.need()
+            return self.flat_grad()
+
+    def step(self, req):
+        with self.lock:
+            self.need()
+            beta1, beta2, eps = req.beta1 or 0.9, req.beta2 or 0.999, req.epsilon or 1e-8
+            if req.gradient:
+                n = sum(p.numel() for p in self.params)
+                if len(req.gradient) != n:
+                    raise InvalidError("step: gradient has %d values, the model %d parameters" % (len(req.gradient), n))
+                flat = torch.tensor(req.gradient, dtype=torch.float32)
+                off = 0
+                for p in self.params:
+                    k = p.numel()
+                    p.grad = flat[off:off + k].view_as(p).to(device=p.device, dtype=p.dtype)
+                    off += k
+            else:
+                for p in self.params:
+                    if p.grad is None:
+                        p.grad = torch.zeros_like(p)
+                # the trainer's loss weights are normalised over the whole batch: SUM
+                self.dist.all_reduce_sum([p.grad for p in self.params])
+            norm = torch.norm(torch.stack([p.grad.detach().double().norm() for p in self.params])).item() \
+                if self.params else 0.0
+            if not math.isfinite(norm):
+                self.optimizer.zero_grad(set_to_none=True)
+                raise RuntimeError("step: the gradient norm is %r; step skipped" % norm)
+            if req.max_grad_norm > 0:
+                coef = min(1.0, req.max_grad_norm / (norm + 1e-6))
+                if coef < 1.0:
+                    for p in self.params:
+                        p.grad.mul_(coef)
+            for g in self.optimizer.param_groups:
+                g.update(lr=req.learning_rate, betas=(beta1, beta2), eps=eps, weight_decay=req.weight_decay)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            self.steps += 1
+            return norm, self.steps
+
+    def snapshot_reference(self):
+        with self.lock:
+            self.need()
+            with torch.no_grad():
+                for p, r in zip(self.params, self.reference):
+                    r.copy_(p)
+
+    # -- state -----------------------------------------------------------------
+
+    def state_dict(self):
+        return {
+            "format": STATE_FORMAT,
+            "options": self.options,
+            "params": [p.detach().cpu() for p in self.params],
+            "reference": [r.detach().cpu() for r in self.reference],
+            "optimizer": self.optimizer.state_dict(),
+            "steps": self.steps,
+        }
+
+    def save(self, f):
+        with self.lock:
+            self.need()
+            torch.save(self.state_dict(), f)
+
+    def load(self, path, seed=0):
+        """Restores a state Save wrote. With several ranks, rank 0 reads the file (only
+        it may have the checkpoint volume) and broadcasts the state."""
+        with self.lock:
+            self.dist.init()
+            st = None
+            if self.dist.rank == 0:
+                try:
+                    st = torch.load(path, map_location="cpu")
+                except FileNotFoundError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - any unreadable file is data loss
+                    raise IOError("load %s: %s" % (path, e))
+                if not isinstance(st, dict) or st.get("format") != STATE_FORMAT:
+                    raise IOError("load %s: not a torch worker state (%s)" % (path, STATE_FORMAT))
+            options = self.dist.broadcast_object(st["options"] if st else None)
+            if self.backend is None or options != self.options:
+                self.build(options, seed)
+            if st is not None:
+                if len(st["params"]) != len(self.params):
+                    raise IOError("load %s: %d tensors, the model has %d" % (path, len(st["params"]), len(self.params)))
+                with torch.no_grad():
+                    for p, v in zip(self.params, st["params"]):
+                        p.copy_(v)
+                    for r, v in zip(self.reference, st["reference"]):
+                        r.copy_(v)
+                self.optimizer.load_state_dict(st["optimizer"])
+                self.steps = int(st["steps"])
+            self.dist.broadcast_tensors(self.params)
+            self.dist.broadcast_tensors(self.reference)
+            self.steps = int(self.dist.broadcast_object(self.steps))
+            self.dist.broadcast_optimizer(self.optimizer, self.params)
+            for p in self.params:
+                p.grad = None
+            return self.steps
+
+
+def state_bytes(policy):
+    buf = io.BytesIO()
+    policy.save(buf)
+    return buf.getvalue()

@@ -1,0 +1,234 @@
+# Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
+"""The gRPC server: the worker protocol over a Policy, plus grpc.health.v1.
+
+Contracts shared with the Go server adapter (trainer/worker/server.go): every call
+but Configure, Load, Info and Health answers FAILED_PRECONDITION before the policy is
+configured; errors map to INVALID_ARGUMENT (the request's fault), NOT_FOUND (a
+missing state file), DATA_LOSS (an unreadable one) and INTERNAL; Save writes
+atomically (temporary file in the same folder, fsync, rename); messages of up to
+1 GiB pass both ways. The health service is answered by hand (two tiny messages),
+so no grpcio-health-checking package is needed.
+"""
+
+import concurrent.futures
+import json
+import os
+import tempfile
+import threading
+import time
+import traceback
+
+import grpc
+
+from . import policy as policylib
+from . import worker_pb2 as pb
+from . import worker_pb2_grpc as pbgrpc
+
+MAX_MESSAGE_BYTES = 1 << 30
+SERVICE = "espo.worker.v1.Worker"
+
+
+def _write_atomic(path, write):
+    d = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp-", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+            n = f.tell()
+        os.rename(tmp, path)
+        return n
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class Stats:
+    """Seconds spent inside each call, tokens generated and trained, and the peak
+    CUDA memory; written as JSON to $ESPO_WORKER_STATS (when set) after every call,
+    so hack/gpu-check.sh can split a step's time between the worker and the Go core
+    plus the protocol."""
+
+    def __init__(self, path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.calls = {}
+        self.generated_tokens = 0
+        self.trained_tokens = 0
+
+    def add(self, name, seconds):
+        with self.lock:
+            n, s = self.calls.get(name, (0, 0.0))
+            self.calls[name] = (n + 1, s + seconds)
+
+    def write(self):
+        if not self.path:
+            return
+        import torch
+        with self.lock:
+            d = {"calls": {k: {"count": n, "seconds": s} for k, (n, s) in self.calls.items()},
+                 "generated_tokens": self.generated_tokens, "trained_tokens": self.trained_tokens,
+                 "max_memory_allocated": torch.cuda.max_memory_allocated() if torch.cuda.is_available() else 0,
+                 "max_memory_reserved": torch.cuda.max_memory_reserved() if torch.cuda.is_available() else 0}
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(d, f)
+        os.replace(tmp, self.path)
+
+
+class Servicer(pbgrpc.WorkerServicer):
+    def __init__(self, policy, stats=None):
+        self.p = policy
+        self.stats = stats or Stats(os.environ.get("ESPO_WORKER_STATS", ""))
+
+    def _run(self, context, fn):
+        start = time.monotonic()
+        try:
+            return fn()
+        except policylib.InvalidError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        except policylib.NotConfiguredError as e:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        except FileNotFoundError as e:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+        except IOError as e:
+            context.abort(grpc.StatusCode.DATA_LOSS, str(e))
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            context.abort(grpc.StatusCode.INTERNAL, "%s: %s" % (type(e).__name__, e))
+        finally:
+            name = fn.__qualname__.split(".")[1]
+            if name == "Generate" and getattr(context, "greedy", False):
+                name = "GenerateGreedy"
+            self.stats.add(name, time.monotonic() - start)
+            self.stats.write()
+
+    def Configure(self, req, context):
+        def do():
+            self.p.configure(req.seed, dict(req.options))
+            if req.load_path:
+                self.p.load(req.load_path, req.seed)
+            return pb.ConfigureResponse(info=self.p.describe())
+        return self._run(context, do)
+
+    def Info(self, req, context):
+        return self.p.describe()
+
+    def Health(self, req, context):
+        return pb.HealthResponse(serving=True)
+
+    def Generate(self, req, context):
+        def do():  # evaluation's greedy calls are counted apart, as GenerateGreedy
+            context.greedy = req.greedy
+            resp = self.p.generate(req)
+            if req.greedy:
+                return resp
+            self.stats.generated_tokens += sum(len(s.answer.token_ids) for c in resp.candidates for s in c.samples)
+            return resp
+        return self._run(context, do)
+
+    def LogProbs(self, req, context):
+        def do():
+            return self.p.logprobs(req)
+        return self._run(context, do)
+
+    def Backward(self, req, context):
+        def do():
+            obj, tokens = self.p.backward(req)
+            self.stats.trained_tokens += tokens
+            return pb.BackwardResponse(objective=obj, tokens=tokens)
+        return self._run(context, do)
+
+    def Gradients(self, req, context):
+        def do():
+            g = self.p.gradients()
+            resp = pb.GradientsResponse()
+            resp.gradient.extend(g.tolist())
+            return resp
+        return self._run(context, do)
+
+    def Step(self, req, context):
+        def do():
+            for v in (req.learning_rate, req.weight_decay, req.epsilon, req.max_grad_norm):
+                if not (0 <= v < 1e300):
+                    raise policylib.InvalidError("step: learning_rate, weight_decay, epsilon and max_grad_norm "
+                                                 "must be finite and >= 0")
+            for v in (req.beta1, req.beta2):
+                if not (0 <= v < 1):
+                    raise policylib.InvalidError("step: beta1 and beta2 must lie in [0, 1)")
+            norm, steps = self.p.step(req)
+            return pb.StepResponse(grad_norm=norm, steps=steps)
+        return self._run(context, do)
+
+    def SnapshotReference(self, req, context):
+        def do():
+            self.p.snapshot_reference()
+            return pb.SnapshotReferenceResponse()
+        return self._run(context, do)
+
+    def Save(self, req, context):
+        def do():
+            if not req.path:
+                raise policylib.InvalidError("save: empty path")
+            self.p.need()
+            n = _write_atomic(req.path, self.p.save)
+            return pb.SaveResponse(path=req.path, bytes=n)
+        return self._run(context, do)
+
+    def Load(self, req, context):
+        def do():
+            if not req.path:
+                raise policylib.InvalidError("load: empty path")
+            return pb.LoadResponse(steps=self.p.load(req.path))
+        return self._run(context, do)
+
+
+# grpc.health.v1.Health/Check, by hand: HealthCheckRequest {string service = 1};
+# HealthCheckResponse {ServingStatus status = 1}, SERVING = 1.
+def _parse_service(data):
+    if not data:
+        return ""
+    if data[0] != 0x0A:
+        return ""
+    n, i, shift = 0, 1, 0
+    while True:
+        b = data[i]
+        n |= (b & 0x7F) << shift
+        i += 1
+        shift += 7
+        if b < 0x80:
+            break
+    return data[i:i + n].decode("utf-8", "replace")
+
+
+def _health_check(service, context):
+    if service in ("", SERVICE):
+        return b"\x08\x01"
+    context.abort(grpc.StatusCode.NOT_FOUND, "unknown service %r" % service)
+
+
+_HEALTH = grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
+    "Check": grpc.unary_unary_rpc_method_handler(_health_check, request_deserializer=_parse_service,
+                                                 response_serializer=lambda b: b),
+})
+
+
+def new_server(policy, listen, threads=8):
+    """A started server of policy on listen (host:port; port 0 picks one). Returns
+    (server, port)."""
+    opts = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
+    s = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=threads), options=opts)
+    pbgrpc.add_WorkerServicer_to_server(Servicer(policy), s)
+    s.add_generic_rpc_handlers((_HEALTH,))
+    if listen.startswith(":"):
+        listen = "[::]" + listen
+    port = s.add_insecure_port(listen)
+    if port == 0:
+        raise OSError("cannot listen on %s" % listen)
+    s.start()
+    return s, port

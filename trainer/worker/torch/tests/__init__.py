@@ -1,0 +1,1 @@
+# Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.

@@ -1,0 +1,432 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package torch
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/trainer"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/worker"
+	"github.com/espo-dev/espo-operator/trainer/workerpb"
+)
+
+// python is the interpreter Debian's python3-torch, python3-grpcio and
+// python3-protobuf install into (not a pyenv or venv python on PATH).
+const python = "/usr/bin/python3"
+
+// needPython skips the test, saying why, when python lacks torch or grpc.
+func needPython(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command(python, "-c", "import torch, grpc, google.protobuf").CombinedOutput()
+	if err != nil {
+		t.Skipf("%s cannot import torch, grpc and google.protobuf (run hack/setup-python.sh, which apt-get installs "+
+			"python3-torch python3-grpcio python3-protobuf python3-grpc-tools): %v: %s", python, err, lastLine(out))
+	}
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// pyEnv is the environment of the Python processes: two CPU threads, no bytecode
+// written into the source tree.
+func pyEnv() []string {
+	return append(os.Environ(), "OMP_NUM_THREADS=2", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1")
+}
+
+var servingRE = regexp.MustCompile(`serving on (\S+):(\d+) `)
+
+// startWorker starts the torch worker with the tiny model on a free loopback port
+// and returns a client of it; the process is stopped at the end of the test.
+func startWorker(t *testing.T, args ...string) workerpb.WorkerClient {
+	t.Helper()
+	cmd := exec.Command(python, append([]string{"-m", "espo_worker", "--listen", "127.0.0.1:0", "--model", "tiny",
+		"--device", "cpu", "--threads", "4"}, args...)...)
+	cmd.Env = pyEnv()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			if m := servingRE.FindStringSubmatch(line); m != nil && !sent {
+				addr <- m[1] + ":" + m[2]
+				sent = true
+				continue
+			}
+			t.Logf("worker: %s", line)
+		}
+		if !sent {
+			close(addr)
+		}
+	}()
+	var a string
+	select {
+	case v, ok := <-addr:
+		if !ok {
+			t.Fatal("the torch worker exited before serving")
+		}
+		a = v
+	case <-time.After(60 * time.Second):
+		t.Fatal("the torch worker did not start serving within 60s")
+	}
+	w, c, err := worker.Dial(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return w
+}
+
+// TestPythonUnitTests runs the Python package's own tests (tests/test_*.py).
+func TestPythonUnitTests(t *testing.T) {
+	needPython(t)
+	cmd := exec.Command(python, "-m", "unittest", "discover", "-s", "tests", "-t", ".", "-v")
+	cmd.Env = pyEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python -m unittest: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// smallRun is a run over a few synthetic episodes: one SFT epoch and one ESPO epoch,
+// G = 2, two episodes per batch, with the tiny model.
+func smallRun(t *testing.T) *trainer.Config {
+	c := &trainer.Config{OutputDir: t.TempDir()}
+	c.Spec.Datasets.Sources = []v1alpha1.DatasetSource{{Name: "synth",
+		Synthetic: &v1alpha1.SyntheticSource{Channels: []v1alpha1.Channel{"food", "hotel"}, Episodes: 6, Seed: 5}}}
+	one := int32(1)
+	c.Spec.Algorithm = v1alpha1.AlgorithmSpec{Name: v1alpha1.AlgorithmESPO, SFTEpochs: &one, Epochs: 1, GroupSize: 2,
+		EpisodesPerBatch: 2, LearningRate: "0.003", Seed: 7}
+	c.Spec.Model = v1alpha1.ModelSpec{Worker: v1alpha1.WorkerCUDA, Pretrained: "tiny"}
+	c.Spec.Default()
+	return c
+}
+
+// TestTrainerDrivesTheTorchWorker: the Go trainer trains the Python worker over gRPC
+// through the SFT cold start and an ESPO epoch to Completed, with finite statistics.
+func TestTrainerDrivesTheTorchWorker(t *testing.T) {
+	needPython(t)
+	w := startWorker(t, "--max-new-tokens", "24", "--max-prompt-tokens", "96")
+	c := smallRun(t)
+	tr, err := trainer.New(c, trainer.Options{Workers: []workerpb.WorkerClient{w}, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := tr.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcome != v1alpha1.OutcomeCompleted {
+		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
+	}
+	if rep.Steps < 2 || len(rep.Validation) != 2 || rep.Validation[1].Stage != trainer.KindESPO {
+		t.Fatalf("report %+v: want SFT and ESPO steps, each epoch evaluated", rep)
+	}
+	info, err := w.Info(context.Background(), &workerpb.InfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Steps != rep.Steps || info.ReducesGradients || info.Parameters == 0 {
+		t.Errorf("worker info %v, want %d steps and reduces_gradients false", info, rep.Steps)
+	}
+	t.Logf("%d steps in %v; model %s, %d parameters", rep.Steps, time.Since(start).Round(time.Millisecond), info.Model, info.Parameters)
+}
+
+// episodePrompts returns the prompts of the first steps of a generated episode.
+func episodePrompts(t *testing.T, n int) []*workerpb.Prompt {
+	eps, err := dataset.Generate(dataset.GenerateOptions{Channels: []string{"hotel"}, Episodes: 1, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []*workerpb.Prompt
+	for j := 0; j < n && j < len(eps[0].Steps); j++ {
+		ps = append(ps, worker.PromptFromStep(&eps[0], j))
+	}
+	return ps
+}
+
+// demonstrations returns the Backward items of the SFT loss of prompts' answers.
+func sft(t *testing.T, ps []*workerpb.Prompt) []*workerpb.Weighted {
+	items := make([]*workerpb.Weighted, len(ps))
+	for i, p := range ps {
+		text := espo.FormatAnswer("", espo.Action{Type: "click", Point: [2]float64{0.5, 0.25}, Text: espo.NoText})
+		if p.Stage == workerpb.Stage_STAGE_POOL {
+			text = espo.FormatAnswer("", espo.Action{Type: espo.ActionPoolFound, Point: espo.NoPoint, Text: "a quiet hotel"})
+		}
+		items[i] = &workerpb.Weighted{Prompt: p, Answer: &workerpb.Answer{Text: text}, SequenceWeight: 1 / float64(len(ps))}
+	}
+	return items
+}
+
+// rpcError is what must panics with; fatalOnPanic turns it into t.Fatal.
+type rpcError struct{ err error }
+
+// must returns v, or panics with err for fatalOnPanic, deferred by the test, to
+// report: so a call and its check fit one expression.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(rpcError{err})
+	}
+	return v
+}
+
+func fatalOnPanic(t *testing.T) {
+	if r := recover(); r != nil {
+		if e, ok := r.(rpcError); ok {
+			t.Fatal(e.err)
+		}
+		panic(r)
+	}
+}
+
+// configuredTiny starts a worker with the tiny model, answers of up to maxNew
+// tokens and prompts of up to maxPrompt, and configures it with seed.
+func configuredTiny(t *testing.T, seed uint64, maxNew, maxPrompt string) workerpb.WorkerClient {
+	w := startWorker(t, "--max-new-tokens", maxNew, "--max-prompt-tokens", maxPrompt)
+	must(w.Configure(context.Background(), &workerpb.ConfigureRequest{Seed: seed, Options: map[string]string{"pretrained": "tiny"}}))
+	return w
+}
+
+// TestGenerateLogProbsEqualLogProbs: the log-probs Generate reports are those LogProbs
+// returns for the same tokens, and equal the reference's right after a snapshot.
+func TestGenerateLogProbsEqualLogProbs(t *testing.T) {
+	needPython(t)
+	defer fatalOnPanic(t)
+	ctx := context.Background()
+	w := configuredTiny(t, 3, "24", "128")
+	ps := episodePrompts(t, 3)
+	must(w.Backward(ctx, &workerpb.BackwardRequest{Items: sft(t, ps)}))
+	must(w.Step(ctx, &workerpb.StepRequest{LearningRate: 0.01}))
+	must(w.SnapshotReference(ctx, &workerpb.SnapshotReferenceRequest{}))
+	gen := must(w.Generate(ctx, &workerpb.GenerateRequest{Prompts: ps, Samples: 3, Seed: 42, Temperature: 1.5}))
+	again := must(w.Generate(ctx, &workerpb.GenerateRequest{Prompts: ps[1:2], Samples: 3, Seed: 42, Temperature: 1.5}))
+	if !proto.Equal(gen.Candidates[1], again.Candidates[0]) {
+		t.Errorf("a prompt's candidates depend on its batch: %v vs %v", gen.Candidates[1], again.Candidates[0])
+	}
+	req := &workerpb.LogProbsRequest{Reference: true}
+	var samples []*workerpb.Sample
+	for i, c := range gen.Candidates {
+		for _, s := range c.Samples {
+			req.Items = append(req.Items, &workerpb.Scored{Prompt: ps[i], Answer: s.Answer})
+			samples = append(samples, s)
+		}
+	}
+	lp := must(w.LogProbs(ctx, req))
+	for i, it := range lp.Items {
+		s := samples[i]
+		if len(it.Current) != len(s.Logprobs) || len(s.Logprobs) == 0 {
+			t.Fatalf("answer %d: %d log-probs from LogProbs, %d from Generate", i, len(it.Current), len(s.Logprobs))
+		}
+		for k := range it.Current {
+			if it.Current[k] != s.Logprobs[k] || it.Reference[k] != s.Logprobs[k] || it.TokenIds[k] != s.Answer.TokenIds[k] {
+				t.Fatalf("answer %d token %d: generate %v, logprobs %v, reference %v", i, k, s.Logprobs[k], it.Current[k], it.Reference[k])
+			}
+		}
+	}
+	greedy := must(w.Generate(ctx, &workerpb.GenerateRequest{Prompts: ps[:1], Samples: 2, Greedy: true}))
+	if !proto.Equal(greedy.Candidates[0].Samples[0], greedy.Candidates[0].Samples[1]) {
+		t.Errorf("greedy candidates differ")
+	}
+}
+
+// objectiveInput is the input of tests/espo_objective.py.
+type objectiveInput struct {
+	State   string          `json:"state"`
+	Prompts []string        `json:"prompts"`
+	Items   []objectiveItem `json:"items"`
+	Configs []lossConfig    `json:"configs"`
+}
+
+type objectiveItem struct {
+	Prompt   int       `json:"prompt"`
+	TokenIDs []int32   `json:"token_ids"`
+	Old      []float64 `json:"old"`
+	Adv      float64   `json:"adv"`
+}
+
+type lossConfig struct {
+	EpsLow   float64 `json:"eps_low"`
+	EpsHigh  float64 `json:"eps_high"`
+	DualClip float64 `json:"dual_clip"`
+	Beta     float64 `json:"beta"`
+	KL       string  `json:"kl"`
+	Agg      string  `json:"agg"`
+}
+
+// TestAppliedGradientIsTheESPOGradient is the cross-language check of the loss
+// weights: the gradient the worker accumulates from Backward with the weights of
+// espo.LossWeights equals minus the autograd gradient of the ESPO objective J written
+// in torch from the formulas (tests/espo_objective.py), for each aggregation and KL
+// estimator, with current, sampling and reference policies all different and some
+// ratios clipped.
+func TestAppliedGradientIsTheESPOGradient(t *testing.T) {
+	needPython(t)
+	defer fatalOnPanic(t)
+	ctx := context.Background()
+	w := configuredTiny(t, 5, "16", "96")
+	ps := episodePrompts(t, 2)
+	step := func(lr float64) {
+		must(w.Backward(ctx, &workerpb.BackwardRequest{Items: sft(t, ps)}))
+		must(w.Step(ctx, &workerpb.StepRequest{LearningRate: lr}))
+	}
+	step(0.01)
+	must(w.SnapshotReference(ctx, &workerpb.SnapshotReferenceRequest{}))
+	step(0.01)
+	const G = 3
+	gen := must(w.Generate(ctx, &workerpb.GenerateRequest{Prompts: ps, Samples: G, Seed: 8}))
+	step(0.004) // the policy moves away from the one that sampled
+	state := filepath.Join(t.TempDir(), "state.pt")
+	must(w.Save(ctx, &workerpb.SaveRequest{Path: state}))
+
+	in := objectiveInput{State: state}
+	for _, p := range ps {
+		b := must(proto.Marshal(p))
+		in.Prompts = append(in.Prompts, base64.StdEncoding.EncodeToString(b))
+	}
+	lpReq := &workerpb.LogProbsRequest{Reference: true}
+	var samples []*workerpb.Sample
+	advs := []float64{1.3, -0.8, 0.4, -1.6, 0.9, -0.2}
+	for i, c := range gen.Candidates {
+		for g, s := range c.Samples {
+			lpReq.Items = append(lpReq.Items, &workerpb.Scored{Prompt: ps[i], Answer: s.Answer})
+			samples = append(samples, s)
+			in.Items = append(in.Items, objectiveItem{Prompt: i, TokenIDs: s.Answer.TokenIds, Old: s.Logprobs, Adv: advs[i*G+g]})
+		}
+	}
+	lp := must(w.LogProbs(ctx, lpReq))
+	var tok espo.Tokens
+	for i, it := range lp.Items {
+		tok.LogP = append(tok.LogP, it.Current...)
+		tok.RefLogP = append(tok.RefLogP, it.Reference...)
+		tok.OldLogP = append(tok.OldLogP, samples[i].Logprobs...)
+		tok.Lens = append(tok.Lens, len(it.Current))
+		tok.Adv = append(tok.Adv, in.Items[i].Adv)
+	}
+	cfgs := []espo.LossConfig{
+		{EpsLow: 0.02, EpsHigh: 0.03, DualClip: 1.05, Beta: 0.05, KL: espo.KLK3, Agg: espo.SeqMeanTokenMean},
+		{EpsLow: 0.2, EpsHigh: 0.3, DualClip: 3, Beta: 0.1, KL: espo.KLK2, Agg: espo.TokenMean},
+		{EpsLow: 0.01, EpsHigh: 0.01, Beta: 0.2, KL: espo.KLK1, Agg: espo.SeqMeanTokenSum},
+	}
+	type got struct {
+		grad      []float32
+		objective float64
+		clip      float64
+	}
+	var gots []got
+	for _, cfg := range cfgs {
+		in.Configs = append(in.Configs, lossConfig{cfg.EpsLow, cfg.EpsHigh, cfg.DualClip, cfg.Beta, string(cfg.KL), string(cfg.Agg)})
+		weights := make([]float64, len(tok.LogP))
+		ls := must(espo.LossWeights(weights, tok, cfg))
+		// A fresh accumulator: Load restores the saved state without a gradient.
+		must(w.Load(ctx, &workerpb.LoadRequest{Path: state}))
+		req := &workerpb.BackwardRequest{}
+		off := 0
+		for i, it := range lpReq.Items {
+			n := len(lp.Items[i].Current)
+			req.Items = append(req.Items, &workerpb.Weighted{Prompt: it.Prompt, Answer: it.Answer, TokenWeights: weights[off : off+n]})
+			off += n
+		}
+		must(w.Backward(ctx, req))
+		g := must(w.Gradients(ctx, &workerpb.GradientsRequest{}))
+		gots = append(gots, got{g.Gradient, ls.Objective, ls.ClipFrac})
+	}
+
+	dir := t.TempDir()
+	inPath, outPath := filepath.Join(dir, "in.json"), filepath.Join(dir, "out.json")
+	b := must(json.Marshal(in))
+	if err := os.WriteFile(inPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, "-m", "tests.espo_objective", inPath, outPath)
+	cmd.Env = pyEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tests/espo_objective.py: %v\n%s", err, out)
+	}
+	var res struct {
+		Results []struct {
+			Objective float64   `json:"objective"`
+			Grad      []float64 `json:"grad"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(must(os.ReadFile(outPath)), &res); err != nil {
+		t.Fatal(err)
+	}
+	for k, r := range res.Results {
+		g := gots[k]
+		name := fmt.Sprintf("%s/%s", cfgs[k].Agg, cfgs[k].KL)
+		if math.Abs(r.Objective-g.objective) > 1e-6*(1+math.Abs(r.Objective)) {
+			t.Errorf("%s: J in torch %v, espo.LossWeights %v", name, r.Objective, g.objective)
+		}
+		if len(r.Grad) != len(g.grad) {
+			t.Fatalf("%s: %d gradient values from torch, %d from the worker", name, len(r.Grad), len(g.grad))
+		}
+		// The worker's gradient is that of the loss -J.
+		var diff, norm float64
+		for i := range r.Grad {
+			d := float64(g.grad[i]) + r.Grad[i]
+			diff, norm = diff+d*d, norm+r.Grad[i]*r.Grad[i]
+		}
+		rel := math.Sqrt(diff / norm)
+		if norm == 0 || rel > 1e-4 {
+			t.Errorf("%s: |g_worker + dJ/dtheta| / |dJ/dtheta| = %.3g (|dJ/dtheta| = %.3g), want < 1e-4", name, rel, math.Sqrt(norm))
+		}
+		t.Logf("%s: J %.6g, clipped %.2f of tokens, relative gradient difference %.2g", name, r.Objective, g.clip, rel)
+	}
+	if gots[0].clip == 0 {
+		t.Errorf("no ratio clipped with eps 0.02/0.03: the check does not cover the clipped branches")
+	}
+}

@@ -44,6 +44,9 @@ func buildRunConfig(job *v1.ESPOJob) *v1.RunConfig {
 	if spec.Checkpoint != nil {
 		rc.CheckpointDir = path.Join(CheckpointMountPath, spec.Checkpoint.PersistentVolumeClaim.Path)
 	}
+	if ic := spec.Model.InitialCheckpoint; ic != nil {
+		rc.InitialCheckpoint = path.Join(v1.InitialCheckpointMountPath, ic.Path)
+	}
 	return rc
 }
 

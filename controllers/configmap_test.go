@@ -57,6 +57,10 @@ func TestBuildRunConfig(t *testing.T) {
 			job:  makeJob().Checkpoint("ckpt", "runs/demo", 20).Obj(),
 			want: func(rc *v1.RunConfig) { rc.CheckpointDir = "/checkpoints/runs/demo" },
 		},
+		"an initial checkpoint under its mount": {
+			job:  makeJob().InitialCheckpoint("ckpts", "run-1/step-000000000600").Obj(),
+			want: func(rc *v1.RunConfig) { rc.InitialCheckpoint = "/initial-checkpoint/run-1/step-000000000600" },
+		},
 		"suspend is not part of the run config": {
 			job:  makeJob().Suspend(true).Obj(),
 			want: func(*v1.RunConfig) {},

@@ -64,6 +64,7 @@ const (
 	shmVolume           = "dshm"
 	checkpointVolume    = "checkpoints"
 	modelsVolume        = "models"
+	initialCkptVolume   = "initial-checkpoint"
 	datasetVolumePrefix = "data-"
 )
 
@@ -152,6 +153,10 @@ func baseContainer(job *v1.ESPOJob, rank int32, name, image string) corev1.Conta
 	if requestsGPUs(job) {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: shmVolume, MountPath: "/dev/shm"})
 	}
+	if job.Spec.Model.InitialCheckpoint != nil { // every container loads or verifies it
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: initialCkptVolume,
+			MountPath: v1.InitialCheckpointMountPath, ReadOnly: true})
+	}
 	return c
 }
 
@@ -234,9 +239,10 @@ func dataMounts(job *v1.ESPOJob) []corev1.VolumeMount {
 }
 
 // podVolumes are the volumes of a rank's pod: the run config, /tmp, with GPUs a
-// memory-backed /dev/shm, and with cuda the claim of spec.model.weights (read-only,
-// so one ReadOnlyMany claim serves every pod) for every rank; the datasets, checkpoints and output for
-// rank 0 only (a ReadWriteOnce claim can be mounted by one node).
+// memory-backed /dev/shm, with cuda the claim of spec.model.weights, and the claim of
+// spec.model.initialCheckpoint, for every rank (read-only, so one ReadOnlyMany claim
+// serves every pod); the datasets, checkpoints and output for rank 0 only (a
+// ReadWriteOnce claim can be mounted by one node).
 func podVolumes(job *v1.ESPOJob, rank int32) []corev1.Volume {
 	vols := []corev1.Volume{
 		{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -252,6 +258,11 @@ func podVolumes(job *v1.ESPOJob, rank int32) []corev1.Volume {
 	if w := job.Spec.Model.Weights; w != nil && job.Spec.Model.Worker == v1.WorkerCUDA {
 		vols = append(vols, corev1.Volume{Name: modelsVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: w.ClaimName, ReadOnly: true},
+		}})
+	}
+	if ic := job.Spec.Model.InitialCheckpoint; ic != nil {
+		vols = append(vols, corev1.Volume{Name: initialCkptVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ic.ClaimName, ReadOnly: true},
 		}})
 	}
 	if rank != 0 {

@@ -233,6 +233,17 @@ func TestBuildPod(t *testing.T) {
 				return p
 			},
 		},
+		"an initial checkpoint is mounted read-only where the worker runs": {
+			job: makeJob().Replicas(2).InitialCheckpoint("ckpts", "run-1/step-000000000600").Obj(), rank: 1,
+			want: func() *corev1.Pod {
+				p := wantPod(1)
+				c := &p.Spec.Containers[0]
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "initial-checkpoint", MountPath: "/initial-checkpoint", ReadOnly: true})
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "initial-checkpoint", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "ckpts", ReadOnly: true}}})
+				return p
+			},
+		},
 		"the job's own service account": {
 			job: makeJob().Replicas(2).ServiceAccountName("reporter").Obj(), rank: 0,
 			want: func() *corev1.Pod {

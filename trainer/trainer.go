@@ -156,24 +156,13 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 func (t *Trainer) start(ctx context.Context) error {
 	t.status.TotalSteps = t.plan.totalSteps()
 	t.opts.Metrics.observeTotal(t.status.TotalSteps)
-	loadPath := ""
-	if t.store != nil {
-		c, err := t.store.Latest()
-		if err != nil {
-			return err
-		}
-		if c != nil {
-			if err := json.Unmarshal(c.State, &t.state); err != nil {
-				return fmt.Errorf("checkpoint %s: trainer state: %w", c.Dir, err)
-			}
-			loadPath = filepath.Join(c.Dir, workerStateFile)
-			t.status.LastCheckpoint = &v1alpha1.CheckpointStatus{Step: c.Step, Path: c.Dir}
-			t.opts.Log.Info("resuming from checkpoint", "dir", c.Dir, "step", t.state.Step, "epoch", t.state.Epoch, "batch", t.state.Batch)
-		}
+	loadPath, err := t.resumePoint()
+	if err != nil {
+		return err
 	}
 	req := &workerpb.ConfigureRequest{Seed: uint64(t.cfg.Spec.Algorithm.Seed), Options: workerOptions(&t.cfg.Spec.Model), LoadPath: loadPath}
 	infos := make([]*workerpb.InfoResponse, len(t.opts.Workers))
-	err := t.eachWorker(func(i int, w workerpb.WorkerClient) error {
+	err = t.eachWorker(func(i int, w workerpb.WorkerClient) error {
 		resp, err := w.Configure(ctx, req)
 		if err == nil {
 			infos[i] = resp.GetInfo()
@@ -187,6 +176,36 @@ func (t *Trainer) start(ctx context.Context) error {
 	t.opts.Log.Info("workers ready", "workers", len(infos), "model", infos[0].GetModel(),
 		"device", infos[0].GetDevice(), "parameters", infos[0].GetParameters())
 	return nil
+}
+
+// resumePoint returns the worker state to start from: the newest valid checkpoint of
+// this run (restoring the trainer's state with it), else the initial checkpoint of the
+// config (a checkpoint folder of an earlier run; training starts at its beginning),
+// else "" for a fresh, seeded policy.
+func (t *Trainer) resumePoint() (string, error) {
+	if t.store != nil {
+		c, err := t.store.Latest()
+		if err != nil {
+			return "", err
+		}
+		if c != nil {
+			if err := json.Unmarshal(c.State, &t.state); err != nil {
+				return "", fmt.Errorf("checkpoint %s: trainer state: %w", c.Dir, err)
+			}
+			t.status.LastCheckpoint = &v1alpha1.CheckpointStatus{Step: c.Step, Path: c.Dir}
+			t.opts.Log.Info("resuming from checkpoint", "dir", c.Dir, "step", t.state.Step, "epoch", t.state.Epoch, "batch", t.state.Batch)
+			return filepath.Join(c.Dir, workerStateFile), nil
+		}
+	}
+	if t.cfg.InitialCheckpoint == "" {
+		return "", nil
+	}
+	c, err := checkpoint.Verify(t.cfg.InitialCheckpoint)
+	if err != nil {
+		return "", fmt.Errorf("spec.model.initialCheckpoint (%s): %w", t.cfg.InitialCheckpoint, err)
+	}
+	t.opts.Log.Info("starting from an initial checkpoint", "dir", c.Dir, "itsStep", c.Step)
+	return filepath.Join(c.Dir, workerStateFile), nil
 }
 
 // train runs the epochs of the plan from the current state. It returns the outcome

@@ -22,6 +22,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -255,5 +256,43 @@ func TestEarlyStoppingOnRewardCollapse(t *testing.T) {
 	rep, _ := run(t, c, Options{Workers: cpuWorkers(1)})
 	if rep.Outcome != v1alpha1.OutcomeRewardCollapsed {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
+	}
+}
+
+// TestInitialCheckpointStartsFromAnEarlierRun starts a new run from the final
+// checkpoint of an earlier one: its workers begin with exactly that state.
+func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
+	first := smallConfig(t, v1alpha1.AlgorithmESPO)
+	first.CheckpointDir = t.TempDir()
+	first.Spec.Checkpoint = &v1alpha1.CheckpointSpec{EverySteps: 100, Keep: 1}
+	run(t, first, Options{Workers: cpuWorkers(1)})
+	entries, err := os.ReadDir(first.CheckpointDir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("checkpoints of the first run: %v, %v", entries, err)
+	}
+	final := filepath.Join(first.CheckpointDir, entries[0].Name())
+	want, err := os.ReadFile(filepath.Join(final, workerStateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	second := smallConfig(t, v1alpha1.AlgorithmESPO)
+	second.InitialCheckpoint = final
+	ws := cpuWorkers(1)
+	tr, err := New(second, Options{Workers: ws, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := savedState(t, ws[0]); !bytes.Equal(got, want) {
+		t.Error("the second run's workers do not start from the initial checkpoint's state")
+	}
+
+	second.InitialCheckpoint = t.TempDir() // no manifest
+	tr, _ = New(second, Options{Workers: cpuWorkers(1), Log: logr.Discard()})
+	if err := tr.start(context.Background()); err == nil || !strings.Contains(err.Error(), "spec.model.initialCheckpoint") {
+		t.Errorf("start from an empty folder: %v, want an error naming spec.model.initialCheckpoint", err)
 	}
 }

@@ -38,6 +38,11 @@ type RunConfig struct {
 	// drives besides its own spec.trainer.workersPerReplica in-process CPU workers.
 	// +optional
 	Workers []string `json:"workers,omitempty"`
+	// InitialCheckpoint is the folder of a checkpoint written by an earlier run
+	// (spec.model.initialCheckpoint, mounted): the policy starts from its weights
+	// when this run has no checkpoint of its own yet.
+	// +optional
+	InitialCheckpoint string `json:"initialCheckpoint,omitempty"`
 	// OutputDir receives the final report, report.json.
 	// +optional
 	OutputDir string `json:"outputDir,omitempty"`
@@ -53,6 +58,10 @@ type JobRef struct {
 
 // RunConfigKey is the ConfigMap key that holds the RunConfig.
 const RunConfigKey = "run.yaml"
+
+// InitialCheckpointMountPath is where spec.model.initialCheckpoint's claim is mounted,
+// read-only, in every container that hosts policy workers.
+const InitialCheckpointMountPath = "/initial-checkpoint"
 
 // ModelsMountPath is where spec.model.weights is mounted in the worker containers.
 const ModelsMountPath = "/models"

@@ -45,12 +45,6 @@ import (
 	"github.com/espo-dev/espo-operator/hack/localnode"
 )
 
-// runManagerInLocalMode is the manager hook: when true, "espo local up" starts
-// "espo manager" (startManager), applies the sample job, follows it and prints its
-// accuracies. Turn it on once the ESPOJob controller (issue 7) is registered in
-// "espo manager"; until then "up" starts the cluster only.
-const runManagerInLocalMode = false
-
 // Timings of the local mode.
 const (
 	clusterStartTimeout = 2 * time.Minute
@@ -90,8 +84,10 @@ func newLocalCommand() *cobra.Command {
 		Short: "Run a local cluster (etcd, kube-apiserver, a process node) and the sample job on it",
 		Long: `"espo local up" starts etcd and kube-apiserver (built by hack/setup-envtest.sh),
 a node that runs pods as local processes, a scheduler and a garbage collector, installs
-the CRDs with kubectl, and prints the KUBECONFIG to use. "espo local down" stops
-everything and removes the state folder. Both may be run any number of times.`,
+the CRDs with kubectl, prints the KUBECONFIG to use, starts "espo manager", applies the
+sample job (--sample) and shows its progress until it finishes, then its per-stage
+accuracies. "espo local down" stops everything and removes the state folder. Both may
+be run any number of times; run them from the repository's root.`,
 	}
 	cmd.PersistentFlags().StringVar(&o.stateDir, "state-dir", defaultStateDir(), "Folder of the local cluster's state (pids, logs, kubeconfig, pods)")
 	cmd.AddCommand(newLocalUpCommand(o), newLocalDownCommand(o), newLocalServeCommand(o))
@@ -162,8 +158,8 @@ func newLocalServeCommand(o *localOptions) *cobra.Command {
 	return cmd
 }
 
-// up starts the cluster unless it runs, installs the CRDs and, with the manager
-// hook on, starts the manager and follows the sample job to its end.
+// up starts the cluster unless it runs, installs the CRDs, starts the manager unless
+// it runs, and follows the sample job (when there is one) to its end.
 func (o *localOptions) up(ctx context.Context) error {
 	if err := o.ensureCluster(ctx); err != nil {
 		return err
@@ -175,10 +171,6 @@ func (o *localOptions) up(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(o.out, "Local cluster is up. To use it:\n\n  export KUBECONFIG=%s\n\n", o.path(fileKubeconfig))
-	if !runManagerInLocalMode {
-		fmt.Fprintln(o.out, "The manager hook is off (runManagerInLocalMode in cmd_local.go): no job is run.")
-		return nil
-	}
 	if err := o.ensureManager(); err != nil {
 		return err
 	}
@@ -324,22 +316,17 @@ func (o *localOptions) nodeConfig() (localnode.Config, error) {
 	return cfg, nil
 }
 
-// ensureManager starts the manager unless it runs.
+// ensureManager starts "espo manager" (this binary) in the background unless it runs,
+// against the local cluster's kubeconfig, with metrics and probes off (they would
+// take ports) and text logs in manager.log; "espo local down" finds its pid in
+// manager.pid.
 func (o *localOptions) ensureManager() error {
 	if alive(readPID(o.path(fileManagerPID))) {
 		return nil
 	}
-	_, err := startManager(o.path(fileKubeconfig), o.path(fileManagerPID), o.path(fileManagerLog))
-	return err
-}
-
-// startManager is the manager hook: it starts "espo manager" (this binary) in the
-// background against the local cluster's kubeconfig, with metrics and probes off
-// (they would take ports) and text logs in logPath, and writes its pid to pidPath,
-// where "espo local down" finds it.
-func startManager(kubeconfig, pidPath, logPath string) (int, error) {
-	return startDetached(pidPath, logPath, "manager", "--kubeconfig", kubeconfig,
+	_, err := startDetached(o.path(fileManagerPID), o.path(fileManagerLog), "manager", "--kubeconfig", o.path(fileKubeconfig),
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "text")
+	return err
 }
 
 // runSample applies the sample job, shows its `kubectl get espojobs` row until it

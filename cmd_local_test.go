@@ -18,6 +18,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -29,6 +30,17 @@ import (
 func TestLocalStateDirFollowsXDGStateHome(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", "/xdg/state")
 	NewWithT(t).Expect(defaultStateDir()).To(Equal("/xdg/state/espo-operator/local"))
+}
+
+// "make run-local" runs "espo local up" in the repository's root (as go test runs this
+// package): the CRDs and the sample its flags name by default are there.
+func TestLocalUpDefaultsAreTheRepositorysCRDsAndSample(t *testing.T) {
+	g := NewWithT(t)
+	up := newLocalUpCommand(&localOptions{})
+	for _, flag := range []string{"crds", "sample"} {
+		_, err := os.Stat(up.Flags().Lookup(flag).DefValue)
+		g.Expect(err).NotTo(HaveOccurred(), "--%s", flag)
+	}
 }
 
 func TestLocalDownWithNothingRunningSucceedsTwice(t *testing.T) {

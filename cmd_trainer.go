@@ -196,12 +196,13 @@ func (cs closeAll) Close() error {
 }
 
 // serveMetrics serves reg at addr/metrics until the returned stop is called. An addr
-// of "0" serves nothing.
+// of "0" serves nothing; one without a host binds the pod's address on a process node
+// (hosts.BindAddr), where every pod shares the machine's ports.
 func serveMetrics(addr string, reg *prometheus.Registry, log logr.Logger) (stop func(), err error) {
 	if addr == "0" || addr == "" {
 		return func() {}, nil
 	}
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", hosts.BindAddr(addr))
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-bind-address: %w", err)
 	}

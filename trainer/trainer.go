@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
 
 	"github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -35,6 +36,10 @@ import (
 
 // workerStateFile is the file of a checkpoint that holds worker 0's full state.
 const workerStateFile = "worker.state"
+
+// workerReadyTimeout bounds how long the trainer waits for its workers to be
+// reachable and configured.
+const workerReadyTimeout = 10 * time.Minute
 
 // State is the trainer's position in the run; every checkpoint records it, so a
 // resumed run continues at exactly the next batch.
@@ -162,8 +167,12 @@ func (t *Trainer) start(ctx context.Context) error {
 	}
 	req := &workerpb.ConfigureRequest{Seed: uint64(t.cfg.Spec.Algorithm.Seed), Options: workerOptions(&t.cfg.Spec.Model), LoadPath: loadPath}
 	infos := make([]*workerpb.InfoResponse, len(t.opts.Workers))
+	// Remote workers start with the trainer, in pods of their own: Configure waits
+	// until each is reachable, up to workerReadyTimeout, rather than failing the run.
+	readyCtx, cancel := context.WithTimeout(ctx, workerReadyTimeout)
+	defer cancel()
 	err = t.eachWorker(func(i int, w workerpb.WorkerClient) error {
-		resp, err := w.Configure(ctx, req)
+		resp, err := w.Configure(readyCtx, req, grpc.WaitForReady(true))
 		if err == nil {
 			infos[i] = resp.GetInfo()
 		}

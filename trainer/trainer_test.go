@@ -19,6 +19,7 @@ package trainer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -294,5 +295,24 @@ func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
 	tr, _ = New(second, Options{Workers: cpuWorkers(1), Log: logr.Discard()})
 	if err := tr.start(context.Background()); err == nil || !strings.Contains(err.Error(), "spec.model.initialCheckpoint") {
 		t.Errorf("start from an empty folder: %v, want an error naming spec.model.initialCheckpoint", err)
+	}
+}
+
+// waitCheckingWorker fails Configure unless the call waits for the worker to be ready.
+type waitCheckingWorker struct{ workerpb.WorkerClient }
+
+func (w waitCheckingWorker) Configure(ctx context.Context, in *workerpb.ConfigureRequest, opts ...grpc.CallOption) (*workerpb.ConfigureResponse, error) {
+	for _, o := range opts {
+		if ff, ok := o.(grpc.FailFastCallOption); ok && !ff.FailFast {
+			return w.WorkerClient.Configure(ctx, in, opts...)
+		}
+	}
+	return nil, errors.New("Configure without grpc.WaitForReady: a worker whose pod starts after the trainer's fails the run")
+}
+
+func TestConfigureWaitsForWorkersStillStarting(t *testing.T) {
+	rep, _ := run(t, smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{waitCheckingWorker{cpuWorkers(1)[0]}}})
+	if rep.Outcome != v1alpha1.OutcomeCompleted {
+		t.Errorf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 }

@@ -30,6 +30,8 @@ import (
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -123,14 +125,17 @@ func (p *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// forget waits for a stopped pod's processes, reports its last status and frees
-// what it held.
+// forget waits for a stopped pod's processes, reports its last status, frees what
+// it held and, as kubelet does, removes the deleted pod's object at once (virtual-
+// kubelet would wait out the rest of its grace period, holding up a controller that
+// waits for the pod to go).
 func (p *provider) forget(r *podRun) {
 	<-r.done
 	r.notify()
 	r.mu.Lock()
-	key, uid := podKey(r.pod.Namespace, r.pod.Name), r.pod.UID
+	ns, name, uid := r.pod.Namespace, r.pod.Name, r.pod.UID
 	r.mu.Unlock()
+	key := podKey(ns, name)
 	p.mu.Lock()
 	if p.pods[key] == r {
 		delete(p.pods, key)
@@ -142,6 +147,12 @@ func (p *provider) forget(r *podRun) {
 	p.ips.release(uid)
 	if err := os.RemoveAll(r.dir); err != nil {
 		p.log.Error(err, "removing the pod's folder", "pod", key)
+	}
+	opts := *metav1.NewDeleteOptions(0)
+	opts.Preconditions = metav1.NewUIDPreconditions(string(uid))
+	err := p.client.CoreV1().Pods(ns).Delete(context.Background(), name, opts)
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		p.log.Error(err, "removing the deleted pod", "pod", key)
 	}
 }
 

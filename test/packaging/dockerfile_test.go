@@ -260,11 +260,14 @@ func dockerGoBuild(t *testing.T, buildArgs map[string]string) goBuild {
 	return splitCommand(words)
 }
 
-// makeGoBuild returns the command `make build` runs, as make -n prints it.
+// makeGoBuild returns the command `make build` runs, as make -n prints it. The test may
+// itself run under make (make test): the make it starts must not inherit that make's
+// flags or level, or it would print "Entering directory" lines around the command.
 func makeGoBuild(t *testing.T, version, commit string) goBuild {
 	t.Helper()
-	cmd := exec.Command("make", "-n", "build", "VERSION="+version, "COMMIT="+commit, "BIN=OUT")
+	cmd := exec.Command("make", "--no-print-directory", "-n", "build", "VERSION="+version, "COMMIT="+commit, "BIN=OUT")
 	cmd.Dir = env.RepoRoot
+	cmd.Env = withoutMakeVariables(os.Environ())
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("make -n build: %v", err)
@@ -274,6 +277,17 @@ func makeGoBuild(t *testing.T, version, commit string) goBuild {
 		t.Fatal(err)
 	}
 	return splitCommand(words)
+}
+
+// withoutMakeVariables drops the variables a parent make passes to its children.
+func withoutMakeVariables(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "MAKEFLAGS=") && !strings.HasPrefix(kv, "MAKELEVEL=") && !strings.HasPrefix(kv, "MFLAGS=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // TestDockerfileBuild checks that the image's go build is the Makefile's (static, with

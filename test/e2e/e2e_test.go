@@ -1,0 +1,206 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/controllers"
+	"github.com/espo-dev/espo-operator/trainer"
+)
+
+// The README's sample: kubectl apply, kubectl wait, and kubectl get espojobs shows the
+// accuracies of the trainer's final report.
+func TestSampleJobSucceedsWithTheReportsAccuracies(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-sample")
+	name := apply(g, ns, filepath.Join("config", "samples", "training_v1alpha1_espojob_minimal.yaml"))
+	job := waitForSucceeded(t, ns, name)
+
+	pods := jobPods(g, ns, name)
+	g.Expect(pods).To(HaveLen(1))
+	b, err := os.ReadFile(filepath.Join(podDir(&pods[0]), "volumes", "output", "report.json"))
+	g.Expect(err).NotTo(HaveOccurred(), "the trainer's report in its output folder")
+	var report trainer.Report
+	g.Expect(json.Unmarshal(b, &report)).To(Succeed())
+	g.Expect(report.Outcome).To(Equal(v1.OutcomeCompleted))
+	g.Expect(report.Test).NotTo(BeNil())
+
+	rows := columns(mustKubectl(g, "get", "espojobs", "-n", ns))
+	g.Expect(rows).To(HaveLen(1))
+	g.Expect(rows[0]).To(HaveKeyWithValue("PHASE", "Succeeded"))
+	for column, value := range map[string]float64{
+		"GUI-ACC":    report.Test.GUITypeAccuracy,
+		"INTENT-ACC": report.Test.IntentAccuracy,
+		"REC-ACC":    report.Test.RecommendationAccuracy,
+	} {
+		g.Expect(rows[0][column]).NotTo(BeEmpty(), column)
+		g.Expect(rows[0][column]).To(Equal(string(v1.NewMetric(value))), "%s is the report's test accuracy", column)
+	}
+	g.Expect(job.Status.Training.Evaluation).To(Equal(report.Status.Evaluation))
+	g.Expect(job.Status.Restarts).To(BeZero())
+}
+
+// The API server rejects an invalid job, and kubectl says which field is wrong.
+func TestInvalidManifestIsRejectedWithTheFieldsMessage(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "e2e-invalid")
+	_, err := kubectl("apply", "-n", ns, "-f", testdata("invalid-group-size.yaml"))
+	g := NewWithT(t)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("spec.algorithm.groupSize in body should be greater than or equal to 2"))
+	_, err = kubectl("get", "espojob", "e2e-invalid", "-n", ns)
+	g.Expect(err).To(MatchError(ContainSubstring("NotFound")))
+}
+
+// A manager killed mid-training and started again picks the job up: the pod keeps
+// running (the same one, not a duplicate), no restart is counted, the job finishes.
+func TestManagerRestartMidTrainingKeepsTheGang(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-manager-restart")
+	name := apply(g, ns, testdata("job-small.yaml"))
+	waitForTraining(t, ns, name)
+	before := runningPods(t, ns, name, 1)
+
+	manager.kill()
+	step := training(getJob(g, ns, name)).Step
+	g.Eventually(func(g Gomega) int64 { return training(getJob(g, ns, name)).Step }).
+		WithTimeout(trainingStarts).WithPolling(poll).Should(BeNumerically(">", step), "the trainer goes on without the manager")
+	g.Expect(manager.start()).To(Succeed())
+
+	waitForSucceeded(t, ns, name)
+	after := jobPods(g, ns, name)
+	g.Expect(after).To(HaveLen(1))
+	g.Expect(after[0].UID).To(Equal(before[0].UID), "the pod the first manager created ran the job")
+	g.Expect(getJob(g, ns, name).Status.Restarts).To(BeZero())
+}
+
+// A trainer killed after a checkpoint: the gang restarts and the new trainer resumes
+// from the checkpoint, not from step 0.
+func TestKilledTrainerResumesFromItsCheckpoint(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-trainer-kill")
+	name, pod, checkpoint := checkpointedJob(t, ns)
+
+	pid := containerPID(&pod, controllers.ContainerTrainer)
+	g.Expect(pid).To(BeNumerically(">", 0))
+	g.Expect(syscall.Kill(-pid, syscall.SIGKILL)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		job := getJob(g, ns, name)
+		g.Expect(job.Status.Restarts).To(Equal(int32(1)))
+		g.Expect(training(job).Step).To(BeNumerically(">=", checkpoint), "status.training.step never goes back before the checkpoint")
+	}).WithTimeout(podsChange).WithPolling(poll).Should(Succeed())
+	finishesResumed(t, &pod, checkpoint, 1)
+}
+
+// Suspending a job deletes its pods and stops its processes; resuming recreates them
+// and training continues from the checkpoint.
+func TestSuspendAndResumeContinueFromTheCheckpoint(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-suspend")
+	name, pod, checkpoint := checkpointedJob(t, ns)
+	pid := containerPID(&pod, controllers.ContainerTrainer)
+
+	setSuspend(g, ns, name, true)
+	g.Eventually(func(g Gomega) {
+		g.Expect(jobPods(g, ns, name)).To(BeEmpty())
+		g.Expect(getJob(g, ns, name).Status.Phase).To(Equal(v1.PhaseSuspended))
+	}).WithTimeout(podsChange).WithPolling(poll).Should(Succeed())
+	g.Expect(alive(pid)).To(BeFalse(), "the trainer process stopped")
+	checkpoint = max(checkpoint, training(getJob(g, ns, name)).LastCheckpoint.Step)
+
+	setSuspend(g, ns, name, false)
+	finishesResumed(t, &pod, checkpoint, 0)
+}
+
+// kubectl delete espojob removes every child (pods, ConfigMap, Service, trainer
+// identity) and stops every process.
+func TestDeleteRemovesEveryChildAndProcess(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-delete")
+	name := apply(g, ns, testdata("job-two-replicas.yaml"))
+	pods := runningPods(t, ns, name, 2)
+	var pids []int
+	for i := range pods {
+		for _, c := range pods[i].Spec.Containers {
+			pids = append(pids, containerPID(&pods[i], c.Name))
+		}
+	}
+	g.Expect(pids).To(HaveLen(2))
+	g.Expect(pids).NotTo(ContainElement(0))
+
+	mustKubectl(g, "delete", "espojob", name, "-n", ns, "--timeout=60s")
+	selector := controllers.LabelJobName + "=" + name
+	g.Eventually(func(g Gomega) string {
+		return mustKubectl(g, "get", "pods,configmaps,services,serviceaccounts,roles,rolebindings",
+			"-n", ns, "-l", selector, "-o", "name")
+	}).WithTimeout(podsChange).WithPolling(poll).Should(BeEmpty())
+	g.Eventually(func() []int {
+		var running []int
+		for _, pid := range pids {
+			if alive(pid) {
+				running = append(running, pid)
+			}
+		}
+		return running
+	}).WithTimeout(podsChange).WithPolling(poll).Should(BeEmpty())
+}
+
+// With two replicas rank 0 drives its own CPU worker and the worker of rank 1, which
+// it reaches at rank 1's pod address (a loopback address of its own).
+func TestTwoReplicasTrainOverThePodNetwork(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-two-replicas")
+	name := apply(g, ns, testdata("job-two-replicas.yaml"))
+	pods := runningPods(t, ns, name, 2)
+	ips := map[string]string{}
+	for _, p := range pods {
+		ip := net.ParseIP(p.Status.PodIP)
+		g.Expect(ip).NotTo(BeNil(), "pod %s has an address", p.Name)
+		g.Expect(ip.IsLoopback()).To(BeTrue())
+		ips[p.Name] = p.Status.PodIP
+	}
+	trainerPod, workerPod := name+"-trainer-0", name+"-trainer-1"
+	g.Expect(ips[trainerPod]).NotTo(Equal(ips[workerPod]))
+	var ready []map[string]any
+	g.Eventually(func(g Gomega) {
+		ready = logLines(g, ns, trainerPod, controllers.ContainerTrainer, "workers ready")
+		g.Expect(ready).To(HaveLen(1))
+	}).WithTimeout(trainingStarts).WithPolling(poll).Should(Succeed())
+	g.Expect(ready[0]).To(HaveKeyWithValue("workers", BeNumerically("==", 2)), "its own worker and rank 1's")
+	// The worker's pod is deleted once the job succeeds: read its log while it trains.
+	workerLog := mustKubectl(g, "logs", "-n", ns, workerPod, "-c", controllers.ContainerWorker)
+	g.Expect(workerLog).To(ContainSubstring("espo worker: serving on " + ips[workerPod] + ":50051"))
+
+	job := waitForSucceeded(t, ns, name)
+	g.Expect(job.Status.Restarts).To(BeZero())
+}

@@ -42,6 +42,7 @@ import (
 	"k8s.io/utils/clock"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/hack/envtestassets"
 	"github.com/espo-dev/espo-operator/hack/localnode"
 )
 
@@ -244,7 +245,7 @@ func (o *localOptions) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	assets, err := localnode.Assets(root)
+	assets, err := envtestassets.Assets(root)
 	if err != nil {
 		return err
 	}

@@ -18,10 +18,6 @@ package localnode
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -59,21 +55,3 @@ func (c *ControlPlane) AdminKubeconfig() ([]byte, error) { return c.admin.KubeCo
 
 // Stop stops kube-apiserver and etcd and removes their data.
 func (c *ControlPlane) Stop() error { return c.env.Stop() }
-
-// Assets is the folder of the control plane's binaries: $KUBEBUILDER_ASSETS when
-// set, else what hack/setup-envtest.sh of the repository at repoRoot prints (it
-// builds them on first use, and reuses its cache after).
-func Assets(repoRoot string) (string, error) {
-	if a := os.Getenv("KUBEBUILDER_ASSETS"); a != "" {
-		return a, nil
-	}
-	cmd := exec.Command(filepath.Join(repoRoot, "hack", "setup-envtest.sh"))
-	cmd.Dir = repoRoot
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/setup-envtest.sh: %w", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1], nil
-}

@@ -37,6 +37,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/espo-dev/espo-operator/hack/envtestassets"
 	"github.com/espo-dev/espo-operator/hack/localnode/hosts"
 )
 
@@ -67,7 +68,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	assets, err := Assets(repoRoot)
+	assets, err := envtestassets.Assets(repoRoot)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -260,6 +260,19 @@ func TestDeletingPodKillsItsProcesses(t *testing.T) {
 		podStopTimeout, pollInterval).Should(BeTrue(), "the pod's folder is removed")
 }
 
+func TestDeletedPodIsRemovedOnceItsProcessesExit(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	pod := shPod(ns, "polite", "exec sleep 1000") // sleep ends on SIGTERM
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	create(g, pod, client.CoreV1().Pods(ns).Create)
+	g.Eventually(getPod(ns, "polite"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodRunning)))
+
+	g.Expect(client.CoreV1().Pods(ns).Delete(context.Background(), "polite", metav1.DeleteOptions{})).To(Succeed())
+	g.Eventually(func() bool { _, err := getPod(ns, "polite")(); return apierrors.IsNotFound(err) },
+		podStopTimeout, pollInterval).Should(BeTrue(), "the pod object is removed, long before its grace period ends")
+}
+
 func TestPodsReachEachOtherByName(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)

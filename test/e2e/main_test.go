@@ -38,6 +38,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/espo-dev/espo-operator/hack/envtestassets"
 	"github.com/espo-dev/espo-operator/hack/localnode"
 	"github.com/espo-dev/espo-operator/test/testenv"
 )
@@ -70,7 +71,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(workDir)
-	assets, err := localnode.Assets(repoRoot)
+	assets, err := envtestassets.Assets(repoRoot)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1

@@ -27,9 +27,7 @@ package testenv
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/espo-dev/espo-operator/controllers"
+	"github.com/espo-dev/espo-operator/hack/envtestassets"
 )
 
 // Env is a running control plane.
@@ -77,13 +76,11 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		assets, err := buildAssets(root)
-		if err != nil {
-			return nil, err
-		}
-		os.Setenv("KUBEBUILDER_ASSETS", assets)
+	assets, err := envtestassets.Assets(root)
+	if err != nil {
+		return nil, err
 	}
+	os.Setenv("KUBEBUILDER_ASSETS", assets)
 	s := controllers.NewScheme()
 	te := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
@@ -122,18 +119,4 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
-}
-
-// buildAssets runs hack/setup-envtest.sh, streaming its progress to stderr, and returns
-// the folder it prints last.
-func buildAssets(root string) (string, error) {
-	cmd := exec.Command(filepath.Join(root, "hack", "setup-envtest.sh"))
-	cmd.Dir = root
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/setup-envtest.sh: %w", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1], nil
 }

@@ -105,6 +105,7 @@ func Resolve(c *Config) (*Resolved, error) {
 	adv.W = p.parse("spec.rewards.cout.weight", s.Rewards.COUT.Weight)
 	adv.Mode = espo.COUTMode(s.Rewards.COUT.Mode)
 	adv.Gates = espo.Gates(s.Rewards.COUT.Gates)
+	adv.EmptyGate = p.parse("spec.rewards.cout.emptyGate", s.Rewards.COUT.EmptyGate)
 	adv.GUIMax, adv.DecisionMax = r.Rewards.GUIBoth, r.Rewards.DecisionRight
 	r.Advantage = adv
 	if p.err != nil {

@@ -331,4 +331,13 @@ type COUTRewards struct {
 	// +optional
 	// +kubebuilder:default=both
 	Gates COUTGates `json:"gates,omitempty"`
+
+	// EmptyGate is the value of a gate over no steps: phi of an episode without GUI
+	// steps, psi of one without decision steps, in [0, 1]. The paper leaves it open;
+	// the default "0.5" = sigmoid(0) reads the empty sum as no evidence either way,
+	// and "0" drops that term.
+	// +optional
+	// +kubebuilder:default="0.5"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0 && double(self) <= 1.0)",message="must be in [0, 1]"
+	EmptyGate Decimal `json:"emptyGate,omitempty"`
 }

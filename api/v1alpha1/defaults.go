@@ -103,6 +103,7 @@ func (r *RewardsSpec) Default() {
 	setDefault(&r.COUT.Weight, "1.0")
 	setDefault(&r.COUT.Mode, COUTEpisode)
 	setDefault(&r.COUT.Gates, COUTBothGates)
+	setDefault(&r.COUT.EmptyGate, "0.5")
 }
 
 // Default fills the unset fields of t with their defaults.

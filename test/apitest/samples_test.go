@@ -77,6 +77,7 @@ var documentedDefaults = map[string]any{
 	"rewards.cout.weight":                       "1.0",
 	"rewards.cout.mode":                         "episode",
 	"rewards.cout.gates":                        "both",
+	"rewards.cout.emptyGate":                    "0.5",
 	"trainer.replicas":                          int64(1),
 	"trainer.workersPerReplica":                 int64(1),
 	"runPolicy.suspend":                         false,

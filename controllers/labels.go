@@ -53,6 +53,10 @@ const (
 	WorkerPort = 50051
 	// DriverPort is the port rank 0 listens on for its workers and tools.
 	DriverPort = 29500
+	// TrainerMetricsPort is where "espo trainer" serves its Prometheus metrics
+	// (its --metrics-bind-address default), declared on the trainer container as
+	// "metrics" so a PodMonitor can name it.
+	TrainerMetricsPort = 9090
 	// ConfigDir is where the job's ConfigMap is mounted.
 	ConfigDir = "/etc/espo"
 	// DataRoot is where each dataset source is mounted, one folder per source name.

@@ -110,7 +110,10 @@ func buildPod(job *v1.ESPOJob, rank int32, o PodOptions) *corev1.Pod {
 	if rank == 0 {
 		c := baseContainer(job, rank, ContainerTrainer, trainerImage(job, o))
 		c.Command = []string{"espo", "trainer", "--config", configPath}
-		c.Ports = []corev1.ContainerPort{{Name: "driver", ContainerPort: DriverPort, Protocol: corev1.ProtocolTCP}}
+		c.Ports = []corev1.ContainerPort{
+			{Name: "driver", ContainerPort: DriverPort, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: TrainerMetricsPort, Protocol: corev1.ProtocolTCP},
+		}
 		c.VolumeMounts = append(c.VolumeMounts, trainerMounts(job)...)
 		if !cuda { // the trainer's in-process CPU workers hold the model
 			c.Resources = *t.Resources.DeepCopy()

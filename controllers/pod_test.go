@@ -64,7 +64,10 @@ func wantPod(rank int32) *corev1.Pod {
 	}
 	if rank == 0 {
 		c.Command = []string{"espo", "trainer", "--config", "/etc/espo/run.yaml"}
-		c.Ports = []corev1.ContainerPort{{Name: "driver", ContainerPort: 29500, Protocol: corev1.ProtocolTCP}}
+		c.Ports = []corev1.ContainerPort{
+			{Name: "driver", ContainerPort: 29500, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP},
+		}
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "output", MountPath: "/var/run/espo/output"})
 		vols = append(vols, corev1.Volume{Name: "output", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	} else {

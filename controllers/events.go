@@ -18,7 +18,6 @@ package controllers
 
 import (
 	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -85,7 +84,7 @@ func (u *statusUpdate) setCondition(typ string, status bool, reason, message str
 		old = c.DeepCopy()
 	}
 	changed := meta.SetStatusCondition(&u.status().Conditions, metav1.Condition{
-		Type: typ, Status: st, Reason: reason, Message: boundMessage(message),
+		Type: typ, Status: st, Reason: reason, Message: v1.BoundMessage(message),
 		ObservedGeneration: u.job.Generation, LastTransitionTime: metav1.NewTime(u.now),
 	})
 	transition := old != nil && (old.Status != st || old.Reason != reason) || old == nil && status
@@ -94,7 +93,7 @@ func (u *statusUpdate) setCondition(typ string, status bool, reason, message str
 		if warningReasons[reason] {
 			typ = corev1.EventTypeWarning
 		}
-		u.events = append(u.events, event{Type: typ, Reason: reason, Message: boundMessage(message)})
+		u.events = append(u.events, event{Type: typ, Reason: reason, Message: v1.BoundMessage(message)})
 	}
 	return changed
 }
@@ -110,17 +109,4 @@ func (u *statusUpdate) clearCondition(typ, reason, message string) {
 // isTrue reports whether a condition of the recomputed status is True.
 func (u *statusUpdate) isTrue(typ string) bool {
 	return meta.IsStatusConditionTrue(u.status().Conditions, typ)
-}
-
-// boundMessage cuts a message to v1.MaxConditionMessageLength bytes.
-func boundMessage(s string) string {
-	if len(s) <= v1.MaxConditionMessageLength {
-		return s
-	}
-	const ellipsis = "..."
-	n := v1.MaxConditionMessageLength - len(ellipsis)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n-- // do not cut a character in two
-	}
-	return s[:n] + ellipsis
 }

@@ -17,9 +17,7 @@ limitations under the License.
 package controllers
 
 import (
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -69,25 +67,6 @@ func TestSetConditionEmitsEventsOnTransitions(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantEvents, u.events); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestBoundMessage(t *testing.T) {
-	cases := map[string]struct {
-		in      string
-		wantLen int
-	}{
-		"short":           {in: "ok", wantLen: 2},
-		"long ascii":      {in: strings.Repeat("x", 5000), wantLen: v1.MaxConditionMessageLength},
-		"long multi-byte": {in: strings.Repeat("é", 3000), wantLen: v1.MaxConditionMessageLength - 1},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := boundMessage(tc.in)
-			if len(got) != tc.wantLen || !utf8.ValidString(got) {
-				t.Errorf("len %d (valid UTF-8: %v), want %d", len(got), utf8.ValidString(got), tc.wantLen)
 			}
 		})
 	}

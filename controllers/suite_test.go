@@ -36,13 +36,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -117,39 +113,7 @@ type manager struct {
 // test ends or Stop is called.
 func startManager(t *testing.T, ns string, writes *atomic.Int64) *manager {
 	t.Helper()
-	opts := controllers.CacheOptions()
-	opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	mgr, err := ctrl.NewManager(operatorConfig(t, writes), ctrl.Options{
-		Scheme:                 env.Scheme,
-		Cache:                  opts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Client:                 controllers.ClientOptions(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := controllers.NewESPOJobReconciler(mgr, controllers.Options{
-		PodOptions: controllers.PodOptions{TrainerImage: "espo:test", CUDAWorkerImage: "espo-cuda:test"},
-	})
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	m := &manager{stop: func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		})
-	}}
-	t.Cleanup(m.stop)
-	return m
+	return &manager{stop: env.StartManager(t, operatorConfig(t, writes), ns, nil)}
 }
 
 // newNamespace creates a namespace of its own for a test.

@@ -219,7 +219,7 @@ func (t *Trainer) finish(ctx context.Context, outcome v1alpha1.TrainingOutcome, 
 		t.status.Stage = v1alpha1.StageEval
 		t.publishEval(ctx, last, r)
 	}
-	t.status.Outcome, t.status.Message = outcome, boundMessage(msg)
+	t.status.Outcome, t.status.Message = outcome, v1alpha1.BoundMessage(msg)
 	t.report(ctx)
 	rep.Status = t.status.DeepCopy()
 	if err := writeReport(t.cfg.OutputDir, rep); err != nil {

@@ -95,16 +95,6 @@ func (m meanAcc) mean() float64 {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// maxMessage bounds messages written to status.
-const maxMessage = 1024
-
-func boundMessage(s string) string {
-	if len(s) <= maxMessage {
-		return s
-	}
-	return s[:maxMessage-3] + "..."
-}
-
 func (t *Trainer) now() metav1.Time { return metav1.NewTime(t.opts.Clock.Now()) }
 
 // workerOptions passes the model section of the spec to the workers.

@@ -348,7 +348,7 @@ func (t *Trainer) fail(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
-	t.status.Outcome, t.status.Message = v1alpha1.OutcomeError, boundMessage(err.Error())
+	t.status.Outcome, t.status.Message = v1alpha1.OutcomeError, v1alpha1.BoundMessage(err.Error())
 	t.report(ctx)
 	return err
 }

@@ -24,6 +24,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestDecimalFloat64(t *testing.T) {
@@ -114,5 +115,24 @@ func TestCRDMatchesGo(t *testing.T) {
 		if u != decimalPattern.String() {
 			t.Errorf("the CRD has the decimal pattern %q, the Go code %q", u, decimalPattern.String())
 		}
+	}
+}
+
+func TestBoundMessage(t *testing.T) {
+	cases := map[string]struct {
+		in      string
+		wantLen int
+	}{
+		"short":           {in: "ok", wantLen: 2},
+		"long ascii":      {in: strings.Repeat("x", 5000), wantLen: MaxConditionMessageLength},
+		"long multi-byte": {in: strings.Repeat("é", 3000), wantLen: MaxConditionMessageLength - 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := BoundMessage(tc.in)
+			if len(got) != tc.wantLen || !utf8.ValidString(got) {
+				t.Errorf("len %d (valid UTF-8: %v), want %d", len(got), utf8.ValidString(got), tc.wantLen)
+			}
+		})
 	}
 }

@@ -16,6 +16,8 @@ limitations under the License.
 
 package v1alpha1
 
+import "unicode/utf8"
+
 // Condition types of an ESPOJob (status.conditions[].type). Each is present at most
 // once; the controller sets them, and Phase is computed from them.
 const (
@@ -80,6 +82,20 @@ const (
 	ReasonDeadlineExceeded = "DeadlineExceeded"
 )
 
-// MaxConditionMessageLength bounds the messages the controller writes into conditions
-// and events, so that a long termination message cannot bloat the object.
+// MaxConditionMessageLength bounds the messages written into conditions, events and
+// status.training.message, so that a long termination message cannot bloat the object.
 const MaxConditionMessageLength = 1024
+
+// BoundMessage cuts a message to MaxConditionMessageLength bytes, ending it with "..."
+// when it cuts, and never in the middle of a UTF-8 character.
+func BoundMessage(s string) string {
+	if len(s) <= MaxConditionMessageLength {
+		return s
+	}
+	const ellipsis = "..."
+	n := MaxConditionMessageLength - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
+}

@@ -35,12 +35,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
@@ -190,36 +186,10 @@ func startOperator(t *testing.T, ns string) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", sa.GetNamespace(), sa.GetName())}
 
-	opts := controllers.CacheOptions()
-	opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  env.Scheme,
-		Cache:                   opts,
-		Client:                  controllers.ClientOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		LeaderElection:          true,
-		LeaderElectionID:        "espo-operator.training.espo.dev",
-		LeaderElectionNamespace: sa.GetNamespace(),
-		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := controllers.NewESPOJobReconciler(mgr, controllers.Options{
-		PodOptions: controllers.PodOptions{TrainerImage: "espo-operator:test", CUDAWorkerImage: "espo-cuda:test"},
-	})
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	env.StartManager(t, cfg, ns, func(o *ctrl.Options) {
+		o.LeaderElection = true
+		o.LeaderElectionID = "espo-operator.training.espo.dev"
+		o.LeaderElectionNamespace = sa.GetNamespace()
 	})
 }
 

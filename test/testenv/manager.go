@@ -1,0 +1,84 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package testenv
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/espo-dev/espo-operator/controllers"
+)
+
+// TrainerImage and CUDAWorkerImage are the images the test manager gives trainer pods.
+const (
+	TrainerImage    = "espo:test"
+	CUDAWorkerImage = "espo-cuda:test"
+)
+
+// StartManager runs the ESPOJob controller in the test process as the operator runs it
+// (its cache and client options), reaching the API server with cfg and watching
+// namespace ns only, without metrics or probe servers; tune, when not nil, adjusts the
+// options (leader election, say). The manager stops when the test ends or when the
+// returned stop is called, whichever comes first; an error from it fails the test.
+func (e *Env) StartManager(t testing.TB, cfg *rest.Config, ns string, tune func(*ctrl.Options)) (stop func()) {
+	t.Helper()
+	cacheOpts := controllers.CacheOptions()
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	opts := ctrl.Options{
+		Scheme:                 e.Scheme,
+		Cache:                  cacheOpts,
+		Client:                 controllers.ClientOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	}
+	if tune != nil {
+		tune(&opts)
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := controllers.NewESPOJobReconciler(mgr, controllers.Options{
+		PodOptions: controllers.PodOptions{TrainerImage: TrainerImage, CUDAWorkerImage: CUDAWorkerImage},
+	})
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}

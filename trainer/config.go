@@ -23,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"strconv"
 
 	"sigs.k8s.io/yaml"
 
@@ -134,4 +136,21 @@ func fieldErr(path string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", path, err)
+}
+
+// workerOptions passes the model section of the spec to the workers.
+func workerOptions(m *v1alpha1.ModelSpec) map[string]string {
+	o := map[string]string{}
+	if m.Pretrained != "" {
+		o["pretrained"] = m.Pretrained
+		if m.Weights != nil { // the worker container mounts the claim's path there
+			o["pretrained"] = path.Join(v1alpha1.ModelsMountPath, m.Pretrained)
+		}
+	}
+	if m.CPU != nil {
+		o["hidden"] = strconv.Itoa(int(m.CPU.HiddenSize))
+		o["hash_bits"] = strconv.Itoa(int(m.CPU.FeatureBits))
+		o["max_intent_words"] = strconv.Itoa(int(m.CPU.MaxIntentWords))
+	}
+	return o
 }

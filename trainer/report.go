@@ -22,9 +22,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
-	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -96,23 +94,6 @@ func (m meanAcc) mean() float64 {
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 func (t *Trainer) now() metav1.Time { return metav1.NewTime(t.opts.Clock.Now()) }
-
-// workerOptions passes the model section of the spec to the workers.
-func workerOptions(m *v1alpha1.ModelSpec) map[string]string {
-	o := map[string]string{}
-	if m.Pretrained != "" {
-		o["pretrained"] = m.Pretrained
-		if m.Weights != nil { // the worker container mounts the claim's path there
-			o["pretrained"] = path.Join(v1alpha1.ModelsMountPath, m.Pretrained)
-		}
-	}
-	if m.CPU != nil {
-		o["hidden"] = strconv.Itoa(int(m.CPU.HiddenSize))
-		o["hash_bits"] = strconv.Itoa(int(m.CPU.FeatureBits))
-		o["max_intent_words"] = strconv.Itoa(int(m.CPU.MaxIntentWords))
-	}
-	return o
-}
 
 // percent formats a fraction for logs.
 func percent(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }

@@ -171,8 +171,10 @@ type LossStats struct {
 // where the unclipped term is taken and 0 where a clip or a clamp holds (at a tie,
 // the unclipped term), and dKL/dlogp as in KLEstimator. The exponentials are
 // computed to within 3 ulp by a fast routine, the same in J and in w, so w is the
-// derivative of the J returned. A NaN log-probability or advantage makes its
-// sequence's weights and J NaN.
+// derivative of the J returned. A NaN in LogP, OldLogP or Adv makes its sequence's
+// weights and J NaN; a NaN in RefLogP makes its token's weight and J NaN. On amd64
+// with AVX2, the default k3 estimator runs four tokens at a time in an assembly
+// kernel whose results are bit for bit those of the Go loop (see lossTokens).
 //
 // It returns an error if cfg names an unknown estimator or aggregation, and panics
 // if the lengths disagree: dst, LogP, OldLogP, RefLogP (unless nil with Beta 0) and
@@ -203,10 +205,12 @@ func LossWeights(dst []float64, t Tokens, cfg LossConfig) (LossStats, error) {
 	if c == 0 {
 		c = math.Inf(1)
 	}
-	beta := cfg.Beta
-	withKL := t.RefLogP != nil
+	if t.RefLogP == nil {
+		est = 0
+	}
 	var st LossStats
-	var clipped, dual int
+	var clipped, dual int64
+	var l lossLanes
 	off := 0
 	for s, L := range t.Lens {
 		if L == 0 {
@@ -223,35 +227,30 @@ func LossWeights(dst []float64, t Tokens, cfg LossConfig) (LossStats, error) {
 		}
 		// The ratio's unclipped range [lb, ub]: for A > 0, rho above 1 + eps_high is
 		// clipped; for A < 0, rho below 1 - eps_low is clipped and rho above c is
-		// held at the dual clip. Ratios are positive, so their bits order as they
-		// do: the loop clamps them as integers, without branches.
+		// held at the dual clip.
 		A := t.Adv[s]
-		lb, ub := uint64(0), math.Float64bits(math.Inf(1))
+		lb, ub := 0.0, math.Inf(1)
 		if A > 0 {
-			ub = math.Float64bits(hi)
+			ub = hi
 		} else if A < 0 {
-			lb, ub = math.Float64bits(lo), math.Float64bits(c)
+			lb, ub = lo, c
 		}
-		lp := t.LogP[off : off+L]
-		old := t.OldLogP[off : off+L][:len(lp)]
-		w := dst[off : off+L][:len(lp)]
+		l.reset(A, coef, coef*cfg.Beta, lb, ub)
+		w := dst[off : off+L]
 		var ref []float64
-		if withKL {
-			ref = t.RefLogP[off : off+L][:len(lp)]
+		if est != 0 {
+			ref = t.RefLogP[off : off+L]
 		}
+		lossTokens(w, t.LogP[off:off+L], t.OldLogP[off:off+L], ref, est, &l)
 		off += L
-		sumL, sumR, below, above := addClip(w, lp, old, A, coef, lb, ub)
-		var sumK float64
-		if withKL {
-			sumK = addKL(w, lp, ref, est, coef*beta)
-		}
+		sumQ, sumR, sumK, below, above := l.sums()
 		if math.IsNaN(sumR) || math.IsNaN(A) {
 			// A NaN log-probability or advantage makes the sequence's weights and J
-			// NaN (the integer clamp above would hide it).
+			// NaN (the clip above would hide it).
 			for i := range w {
 				w[i] = math.NaN()
 			}
-			sumL = math.NaN()
+			sumQ = math.NaN()
 		}
 		if A > 0 {
 			clipped += above
@@ -259,11 +258,11 @@ func LossWeights(dst []float64, t Tokens, cfg LossConfig) (LossStats, error) {
 			clipped += below
 			dual += above
 		}
-		st.Surrogate += coef * A * sumL
+		st.Surrogate += coef * A * sumQ
 		st.KL += coef * sumK
 		st.ApproxKL -= sumR
 	}
-	st.Objective = st.Surrogate - beta*st.KL
+	st.Objective = st.Surrogate - cfg.Beta*st.KL
 	st.Tokens = n
 	if n > 0 {
 		st.ClipFrac = float64(clipped) / float64(n)
@@ -274,95 +273,4 @@ func LossWeights(dst []float64, t Tokens, cfg LossConfig) (LossStats, error) {
 		}
 	}
 	return st, nil
-}
-
-// addClip sets each weight to coef * dL_clip/dlogp, for the tokens with
-// log-probabilities lp and old log-probabilities old of a sequence with advantage A
-// whose unclipped ratios lie in [lb, ub] (as bits), and returns the sums of the
-// clipped ratios and of the log-ratios and the counts of ratios below and above the
-// range.
-func addClip(w, lp, old []float64, A, coef float64, lb, ub uint64) (sumQ, sumR float64, below, above int) {
-	old = old[:len(lp)]
-	w = w[:len(lp)]
-	for i, x := range lp {
-		r := x - old[i]
-		sumR += r
-		rc := r
-		if r > LogRatioClamp || r < -LogRatioClamp {
-			rc = max(-LogRatioClamp, min(r, LogRatioClamp))
-		}
-		rho := exp20(rc)
-		rb := math.Float64bits(rho)
-		qb := min(max(rb, lb), ub)
-		// dL/dlogp = A rho where neither a clip nor the clamp holds.
-		keep := -uint64(b2i(qb == rb) & b2i(rc == r))
-		w[i] = coef * math.Float64frombits(math.Float64bits(A*rho)&keep)
-		below += b2i(rb < lb)
-		above += b2i(rb > ub)
-		sumQ += math.Float64frombits(qb)
-	}
-	return sumQ, sumR, below, above
-}
-
-// addKL subtracts b * dKL/dlogp from each weight, for the tokens with
-// log-probabilities lp and reference log-probabilities ref, and returns the sum of
-// the KL estimates; est is 1, 2 or 3.
-func addKL(w, lp, ref []float64, est int, b float64) (sum float64) {
-	ref = ref[:len(lp)]
-	w = w[:len(lp)]
-	for i, x := range lp {
-		d := ref[i] - x
-		var k, dk float64
-		switch est {
-		case 1:
-			k, dk = -d, 1
-		case 2:
-			k, dk = d*d/2, -d
-		default:
-			// e^d - d - 1 >= 10 for d >= 2.53 and d <= -11: the clamp holds outside
-			// [-12, 3], which keeps e^d within exp20's range.
-			if d > 3 || d < -12 {
-				k = KLClamp
-			} else {
-				e := exp20(d)
-				k, dk = e-d-1, 1-e
-				if k > KLClamp {
-					k, dk = KLClamp, 0
-				}
-			}
-		}
-		sum += k
-		w[i] -= b * dk
-	}
-	return sum
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// expTable holds 2^(j/64) for j = 0..63, as bits.
-var expTable = func() (t [64]uint64) {
-	for j := range t {
-		t[j] = math.Float64bits(math.Exp2(float64(j) / 64))
-	}
-	return t
-}()
-
-// exp20 returns e^x for |x| <= 20 (a NaN gives a NaN) to within 3 ulp, about twice
-// as fast as math.Exp and small enough to be inlined: x = (64m + j) ln2/64 + r with
-// |r| <= ln2/128, and e^x = 2^m 2^(j/64) e^r with e^r from its Taylor polynomial of
-// degree 5 (truncation error below 2^-54). Range reduction splits ln2/64 in two
-// (Cody and Waite), with math's Ln2Hi and Ln2Lo.
-func exp20(x float64) float64 {
-	const shift = 0x1.8p52 // adding it rounds to an integer held in the low bits
-	kd := x*(64/math.Ln2) + shift
-	k := math.Float64bits(kd)
-	kd -= shift
-	r := x - kd*(6.93147180369123816490e-01/64) - kd*(1.90821492927058770002e-10/64) // ln2/64, high and low
-	t := math.Float64frombits(expTable[k&63] + (k>>6)<<52)
-	return t + t*(r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120))))))
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package trainer
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -73,9 +74,10 @@ type stepRef struct {
 
 // newPlan lays out the run: algorithm sft runs sftEpochs + epochs epochs of SFT; espo
 // and grpo run sftEpochs of SFT, then epochs of their own kind. SFT and ESPO epochs
-// batch whole episodes (episodesPerBatch at a time, shuffled with the algorithm's seed
-// and the epoch's index); GRPO epochs batch shuffled single steps, as many per batch as
-// give the same number of batches per epoch as ESPO, so both get the same budget.
+// batch whole episodes (episodesPerBatch at a time, or as many as fit in
+// maxStepsPerBatch steps, shuffled with the algorithm's seed and the epoch's index);
+// GRPO epochs batch shuffled single steps, as many per batch as give the same number
+// of batches per epoch as ESPO's first epoch, so both get the same budget.
 func newPlan(alg *v1alpha1.AlgorithmSpec, train []dataset.Episode) (*plan, error) {
 	p := &plan{}
 	episodeOf := make([]string, 0, len(train)*17)
@@ -88,6 +90,12 @@ func newPlan(alg *v1alpha1.AlgorithmSpec, train []dataset.Episode) (*plan, error
 	base := espo.DefaultSamplerConfig()
 	base.Seed = uint64(alg.Seed)
 	base.EpisodesPerBatch = int(alg.EpisodesPerBatch)
+	if alg.MaxStepsPerBatch != nil {
+		if alg.EpisodesPerBatch != 1 {
+			return nil, errors.New("spec.algorithm: episodesPerBatch and maxStepsPerBatch are two ways to size a batch: set one (leave episodesPerBatch at 1 with maxStepsPerBatch)")
+		}
+		base.StepBudget = int(*alg.MaxStepsPerBatch)
+	}
 	episodic, err := espo.NewEpisodeSampler(episodeOf, base)
 	if err != nil {
 		return nil, fmt.Errorf("spec.algorithm: %w", err)
@@ -104,7 +112,7 @@ func newPlan(alg *v1alpha1.AlgorithmSpec, train []dataset.Episode) (*plan, error
 	if rlKind == KindGRPO && rl > 0 {
 		stepCfg := base
 		batches := episodic.Epoch(0).Len()
-		stepCfg.EpisodesPerBatch = (len(p.steps) + batches - 1) / batches
+		stepCfg.EpisodesPerBatch, stepCfg.StepBudget = (len(p.steps)+batches-1)/batches, 0
 		if rlSampler, err = espo.NewStepSampler(len(p.steps), stepCfg); err != nil {
 			return nil, fmt.Errorf("spec.algorithm: %w", err)
 		}

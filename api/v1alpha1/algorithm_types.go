@@ -62,6 +62,7 @@ const (
 
 // AlgorithmSpec is the training recipe. The defaults are the ESPO paper's (EasyR1's)
 // settings: 1 epoch of SFT, 6 epochs of ESPO, G = 5, one episode per batch.
+// +kubebuilder:validation:XValidation:rule="!has(self.maxStepsPerBatch) || !has(self.episodesPerBatch) || self.episodesPerBatch == 1",message="episodesPerBatch and maxStepsPerBatch are two ways to size a batch: set one (leave episodesPerBatch at 1 with maxStepsPerBatch)"
 type AlgorithmSpec struct {
 	// Name is the method of the main epochs: espo (default), grpo or sft.
 	// +optional
@@ -97,6 +98,17 @@ type AlgorithmSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1024
 	EpisodesPerBatch int32 `json:"episodesPerBatch,omitempty"`
+
+	// MaxStepsPerBatch, when set, sizes batches by steps instead of episodes: each
+	// batch takes as many whole episodes, in their shuffled order, as fit in this
+	// many steps, and an episode longer than that forms a batch alone. It bounds the
+	// candidates of one optimizer step (maxStepsPerBatch x groupSize), which is what
+	// GPU memory limits. Leave episodesPerBatch at 1 when you set it. grpo keeps as
+	// many batches per epoch as the episodic plan of its first epoch.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	MaxStepsPerBatch *int32 `json:"maxStepsPerBatch,omitempty"`
 
 	// LearningRate of the AdamW optimizer, in (0, 1]. Default "1e-6" (for a 3B VLM;
 	// the CPU reference policy learns with larger rates, such as "1e-3").

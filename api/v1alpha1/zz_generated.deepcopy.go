@@ -34,6 +34,11 @@ func (in *AlgorithmSpec) DeepCopyInto(out *AlgorithmSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MaxStepsPerBatch != nil {
+		in, out := &in.MaxStepsPerBatch, &out.MaxStepsPerBatch
+		*out = new(int32)
+		**out = **in
+	}
 	out.Clip = in.Clip
 	out.KL = in.KL
 }

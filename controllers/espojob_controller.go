@@ -162,7 +162,14 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctr
 		return ctrl.Result{}, nil
 	}
 
-	// 8. Create the missing pods of the current attempt once the stale ones are gone.
+	// 8. A gang built from an older spec (a suspend and resume too quick to observe):
+	//    delete it, without counting a restart; the next reconciles recreate it from
+	//    the current spec, and the trainer resumes from its newest checkpoint.
+	if replaced, err := r.replaceOutdatedGang(ctx, u, pods); replaced || err != nil {
+		return ctrl.Result{RequeueAfter: wake}, err
+	}
+
+	// 9. Create the missing pods of the current attempt once the stale ones are gone.
 	if len(pods.stale) > 0 {
 		return ctrl.Result{RequeueAfter: wake}, nil
 	}
@@ -375,6 +382,24 @@ func (r *ESPOJobReconciler) createPods(ctx context.Context, u *statusUpdate, pod
 		u.clearCondition(v1.ConditionRestarting, v1.ReasonRestarted, fmt.Sprintf("recreated the %d trainer pods for %s", n, c.Message))
 	}
 	return nil
+}
+
+// replaceOutdatedGang deletes every current pod when one of them was built from
+// another spec than the job's (the pod template policy) and reports whether it did;
+// the event PodTemplateChanged is queued once the deletions were accepted. The
+// restart attempt stays: the pods are recreated as on a resume.
+func (r *ESPOJobReconciler) replaceOutdatedGang(ctx context.Context, u *statusUpdate, pods *podSet) (bool, error) {
+	want := podTemplateHash(u.job)
+	old, outdated := outdatedPodTemplate(pods, want)
+	if !outdated {
+		return false, nil
+	}
+	log.FromContext(ctx).Info("recreating the trainer pods: the spec changed under them", "from", old, "to", want)
+	if err := r.deletePods(ctx, pods.ranks()); err != nil {
+		return true, err
+	}
+	podTemplateChanged(u, old, want)
+	return true, nil
 }
 
 // deletePods deletes pods, in parallel, each only if it is still the pod that was

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -256,6 +257,94 @@ func TestSuspendAndResumeWithAChangedNodeSelector(t *testing.T) {
 	g.Eventually(condition(g, job, v1.ConditionSuspended), reconcileTimeout, poll).Should(And(
 		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1.ReasonResumed)))
 	g.Expect(getJob(g, job).Status.Restarts).To(BeZero(), "a resume is no restart")
+}
+
+// TestASuspendAndResumeTooQuickToObserveRecreatesThePods: the job is suspended with a
+// new nodeSelector and resumed while the controller is down, so it never sees the
+// suspended state (as with two updates inside one informer window); it finds running
+// pods built from the old spec, and must recreate them, without counting a restart.
+// Then the same two updates back to back with the controller up: whichever it sees,
+// the pods end up with the newest nodeSelector.
+func TestASuspendAndResumeTooQuickToObserveRecreatesThePods(t *testing.T) {
+	ns := newNamespace(t)
+	ctx, g := context.Background(), NewWithT(t)
+	first := startManager(t, ns, nil)
+	job := create(g, builders.MakeESPOJob("quick", ns).Replicas(2).NodeSelector("pool", "cpu").Obj())
+	runAll(g, job)
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseRunning))
+	oldHash := pod(g, job, 0).Labels[controllers.LabelPodTemplateHash]
+	g.Expect(oldHash).NotTo(BeEmpty())
+
+	update := func(suspend bool, nodeSelector map[string]string) {
+		g.Eventually(func() error { // a status write of the controller may come between
+			cur := getJob(g, job)
+			cur.Spec.RunPolicy.Suspend = suspend
+			if nodeSelector != nil {
+				cur.Spec.Trainer.NodeSelector = nodeSelector
+			}
+			return env.Client.Update(ctx, cur)
+		}, reconcileTimeout, poll).Should(Succeed())
+	}
+	// allOn is a function for Eventually: whether the job has all its pods, each of
+	// them on nodeSelector and of the first attempt.
+	allOn := func(nodeSelector map[string]string) func() bool {
+		return func() bool {
+			ps := pods(g, job)
+			for _, p := range ps {
+				if !equality.Semantic.DeepEqual(p.Spec.NodeSelector, nodeSelector) || p.Labels[controllers.LabelRestartAttempt] != "0" {
+					return false
+				}
+			}
+			return len(ps) == 2
+		}
+	}
+
+	first.stop()
+	a100 := map[string]string{"cloud.google.com/gke-nodepool": "a100"}
+	update(true, a100)
+	update(false, nil)
+	startManager(t, ns, nil)
+	g.Eventually(allOn(a100), reconcileTimeout, poll).Should(BeTrue(), func() string { return describePods(g, job) })
+	newHash := pod(g, job, 0).Labels[controllers.LabelPodTemplateHash]
+	g.Expect(newHash).NotTo(BeElementOf("", oldHash))
+	g.Expect(pod(g, job, 1).Labels).To(HaveKeyWithValue(controllers.LabelPodTemplateHash, newHash))
+	g.Eventually(func() []string { return eventMessages(g, job, controllers.ReasonPodTemplateChanged) }, reconcileTimeout, poll).
+		Should(ContainElement(ContainSubstring("pod template hash %s, now %s", oldHash, newHash)))
+	runAll(g, job)
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseRunning))
+	st := getJob(g, job).Status
+	g.Expect(st.Restarts).To(BeZero(), "a changed spec is no failure")
+	g.Expect(meta.FindStatusCondition(st.Conditions, v1.ConditionRestarting)).To(BeNil())
+	g.Expect(meta.FindStatusCondition(st.Conditions, v1.ConditionSuspended)).To(BeNil(), "the suspension was never seen")
+
+	h100 := map[string]string{"cloud.google.com/gke-nodepool": "h100"}
+	update(true, h100)
+	update(false, nil)
+	g.Eventually(allOn(h100), reconcileTimeout, poll).Should(BeTrue(), func() string { return describePods(g, job) })
+	g.Expect(getJob(g, job).Status.Restarts).To(BeZero())
+}
+
+// describePods is a line per pod of the job, for failure messages.
+func describePods(g Gomega, job *v1.ESPOJob) string {
+	out := ""
+	for _, p := range pods(g, job) {
+		out += fmt.Sprintf("%s attempt=%s hash=%s nodeSelector=%v\n", p.Name, p.Labels[controllers.LabelRestartAttempt],
+			p.Labels[controllers.LabelPodTemplateHash], p.Spec.NodeSelector)
+	}
+	return out
+}
+
+// eventMessages are the messages of the events about the job with the reason.
+func eventMessages(g Gomega, job *v1.ESPOJob, reason string) []string {
+	var list eventsv1.EventList
+	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(job.Namespace))).To(Succeed())
+	var msgs []string
+	for _, e := range list.Items {
+		if e.Regarding.UID == job.UID && e.Reason == reason {
+			msgs = append(msgs, e.Note)
+		}
+	}
+	return msgs
 }
 
 func TestDeletingTheJobDeletesItsChildren(t *testing.T) {

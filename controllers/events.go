@@ -27,12 +27,19 @@ import (
 )
 
 // event is an event to emit once the status that caused it has been written. Its
-// reason is one of the constant condition reasons of v1alpha1.
+// reason is one of the constant condition reasons of v1alpha1, or
+// ReasonPodTemplateChanged.
 type event struct {
 	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
 	Reason  string
 	Message string
 }
+
+// ReasonPodTemplateChanged is the reason of the Normal event that says a running gang
+// built from an older spec is being recreated from the current one (the pod template
+// policy). It is an event reason only, no condition's, so it lives here rather than
+// among the condition reasons of v1alpha1.
+const ReasonPodTemplateChanged = "PodTemplateChanged"
 
 // quietReasons change a condition without an event: the ordinary waiting states.
 var quietReasons = map[string]bool{v1.ReasonPodsPending: true}

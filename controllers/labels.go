@@ -33,7 +33,10 @@ const (
 	LabelRank           = "training.espo.dev/rank"
 	LabelRole           = "training.espo.dev/role"
 	LabelRestartAttempt = "training.espo.dev/restart-attempt"
-	LabelManagedBy      = "app.kubernetes.io/managed-by"
+	// LabelPodTemplateHash is the hash of the spec a trainer pod was built from
+	// (podTemplateHash): a running gang with another hash than the job's is recreated.
+	LabelPodTemplateHash = "training.espo.dev/pod-template-hash"
+	LabelManagedBy       = "app.kubernetes.io/managed-by"
 
 	// ManagedByValue is the value of LabelManagedBy on every child.
 	ManagedByValue = "espo-operator"
@@ -103,7 +106,8 @@ func jobLabels(job *v1.ESPOJob) map[string]string {
 }
 
 // podLabels are the labels of the trainer pod of a rank in the current restart
-// attempt: the job's pod labels (spec.trainer.labels), overridden by the job's own.
+// attempt: the job's pod labels (spec.trainer.labels), overridden by the job's own,
+// which include the hash of the spec the pod is built from.
 func podLabels(job *v1.ESPOJob, rank int32) map[string]string {
 	l := maps.Clone(job.Spec.Trainer.Labels)
 	if l == nil {
@@ -113,6 +117,9 @@ func podLabels(job *v1.ESPOJob, rank int32) map[string]string {
 	l[LabelRank] = strconv.Itoa(int(rank))
 	l[LabelRole] = podRole(rank)
 	l[LabelRestartAttempt] = strconv.Itoa(int(job.Status.Restarts))
+	if h := podTemplateHash(job); h != "" {
+		l[LabelPodTemplateHash] = h
+	}
 	return l
 }
 

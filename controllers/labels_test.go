@@ -43,6 +43,7 @@ func TestPodLabels(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			tc.want[LabelPodTemplateHash] = podTemplateHash(tc.job)
 			if diff := cmp.Diff(tc.want, podLabels(tc.job, tc.rank)); diff != "" {
 				t.Errorf("podLabels (-want +got):\n%s", diff)
 			}

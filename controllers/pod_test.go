@@ -258,7 +258,9 @@ func TestBuildPod(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want(), buildPod(tc.job, tc.rank, testOpts)); diff != "" {
+			want := tc.want()
+			want.Labels[LabelPodTemplateHash] = podTemplateHash(tc.job) // its own tests: pod_template_hash_test.go
+			if diff := cmp.Diff(want, buildPod(tc.job, tc.rank, testOpts)); diff != "" {
 				t.Errorf("buildPod (-want +got):\n%s", diff)
 			}
 		})

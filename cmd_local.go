@@ -59,10 +59,12 @@ const (
 	fileKubeconfig = "kubeconfig"
 	fileServePID   = "serve.pid"
 	fileServeLog   = "serve.log"
-	fileManagerPID = "manager.pid"
-	fileManagerLog = "manager.log"
-	fileReady      = "ready"
-	dirNode        = "node"
+	// fileControlPlanePIDs lists the pids of etcd and kube-apiserver.
+	fileControlPlanePIDs = "controlplane.pids"
+	fileManagerPID       = "manager.pid"
+	fileManagerLog       = "manager.log"
+	fileReady            = "ready"
+	dirNode              = "node"
 )
 
 // localOptions are the flags of "espo local".
@@ -192,6 +194,7 @@ func (o *localOptions) ensureCluster(ctx context.Context) error {
 		return err
 	}
 	_ = os.Remove(o.path(fileReady))
+	killListed(o.path(fileControlPlanePIDs)) // left by a serve that was killed
 	args := []string{"local", "serve", "--state-dir", o.stateDir, "--gpus", strconv.FormatInt(o.gpus, 10), "--memory", o.memory}
 	if o.cpu != "" {
 		args = append(args, "--cpu", o.cpu)
@@ -254,6 +257,9 @@ func (o *localOptions) serve(ctx context.Context) error {
 		return err
 	}
 	defer cp.Stop()
+	if err := writeProcs(o.path(fileControlPlanePIDs), childrenNamed(os.Getpid(), controlPlaneCommands...)); err != nil {
+		return err
+	}
 	kc, err := cp.AdminKubeconfig()
 	if err != nil {
 		return err
@@ -423,6 +429,7 @@ func (o *localOptions) down() error {
 			return err
 		}
 	}
+	killListed(o.path(fileControlPlanePIDs))
 	killLeftoverPods(o.path(dirNode))
 	if err := os.RemoveAll(o.stateDir); err != nil {
 		return err

@@ -66,7 +66,8 @@ type group struct {
 	adv  []float64
 	cout float64
 	// logp and ref are the per-token log-probs under the current and the reference
-	// policy, per candidate.
+	// policy, per candidate: logp is the samples' Logprobs unless the worker returned
+	// current log-probs; ref is empty when the loss has no KL term.
 	logp, ref [][]float64
 }
 
@@ -208,30 +209,61 @@ func (t *Trainer) advantages(k Kind, gs []*group, stats *batchStats) error {
 	return nil
 }
 
-// logProbs scores every candidate under the current and the reference policy.
+// logProbs sets every candidate's log-probs under the current policy (logp) and, when
+// the loss has a KL term (beta != 0), under the reference policy (ref). A batch takes
+// one optimizer step, so the current policy is the one that sampled the candidates and
+// logp is what Generate reported; the workers are asked for the reference only
+// (reference_only), and not at all when beta is 0.
 func (t *Trainer) logProbs(ctx context.Context, gs []*group) error {
-	return t.perGroup(gs, func(g *group) error {
-		req := &workerpb.LogProbsRequest{Reference: t.res.Loss.Beta != 0}
-		G := len(g.samples) / len(g.prompts)
-		for i, s := range g.samples {
-			req.Items = append(req.Items, &workerpb.Scored{Prompt: g.prompts[i/G], Answer: s.Answer})
-		}
-		resp, err := t.opts.Workers[g.worker].LogProbs(ctx, req)
-		if err != nil {
-			return err
-		}
-		if len(resp.Items) != len(g.samples) {
-			return fmt.Errorf("logprobs: %d results for %d answers", len(resp.Items), len(g.samples))
-		}
-		g.logp, g.ref = make([][]float64, len(g.samples)), make([][]float64, len(g.samples))
-		for i, it := range resp.Items {
-			if len(it.Current) != len(g.samples[i].Logprobs) {
-				return fmt.Errorf("logprobs: answer %d has %d tokens, generate gave %d", i, len(it.Current), len(g.samples[i].Logprobs))
-			}
-			g.logp[i], g.ref[i] = it.Current, it.Reference
-		}
+	for _, g := range gs {
+		g.useSampledLogProbs()
+	}
+	if t.res.Loss.Beta == 0 {
 		return nil
-	})
+	}
+	return t.perGroup(gs, func(g *group) error { return t.referenceLogProbs(ctx, g) })
+}
+
+// useSampledLogProbs takes the log-probs Generate reported as the group's current
+// log-probs and leaves its reference log-probs empty.
+func (g *group) useSampledLogProbs() {
+	g.logp, g.ref = make([][]float64, len(g.samples)), make([][]float64, len(g.samples))
+	for i, s := range g.samples {
+		g.logp[i] = s.Logprobs
+	}
+}
+
+// referenceLogProbs asks the group's worker for its candidates' reference log-probs
+// (reference_only). A worker that returns the current log-probs anyway (one that
+// ignores reference_only) has them used instead of Generate's; each answer's current
+// and reference log-probs must have as many tokens as Generate gave it.
+func (t *Trainer) referenceLogProbs(ctx context.Context, g *group) error {
+	req := &workerpb.LogProbsRequest{Reference: true, ReferenceOnly: true}
+	G := len(g.samples) / len(g.prompts)
+	for i, s := range g.samples {
+		req.Items = append(req.Items, &workerpb.Scored{Prompt: g.prompts[i/G], Answer: s.Answer})
+	}
+	resp, err := t.opts.Workers[g.worker].LogProbs(ctx, req)
+	if err != nil {
+		return err
+	}
+	if len(resp.Items) != len(g.samples) {
+		return fmt.Errorf("logprobs: %d results for %d answers", len(resp.Items), len(g.samples))
+	}
+	for i, it := range resp.Items {
+		n := len(g.samples[i].Logprobs)
+		if len(it.Current) > 0 {
+			if len(it.Current) != n {
+				return fmt.Errorf("logprobs: answer %d has %d tokens, generate gave %d", i, len(it.Current), n)
+			}
+			g.logp[i] = it.Current
+		}
+		if len(it.Reference) != n {
+			return fmt.Errorf("logprobs: answer %d has %d reference log-probs, generate gave %d tokens", i, len(it.Reference), n)
+		}
+		g.ref[i] = it.Reference
+	}
+	return nil
 }
 
 // lossBackward computes the loss weights of the whole batch at once (so that the

@@ -45,10 +45,11 @@ type Policy interface {
 	// log-prob per token under the policy at temperature 1. The same seed and
 	// prompts give the same answers.
 	Generate(prompts []*workerpb.Prompt, o SampleOptions) ([]*workerpb.Candidates, error)
-	// LogProbs returns the per-token log-probs of each answer under the current
-	// policy and, when reference is true, under the reference policy. An answer
-	// with token ids is scored as those tokens; one with text only is tokenized.
-	LogProbs(items []*workerpb.Scored, reference bool) ([]*workerpb.TokenLogProbs, error)
+	// LogProbs returns the token ids of each answer with their per-token log-probs
+	// under the current policy (unless o.ReferenceOnly) and, when o.Reference,
+	// under the reference policy. An answer with token ids is scored as those
+	// tokens; one with text only is tokenized.
+	LogProbs(items []*workerpb.Scored, o ScoreOptions) ([]*workerpb.TokenLogProbs, error)
 	// Backward adds the gradient of -sum_i sum_t w_{i,t} logp_{i,t} to the
 	// accumulated gradient and returns sum_i sum_t w_{i,t} logp_{i,t} (before the
 	// update) and the number of tokens.
@@ -94,6 +95,15 @@ type SampleOptions struct {
 	Seed uint64
 	// MaxTokens caps the number of tokens of an answer; 0 means no cap.
 	MaxTokens int
+}
+
+// ScoreOptions are the options of LogProbs, as LogProbsRequest gives them. The
+// zero value scores under the current policy only.
+type ScoreOptions struct {
+	// Reference also scores under the reference policy.
+	Reference bool
+	// ReferenceOnly skips the current policy: TokenLogProbs.Current stays empty.
+	ReferenceOnly bool
 }
 
 // StepOptions are the options of one AdamW step, with the defaults filled in.

@@ -148,11 +148,12 @@ func (s *server) Generate(_ context.Context, req *workerpb.GenerateRequest) (*wo
 	return &resp, nil
 }
 
-// LogProbs scores the answers.
+// LogProbs scores the answers, under the current policy unless reference_only.
 func (s *server) LogProbs(_ context.Context, req *workerpb.LogProbsRequest) (*workerpb.LogProbsResponse, error) {
+	o := ScoreOptions{Reference: req.GetReference(), ReferenceOnly: req.GetReferenceOnly()}
 	var resp workerpb.LogProbsResponse
 	err := s.read(func() (err error) {
-		resp.Items, err = s.p.LogProbs(req.GetItems(), req.GetReference())
+		resp.Items, err = s.p.LogProbs(req.GetItems(), o)
 		return err
 	})
 	if err != nil {

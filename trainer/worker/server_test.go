@@ -111,6 +111,29 @@ func TestRemoteEqualsLocal(t *testing.T) {
 	}
 }
 
+// TestServerPassesReferenceOnly: LogProbs over the protocol honours reference_only,
+// leaving current empty and returning the token ids and the reference.
+func TestServerPassesReferenceOnly(t *testing.T) {
+	ctx := context.Background()
+	c := serve(t)
+	if _, err := c.Configure(ctx, &workerpb.ConfigureRequest{Seed: 4, Options: smallModel}); err != nil {
+		t.Fatal(err)
+	}
+	ep := &generated(t, 1)[0]
+	truth := &workerpb.Answer{Text: espo.FormatAnswer("", ep.Steps[0].Answer.Espo())}
+	req := &workerpb.LogProbsRequest{Items: []*workerpb.Scored{{Prompt: worker.PromptFromStep(ep, 0), Answer: truth}},
+		Reference: true, ReferenceOnly: true}
+	resp, err := c.LogProbs(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := resp.Items[0]
+	if len(it.Current) != 0 || len(it.TokenIds) == 0 || len(it.Reference) != len(it.TokenIds) {
+		t.Errorf("reference only: %d token ids, %d current and %d reference log-probs, want no current",
+			len(it.TokenIds), len(it.Current), len(it.Reference))
+	}
+}
+
 func TestServerErrors(t *testing.T) {
 	ctx := context.Background()
 	c := worker.LocalClient(cpu.New(1))

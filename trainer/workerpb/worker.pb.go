@@ -1069,9 +1069,16 @@ func (x *Scored) GetAnswer() *Answer {
 }
 
 type LogProbsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Items         []*Scored              `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
-	Reference     bool                   `protobuf:"varint,2,opt,name=reference,proto3" json:"reference,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Items []*Scored              `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// Also score the answers under the frozen reference policy.
+	Reference bool `protobuf:"varint,2,opt,name=reference,proto3" json:"reference,omitempty"`
+	// When true, the worker may skip the current policy and leave current empty (the
+	// trainer asks so when the current policy is the one that sampled the answers, whose
+	// log-probs Generate already returned). Workers that ignore it (older or external
+	// ones) keep returning current, which stays valid. token_ids, and reference when
+	// asked, are returned either way.
+	ReferenceOnly bool `protobuf:"varint,3,opt,name=reference_only,json=referenceOnly,proto3" json:"reference_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1120,10 +1127,18 @@ func (x *LogProbsRequest) GetReference() bool {
 	return false
 }
 
+func (x *LogProbsRequest) GetReferenceOnly() bool {
+	if x != nil {
+		return x.ReferenceOnly
+	}
+	return false
+}
+
 type TokenLogProbs struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	TokenIds []int32                `protobuf:"varint,1,rep,packed,name=token_ids,json=tokenIds,proto3" json:"token_ids,omitempty"`
-	Current  []float64              `protobuf:"fixed64,2,rep,packed,name=current,proto3" json:"current,omitempty"`
+	// Empty when the request set reference_only and the worker honoured it.
+	Current []float64 `protobuf:"fixed64,2,rep,packed,name=current,proto3" json:"current,omitempty"`
 	// Empty unless the request asked for the reference policy.
 	Reference     []float64 `protobuf:"fixed64,3,rep,packed,name=reference,proto3" json:"reference,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1970,10 +1985,11 @@ const file_worker_proto_rawDesc = "" +
 	"candidates\"h\n" +
 	"\x06Scored\x12.\n" +
 	"\x06prompt\x18\x01 \x01(\v2\x16.espo.worker.v1.PromptR\x06prompt\x12.\n" +
-	"\x06answer\x18\x02 \x01(\v2\x16.espo.worker.v1.AnswerR\x06answer\"]\n" +
+	"\x06answer\x18\x02 \x01(\v2\x16.espo.worker.v1.AnswerR\x06answer\"\x84\x01\n" +
 	"\x0fLogProbsRequest\x12,\n" +
 	"\x05items\x18\x01 \x03(\v2\x16.espo.worker.v1.ScoredR\x05items\x12\x1c\n" +
-	"\treference\x18\x02 \x01(\bR\treference\"d\n" +
+	"\treference\x18\x02 \x01(\bR\treference\x12%\n" +
+	"\x0ereference_only\x18\x03 \x01(\bR\rreferenceOnly\"d\n" +
 	"\rTokenLogProbs\x12\x1b\n" +
 	"\ttoken_ids\x18\x01 \x03(\x05R\btokenIds\x12\x18\n" +
 	"\acurrent\x18\x02 \x03(\x01R\acurrent\x12\x1c\n" +

@@ -55,8 +55,8 @@ type WorkerClient interface {
 	// Generate samples candidate answers for each prompt with their per-token log-probs
 	// under the sampling policy.
 	Generate(ctx context.Context, in *GenerateRequest, opts ...grpc.CallOption) (*GenerateResponse, error)
-	// LogProbs scores given answers under the current policy and, on request, under the
-	// frozen reference policy.
+	// LogProbs scores given answers under the current policy (unless reference_only) and,
+	// on request, under the frozen reference policy.
 	LogProbs(ctx context.Context, in *LogProbsRequest, opts ...grpc.CallOption) (*LogProbsResponse, error)
 	// Backward accumulates the gradient of the loss  -sum_i sum_t w_{i,t} * logp_{i,t}.
 	Backward(ctx context.Context, in *BackwardRequest, opts ...grpc.CallOption) (*BackwardResponse, error)
@@ -205,8 +205,8 @@ type WorkerServer interface {
 	// Generate samples candidate answers for each prompt with their per-token log-probs
 	// under the sampling policy.
 	Generate(context.Context, *GenerateRequest) (*GenerateResponse, error)
-	// LogProbs scores given answers under the current policy and, on request, under the
-	// frozen reference policy.
+	// LogProbs scores given answers under the current policy (unless reference_only) and,
+	// on request, under the frozen reference policy.
 	LogProbs(context.Context, *LogProbsRequest) (*LogProbsResponse, error)
 	// Backward accumulates the gradient of the loss  -sum_i sum_t w_{i,t} * logp_{i,t}.
 	Backward(context.Context, *BackwardRequest) (*BackwardResponse, error)

@@ -99,7 +99,7 @@ func BenchmarkLogProbs(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := p.LogProbs(scored, true); err != nil {
+		if _, err := p.LogProbs(scored, worker.ScoreOptions{Reference: true}); err != nil {
 			b.Fatal(err)
 		}
 	}

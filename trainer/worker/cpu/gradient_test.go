@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
@@ -60,7 +61,7 @@ func objective(t *testing.T, p *Policy, items []*workerpb.Weighted) float64 {
 	for i, it := range items {
 		scored[i] = &workerpb.Scored{Prompt: it.Prompt, Answer: it.Answer}
 	}
-	lps, err := p.LogProbs(scored, false)
+	lps, err := p.LogProbs(scored, worker.ScoreOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func sftEpoch(t testing.TB, p *Policy, eps []dataset.Episode, lr float64) {
 		for j := range ps {
 			scored[j] = &workerpb.Scored{Prompt: ps[j], Answer: &workerpb.Answer{Text: truth(ep, j)}}
 		}
-		lps, err := p.LogProbs(scored, false)
+		lps, err := p.LogProbs(scored, worker.ScoreOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

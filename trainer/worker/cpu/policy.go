@@ -192,9 +192,9 @@ func (p *Policy) score(v *view, zs *sums, toks []int32, g *grads, weight func(in
 	return w.logps, nil
 }
 
-// LogProbs scores each answer under the current and, when reference is set, the
-// reference weights.
-func (p *Policy) LogProbs(items []*workerpb.Scored, reference bool) ([]*workerpb.TokenLogProbs, error) {
+// LogProbs returns each answer's tokens with their log-probs under the current
+// weights (unless o.ReferenceOnly) and, when o.Reference, the reference weights.
+func (p *Policy) LogProbs(items []*workerpb.Scored, o worker.ScoreOptions) ([]*workerpb.TokenLogProbs, error) {
 	preps, err := p.prepare(len(items), func(i int) *workerpb.Prompt { return items[i].GetPrompt() })
 	if err != nil {
 		return nil, err
@@ -206,19 +206,30 @@ func (p *Policy) LogProbs(items []*workerpb.Scored, reference bool) ([]*workerpb
 		if err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
 		}
-		r := &workerpb.TokenLogProbs{TokenIds: toks}
-		if r.Current, err = p.score(pp.v, pp.cur, toks, nil, nil); err != nil {
+		if out[i], err = p.scoreUnder(pp, toks, o); err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
 		}
-		if reference {
-			if r.Reference, err = p.score(pp.v, pp.rf, toks, nil, nil); err != nil {
-				return fmt.Errorf("item %d: %w", i, err)
-			}
-		}
-		out[i] = r
 		return nil
 	})
 	return out, err
+}
+
+// scoreUnder returns the log-probs of toks under the networks o asks for: the
+// current one unless o.ReferenceOnly, the reference one when o.Reference.
+func (p *Policy) scoreUnder(pp *prepared, toks []int32, o worker.ScoreOptions) (*workerpb.TokenLogProbs, error) {
+	r := &workerpb.TokenLogProbs{TokenIds: toks}
+	var err error
+	if !o.ReferenceOnly {
+		if r.Current, err = p.score(pp.v, pp.cur, toks, nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	if o.Reference {
+		if r.Reference, err = p.score(pp.v, pp.rf, toks, nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // Backward accumulates the gradient of -sum_i sum_t w_{i,t} logp_{i,t}. Each

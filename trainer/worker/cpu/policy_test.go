@@ -48,7 +48,7 @@ func TestGenerateLogProbsAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	scored := scoredSamples(ps, cands)
-	lps, err := p.LogProbs(scored, true)
+	lps, err := p.LogProbs(scored, worker.ScoreOptions{Reference: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +74,58 @@ func TestGenerateLogProbsAgree(t *testing.T) {
 	}
 }
 
+// TestReferenceOnlySkipsTheCurrentPolicy: LogProbs with ReferenceOnly leaves every
+// Current empty and returns the token ids and reference log-probs of the full call,
+// for sampled answers and for text-only ones, after an optimizer step has moved the
+// weights away from the reference (so that current and reference differ).
+func TestReferenceOnlySkipsTheCurrentPolicy(t *testing.T) {
+	p := configured(t, 5, nil)
+	ep := &episodes(t, 3, 4)[1]
+	ps := prompts(ep)
+	var sft []*workerpb.Weighted
+	for j, pr := range ps {
+		sft = append(sft, &workerpb.Weighted{Prompt: pr, Answer: &workerpb.Answer{Text: truth(ep, j)}, SequenceWeight: 1})
+	}
+	if _, _, err := p.Backward(sft); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Step(worker.StepOptions{LearningRate: 0.05, Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8}); err != nil {
+		t.Fatal(err)
+	}
+	cands, err := p.Generate(ps, sampleOptions(3, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scored := scoredSamples(ps, cands)
+	for j, pr := range ps {
+		scored = append(scored, &workerpb.Scored{Prompt: pr, Answer: &workerpb.Answer{Text: truth(ep, j)}})
+	}
+	full, err := p.LogProbs(scored, worker.ScoreOptions{Reference: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	only, err := p.LogProbs(scored, worker.ScoreOptions{Reference: true, ReferenceOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	for i := range scored {
+		if len(only[i].Current) != 0 {
+			t.Errorf("item %d: reference only returned %d current log-probs, want none", i, len(only[i].Current))
+		}
+		if len(full[i].Reference) == 0 || !slices.Equal(only[i].Reference, full[i].Reference) {
+			t.Errorf("item %d: reference only gives reference %v, the full call %v", i, only[i].Reference, full[i].Reference)
+		}
+		if !slices.Equal(only[i].TokenIds, full[i].TokenIds) {
+			t.Errorf("item %d: reference only gives tokens %v, the full call %v", i, only[i].TokenIds, full[i].TokenIds)
+		}
+		moved = moved || !slices.Equal(full[i].Current, full[i].Reference)
+	}
+	if !moved {
+		t.Fatal("the step left current and reference log-probs equal: the test cannot tell them apart")
+	}
+}
+
 // TestTemperatureAndGreedy checks that log-probs are reported at temperature 1
 // whatever the sampling temperature, and that greedy answers take the most
 // likely option of every decision.
@@ -86,7 +138,7 @@ func TestTemperatureAndGreedy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lps, err := p.LogProbs(scoredSamples(ps, cands), false)
+		lps, err := p.LogProbs(scoredSamples(ps, cands), worker.ScoreOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +176,7 @@ func TestMaxTokensTruncates(t *testing.T) {
 			}
 		}
 	}
-	if _, err := p.LogProbs(scoredSamples(ps, cands), false); err != nil {
+	if _, err := p.LogProbs(scoredSamples(ps, cands), worker.ScoreOptions{}); err != nil {
 		t.Fatalf("truncated answers must score: %v", err)
 	}
 }
@@ -171,7 +223,7 @@ func TestInvalidAnswers(t *testing.T) {
 		{TokenIds: []int32{tokenID(kindType, 0), tokenID(kindElement, 9999)}},
 		{TokenIds: []int32{tokenID(kindType, 3), tokenID(kindElement, 0)}},
 	} {
-		_, err := p.LogProbs([]*workerpb.Scored{{Prompt: pr, Answer: a}}, false)
+		_, err := p.LogProbs([]*workerpb.Scored{{Prompt: pr, Answer: a}}, worker.ScoreOptions{})
 		if !errors.Is(err, worker.ErrInvalid) {
 			t.Errorf("answer %v: error %v, want ErrInvalid", a, err)
 		}
@@ -290,8 +342,8 @@ func TestSaveLoad(t *testing.T) {
 			}
 		}
 	}
-	pl, _ := p.LogProbs(scoredSamples(ps, pa), true)
-	ql, _ := q.LogProbs(scoredSamples(ps, qa), true)
+	pl, _ := p.LogProbs(scoredSamples(ps, pa), worker.ScoreOptions{Reference: true})
+	ql, _ := q.LogProbs(scoredSamples(ps, qa), worker.ScoreOptions{Reference: true})
 	for i := range pl {
 		if !slices.Equal(pl[i].Reference, ql[i].Reference) {
 			t.Fatal("loaded reference differs")

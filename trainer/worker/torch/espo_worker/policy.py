@@ -185,6 +185,8 @@ class Policy:
             return resp
 
     def logprobs(self, req):
+        """Token ids of each answer with their log-probs under the current policy (left
+        empty when req.reference_only) and, when req.reference, the reference policy."""
         with self.lock:
             self.need()
             self.backend.model.eval()
@@ -196,7 +198,8 @@ class Policy:
                 work.append((inputs, ids))
                 r = resp.items.add()
                 r.token_ids.extend(ids)
-                r.current.extend(self._score(inputs, ids))
+                if not req.reference_only:
+                    r.current.extend(self._score(inputs, ids))
             if req.reference:
                 self.swap_reference()
                 try:

@@ -107,8 +107,8 @@ class WorkerServicer(object):
     raise NotImplementedError('Method not implemented!')
 
   def LogProbs(self, request, context):
-    """LogProbs scores given answers under the current policy and, on request, under the
-    frozen reference policy.
+    """LogProbs scores given answers under the current policy (unless reference_only) and,
+    on request, under the frozen reference policy.
     """
     context.set_code(grpc.StatusCode.UNIMPLEMENTED)
     context.set_details('Method not implemented!')

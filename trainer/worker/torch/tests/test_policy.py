@@ -171,6 +171,22 @@ class PolicyTest(unittest.TestCase):
         snap = p.logprobs(pb.LogProbsRequest(items=[item], reference=True)).items[0]
         self.assertEqual(list(snap.reference), list(after.current))
 
+    def test_reference_only_skips_the_current_policy(self):
+        p = new_policy(2)
+        pr = make_prompt()
+        p.backward(sft_request([pr]))
+        p.step(pb.StepRequest(learning_rate=0.05))  # current and reference now differ
+        sampled = p.generate(pb.GenerateRequest(prompts=[pr], samples=2, seed=3)).candidates[0].samples
+        items = [pb.Scored(prompt=pr, answer=pb.Answer(text=ANSWER))] + [pb.Scored(prompt=pr, answer=s.answer) for s in sampled]
+        full = p.logprobs(pb.LogProbsRequest(items=items, reference=True)).items
+        only = p.logprobs(pb.LogProbsRequest(items=items, reference=True, reference_only=True)).items
+        self.assertNotEqual(list(full[0].current), list(full[0].reference))
+        for f, o in zip(full, only):
+            self.assertEqual(list(o.current), [])
+            self.assertEqual(list(o.token_ids), list(f.token_ids))
+            self.assertEqual(list(o.reference), list(f.reference))
+            self.assertEqual(len(o.reference), len(o.token_ids))
+
     def test_save_load_restores_everything(self):
         p = new_policy(4)
         for t in (1, 2):

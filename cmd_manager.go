@@ -51,6 +51,7 @@ type managerOptions struct {
 	qps                     float32
 	burst                   int
 	concurrentReconciles    int
+	podEventBatchPeriod     time.Duration
 }
 
 func newManagerCommand() *cobra.Command {
@@ -88,6 +89,8 @@ func newManagerCommand() *cobra.Command {
 	f.Float32Var(&o.qps, "kube-api-qps", 200, "Requests per second the manager may send to the API server")
 	f.IntVar(&o.burst, "kube-api-burst", 400, "Burst of requests the manager may send to the API server")
 	f.IntVar(&o.concurrentReconciles, "max-concurrent-reconciles", 16, "How many ESPOJobs are reconciled at once")
+	f.DurationVar(&o.podEventBatchPeriod, "pod-event-batch-period", controllers.DefaultPodEventBatchPeriod,
+		"How long a pod event waits before its job is reconciled, so that a gang's events give one status write; 0 reconciles on every pod event")
 	return cmd
 }
 
@@ -149,6 +152,7 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 	reconciler := controllers.NewESPOJobReconciler(mgr, controllers.Options{
 		PodOptions:              controllers.PodOptions{TrainerImage: o.trainerImage, CUDAWorkerImage: o.cudaWorkerImage},
 		MaxConcurrentReconciles: o.concurrentReconciles,
+		PodEventBatchPeriod:     o.podEventBatchPeriod,
 	})
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ESPOJob controller: %w", err)

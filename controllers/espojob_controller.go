@@ -54,6 +54,11 @@ type Options struct {
 	// MaxConcurrentReconciles is how many jobs are reconciled at once. Default 16:
 	// a reconcile mostly waits on the API server.
 	MaxConcurrentReconciles int
+	// PodEventBatchPeriod is how long a pod event waits before its job is
+	// reconciled, so that the events of a gang within it give one reconcile and one
+	// status write (events of the job itself do not wait). 0 reconciles on every
+	// pod event; the manager's default is DefaultPodEventBatchPeriod.
+	PodEventBatchPeriod time.Duration
 }
 
 // ESPOJobReconciler turns ESPOJobs into trainer pods and their companions, and the
@@ -432,8 +437,8 @@ func indexByOwner(obj client.Object) []string {
 }
 
 // SetupWithManager registers the owner index and the controller with mgr: it watches
-// ESPOJobs and the pods, ConfigMaps, Services, ServiceAccounts, Roles and
-// RoleBindings they own.
+// ESPOJobs and the pods (batched, see Options.PodEventBatchPeriod), ConfigMaps,
+// Services, ServiceAccounts, Roles and RoleBindings they own.
 func (r *ESPOJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, ownerUIDKey, indexByOwner); err != nil {
 		return fmt.Errorf("indexing pods by owner: %w", err)
@@ -442,7 +447,7 @@ func (r *ESPOJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	phaseReader.Store(&reader)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1.ESPOJob{}).
-		Owns(&corev1.Pod{}).
+		Watches(&corev1.Pod{}, podEventHandler(mgr, r.opts.PodEventBatchPeriod)).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ServiceAccount{}).

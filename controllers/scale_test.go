@@ -30,9 +30,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/test/builders"
 )
 
@@ -71,7 +73,9 @@ func TestScale(t *testing.T) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	startManager(t, ns, &writes)
+	env.StartManager(t, operatorConfig(t, &writes), ns, func(_ *ctrl.Options, o *controllers.Options) {
+		o.PodEventBatchPeriod = controllers.DefaultPodEventBatchPeriod // as the manager runs
+	})
 
 	start := time.Now()
 	workqueue.ParallelizeUntil(ctx, 32, scaleJobs, func(i int) {

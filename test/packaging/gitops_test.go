@@ -186,7 +186,7 @@ func startOperator(t *testing.T, ns string) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", sa.GetNamespace(), sa.GetName())}
 
-	env.StartManager(t, cfg, ns, func(o *ctrl.Options) {
+	env.StartManager(t, cfg, ns, func(o *ctrl.Options, _ *controllers.Options) {
 		o.LeaderElection = true
 		o.LeaderElectionID = "espo-operator.training.espo.dev"
 		o.LeaderElectionNamespace = sa.GetNamespace()

@@ -40,9 +40,10 @@ const (
 // StartManager runs the ESPOJob controller in the test process as the operator runs it
 // (its cache and client options), reaching the API server with cfg and watching
 // namespace ns only, without metrics or probe servers; tune, when not nil, adjusts the
-// options (leader election, say). The manager stops when the test ends or when the
+// manager's options (leader election, say) and the controller's (its pod event batch
+// period, which is 0 here unless tuned: tests see every pod event at once). The manager stops when the test ends or when the
 // returned stop is called, whichever comes first; an error from it fails the test.
-func (e *Env) StartManager(t testing.TB, cfg *rest.Config, ns string, tune func(*ctrl.Options)) (stop func()) {
+func (e *Env) StartManager(t testing.TB, cfg *rest.Config, ns string, tune func(*ctrl.Options, *controllers.Options)) (stop func()) {
 	t.Helper()
 	cacheOpts := controllers.CacheOptions()
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
@@ -54,16 +55,17 @@ func (e *Env) StartManager(t testing.TB, cfg *rest.Config, ns string, tune func(
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	}
+	ropts := controllers.Options{
+		PodOptions: controllers.PodOptions{TrainerImage: TrainerImage, CUDAWorkerImage: CUDAWorkerImage},
+	}
 	if tune != nil {
-		tune(&opts)
+		tune(&opts, &ropts)
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := controllers.NewESPOJobReconciler(mgr, controllers.Options{
-		PodOptions: controllers.PodOptions{TrainerImage: TrainerImage, CUDAWorkerImage: CUDAWorkerImage},
-	})
+	r := controllers.NewESPOJobReconciler(mgr, ropts)
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

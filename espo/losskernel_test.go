@@ -17,6 +17,7 @@ limitations under the License.
 package espo
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -121,4 +122,51 @@ func TestLossTokensEstimators(t *testing.T) {
 			t.Errorf("estimator %d: k %v, w %v; want k %v, w %v", est, k, w[0], want[0], 0.5*2-0.25*want[1])
 		}
 	}
+}
+
+// FuzzLossKernelAVX2MatchesGo checks, on any bytes read as the log-probabilities of
+// a sequence (three float64 per token: logp, old, ref) and its parameters, that the
+// AVX2 kernel and the Go loop agree bit for bit (NaNs up to payload).
+func FuzzLossKernelAVX2MatchesGo(f *testing.F) {
+	if !useAVX2 {
+		f.Skip("this CPU or build (purego) has no AVX2 kernel")
+	}
+	seed := func(A, lb, ub float64, tokens ...float64) []byte {
+		var b []byte
+		for _, x := range append([]float64{A, lb, ub}, tokens...) {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+		}
+		return b
+	}
+	f.Add(seed(1.3, 0, 1.3, -1, -1.1, -0.9, -2, -1.5, -2.2, -0.5, -21, -0.4, -3, -3, 0))
+	f.Add(seed(-0.7, 0.8, 3, -1, -1, -1, math.NaN(), -1, -1, -1, 30, -20, -2, math.Inf(1), 5))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v []float64
+		for len(data) >= 8 {
+			v = append(v, math.Float64frombits(binary.LittleEndian.Uint64(data)))
+			data = data[8:]
+		}
+		if len(v) < 3+12 {
+			return
+		}
+		n := (len(v) - 3) / 3
+		var l lossLanes
+		l.reset(v[0], 0.25, 0.0025, v[1], v[2])
+		lp, old, ref := v[3:3+n], v[3+n:3+2*n], v[3+2*n:3+3*n]
+		want, got := make([]float64, n), make([]float64, n)
+		lg, la := l, l
+		lossTokensGo(want, lp, old, ref, 3, &lg)
+		lossTokens(got, lp, old, ref, 3, &la)
+		for i := range want {
+			if !same(got[i], want[i]) {
+				t.Fatalf("token %d (logp %v, old %v, ref %v): weight %v, want %v", i, lp[i], old[i], ref[i], got[i], want[i])
+			}
+		}
+		for j := range 4 {
+			if !same(la.Q[j], lg.Q[j]) || !same(la.R[j], lg.R[j]) || !same(la.K[j], lg.K[j]) ||
+				la.Below[j] != lg.Below[j] || la.Above[j] != lg.Above[j] {
+				t.Fatalf("lane %d: sums %+v, want %+v", j, la, lg)
+			}
+		}
+	})
 }

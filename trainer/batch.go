@@ -136,6 +136,10 @@ func (t *Trainer) backwardRL(ctx context.Context, k Kind, gs []*group, stats *ba
 	if err := t.generate(ctx, gs); err != nil {
 		return err
 	}
+	if err := t.prefetchBatchIntents(ctx, gs); err != nil {
+		return err
+	}
+	defer t.releaseIntents()
 	start := t.opts.Clock.Now()
 	err := t.advantages(k, gs, stats)
 	stats.coreTime += t.opts.Clock.Since(start)

@@ -30,6 +30,7 @@ import (
 
 	"github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/trainer/embedding"
 )
 
 // Config is the resolved run configuration (v1alpha1.RunConfig).
@@ -117,7 +118,28 @@ func Resolve(c *Config) (*Resolved, error) {
 		fieldErr("spec.rewards", r.Rewards.Validate()),
 		fieldErr("spec.rewards.cout", r.Advantage.Validate()),
 		fieldErr("spec.algorithm", r.Loss.Validate()),
+		checkEmbedder(s.Rewards.Intent.Embedder),
 	)
+}
+
+// checkEmbedder applies to spec.rewards.intent.embedder, when set and defaulted, the
+// rules the API server applies: an http or https endpoint with a host, and the
+// bounds of timeoutSeconds and batchSize.
+func checkEmbedder(e *v1alpha1.EmbedderSpec) error {
+	if e == nil {
+		return nil
+	}
+	var errs []error
+	if err := embedding.CheckEndpoint(e.Endpoint); err != nil {
+		errs = append(errs, fmt.Errorf("%s.endpoint: %w", embedderField, err))
+	}
+	if e.TimeoutSeconds < 1 || e.TimeoutSeconds > v1alpha1.MaxEmbedderTimeoutSeconds {
+		errs = append(errs, fmt.Errorf("%s.timeoutSeconds: %d not in [1, %d]", embedderField, e.TimeoutSeconds, v1alpha1.MaxEmbedderTimeoutSeconds))
+	}
+	if e.BatchSize < 1 || e.BatchSize > v1alpha1.MaxEmbedderBatchSize {
+		errs = append(errs, fmt.Errorf("%s.batchSize: %d not in [1, %d]", embedderField, e.BatchSize, v1alpha1.MaxEmbedderBatchSize))
+	}
+	return errors.Join(errs...)
 }
 
 // decimalParser parses decimal fields, collecting one error per bad field.

@@ -67,12 +67,33 @@ func TestLoadConfigAppliesThePaperDefaults(t *testing.T) {
 	}
 }
 
+func TestLoadConfigDefaultsTheEmbedder(t *testing.T) {
+	c, err := LoadConfig(writeConfig(t, minimalConfig))
+	if err != nil || c.Spec.Rewards.Intent.Embedder != nil {
+		t.Fatalf("without one: embedder %+v, %v; want none (the built-in embedder)", c.Spec.Rewards.Intent.Embedder, err)
+	}
+	c, err = LoadConfig(writeConfig(t, minimalConfig+"  rewards: {intent: {embedder: {endpoint: 'http://embeddings.ml.svc:8080/v1/embeddings'}}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := v1alpha1.EmbedderSpec{Endpoint: "http://embeddings.ml.svc:8080/v1/embeddings", TimeoutSeconds: 30, BatchSize: 256}
+	if got := c.Spec.Rewards.Intent.Embedder; got == nil || *got != want {
+		t.Errorf("embedder %+v, want %+v", got, want)
+	}
+}
+
 func TestLoadConfigNamesTheBadField(t *testing.T) {
 	cases := map[string]struct{ yaml, want string }{
 		"unknown field": {minimalConfig + "bogus: 1\n", `unknown field "bogus"`},
 		"bad decimal":   {minimalConfig + "  rewards: {format: 'half'}\n", "spec.rewards.format"},
 		"bad tau":       {minimalConfig + "  rewards: {intent: {threshold: '1.5'}}\n", "spec.rewards"},
 		"bad clip":      {minimalConfig + "  algorithm: {clip: {low: '2'}}\n", "spec.algorithm"},
+		"embedder without a scheme": {minimalConfig + "  rewards: {intent: {embedder: {endpoint: 'embeddings.ml.svc:8080'}}}\n",
+			`spec.rewards.intent.embedder.endpoint: "embeddings.ml.svc:8080" is not an http or https URL with a host`},
+		"embedder timeout": {minimalConfig + "  rewards: {intent: {embedder: {endpoint: 'http://embeddings.ml.svc', timeoutSeconds: 601}}}\n",
+			"spec.rewards.intent.embedder.timeoutSeconds: 601 not in [1, 600]"},
+		"embedder batch size": {minimalConfig + "  rewards: {intent: {embedder: {endpoint: 'http://embeddings.ml.svc', batchSize: -1}}}\n",
+			"spec.rewards.intent.embedder.batchSize: -1 not in [1, 2048]"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -83,7 +83,8 @@ func (r *EvalResult) status() *v1alpha1.EvaluationStatus {
 }
 
 // Evaluate answers every step of the episodes greedily (teacher-forced, as in
-// training) and scores the answers with the SmartSpot metrics.
+// training) and scores the answers with the SmartSpot metrics. With an embedding
+// service, the intents of the answers are embedded before they are scored.
 func (t *Trainer) Evaluate(ctx context.Context, split string, eps []dataset.Episode) (*EvalResult, error) {
 	answers := make([][]string, len(eps))
 	err := t.eachWorker(func(i int, w workerpb.WorkerClient) error {
@@ -99,7 +100,11 @@ func (t *Trainer) Evaluate(ctx context.Context, split string, eps []dataset.Epis
 	if err != nil {
 		return nil, err
 	}
-	ev := metrics.NewEvaluator(metrics.Options{Tau: t.res.Rewards.Tau, TextF1: t.res.Rewards.TextF1})
+	if err := t.prefetchEvalIntents(ctx, eps, answers); err != nil {
+		return nil, err
+	}
+	defer t.releaseIntents()
+	ev := metrics.NewEvaluator(metrics.Options{Tau: t.res.Rewards.Tau, TextF1: t.res.Rewards.TextF1, Embedder: t.intentEmbedder()})
 	for e := range eps {
 		if err := ev.Add(&eps[e], answers[e]); err != nil {
 			return nil, err

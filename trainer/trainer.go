@@ -31,6 +31,7 @@ import (
 	"github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/checkpoint"
+	"github.com/espo-dev/espo-operator/trainer/embedding"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
@@ -76,6 +77,10 @@ type Options struct {
 	// StopAfterSteps, when positive, stops the run (without an outcome) once that many
 	// optimizer steps are done: tests use it to simulate a killed trainer.
 	StopAfterSteps int64
+	// EmbeddingRetryWait waits before a retry of the embedding service
+	// (spec.rewards.intent.embedder) and returns early with ctx's error; nil waits on
+	// a timer. Tests return at once.
+	EmbeddingRetryWait func(ctx context.Context, d time.Duration) error
 }
 
 // Trainer runs one training job.
@@ -85,9 +90,12 @@ type Trainer struct {
 	data     *Splits
 	plan     *plan
 	opts     Options
-	rewarder *espo.Rewarder
+	rewarder *espo.Rewarder // made by start (prepareRewards)
 	store    *checkpoint.Store
 	state    State
+	// intents serves the intent embeddings of spec.rewards.intent.embedder; nil for
+	// espo's built-in HashEmbedder.
+	intents *embedding.Cache
 	// status is the report being built; the loop fills it and sends it.
 	status v1alpha1.TrainingStatus
 	// epochReward accumulates the current epoch's step rewards.
@@ -119,11 +127,11 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	rewarder, err := espo.NewRewarder(res.Rewards, nil)
+	intents, err := newIntentCache(cfg.Spec.Rewards.Intent.Embedder, opts)
 	if err != nil {
-		return nil, fmt.Errorf("spec.rewards: %w", err)
+		return nil, err
 	}
-	t := &Trainer{cfg: cfg, res: res, data: data, plan: p, opts: opts, rewarder: rewarder}
+	t := &Trainer{cfg: cfg, res: res, data: data, plan: p, opts: opts, intents: intents}
 	t.state.BestRecommendationAccuracy = -1
 	if cfg.CheckpointDir != "" {
 		keep := 0
@@ -157,7 +165,9 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 	return t.finish(ctx, outcome, msg)
 }
 
-// start configures the workers, from the newest checkpoint when there is one.
+// start configures the workers, from the newest checkpoint when there is one, then
+// makes the rewarder (with an embedding service, once the workers are ready: a
+// service started with the job has had their start-up time to come up).
 func (t *Trainer) start(ctx context.Context) error {
 	t.status.TotalSteps = t.plan.totalSteps()
 	t.opts.Metrics.observeTotal(t.status.TotalSteps)
@@ -184,7 +194,7 @@ func (t *Trainer) start(ctx context.Context) error {
 	t.reducesGradients = infos[0].GetReducesGradients()
 	t.opts.Log.Info("workers ready", "workers", len(infos), "model", infos[0].GetModel(),
 		"device", infos[0].GetDevice(), "parameters", infos[0].GetParameters())
-	return nil
+	return t.prepareRewards(ctx)
 }
 
 // resumePoint returns the worker state to start from: the newest valid checkpoint of

@@ -270,6 +270,54 @@ type IntentRewards struct {
 	// +kubebuilder:default="0.75"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0 && double(self) <= 1.0)",message="must be between 0 and 1"
 	Threshold Decimal `json:"threshold,omitempty"`
+
+	// Embedder is an embedding service that embeds the predicted and the true intents
+	// for their cosine similarity. Unset: the built-in hashed word and character
+	// n-gram embedder, which needs no service but sees shared words, not meaning.
+	// +optional
+	Embedder *EmbedderSpec `json:"embedder,omitempty"`
+}
+
+// The bounds of EmbedderSpec's numbers; the CRD's markers repeat them.
+const (
+	// MaxEmbedderTimeoutSeconds bounds EmbedderSpec.TimeoutSeconds.
+	MaxEmbedderTimeoutSeconds = 600
+	// MaxEmbedderBatchSize bounds EmbedderSpec.BatchSize (the usual limit of inputs per
+	// request of the OpenAI-compatible embeddings API).
+	MaxEmbedderBatchSize = 2048
+)
+
+// EmbedderSpec names an embedding service that speaks the OpenAI-compatible
+// embeddings API: the trainer POSTs {"model": model, "input": [texts...]} to endpoint
+// and reads {"data": [{"index": i, "embedding": [floats]}, ...]}. The service is
+// called by trainer rank 0 only, with no credentials.
+type EmbedderSpec struct {
+	// Endpoint is the URL the trainer POSTs to, http or https, typically a Service in
+	// the cluster: "http://embeddings.ml.svc:8080/v1/embeddings".
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="endpoint must be an http or https URL with a host, such as http://embeddings.ml.svc:8080/v1/embeddings"
+	Endpoint string `json:"endpoint"`
+
+	// Model is sent as the request's "model"; empty omits it (for a service that
+	// serves one model).
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Model string `json:"model,omitempty"`
+
+	// TimeoutSeconds bounds each request, 1..600. Default 30.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=600
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+
+	// BatchSize is the most texts sent in one request, 1..2048. Default 256.
+	// +optional
+	// +kubebuilder:default=256
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2048
+	BatchSize int32 `json:"batchSize,omitempty"`
 }
 
 // DecisionRewards is R_dec, the reward of a recommendation step.

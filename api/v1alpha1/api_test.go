@@ -81,6 +81,7 @@ func TestDefaultIsIdempotentAndKeepsSetValues(t *testing.T) {
 		Algorithm: AlgorithmSpec{SFTEpochs: &zero, LearningRate: "1e-3"},
 		RunPolicy: RunPolicy{BackoffLimit: &zero},
 		Model:     ModelSpec{CPU: &CPUPolicySpec{}},
+		Rewards:   RewardsSpec{Intent: IntentRewards{Embedder: &EmbedderSpec{Endpoint: "http://embeddings.ml.svc", BatchSize: 8}}},
 	}
 	s.Default()
 	once := *s.DeepCopy()
@@ -94,6 +95,14 @@ func TestDefaultIsIdempotentAndKeepsSetValues(t *testing.T) {
 	if s.Algorithm.GroupSize != 5 || s.Rewards.Intent.Threshold != "0.75" || s.Model.CPU.HiddenSize != 32 || s.Trainer.Replicas != 1 {
 		t.Errorf("Default left fields unset: %+v", s)
 	}
+	if e := s.Rewards.Intent.Embedder; e.BatchSize != 8 || e.TimeoutSeconds != 30 {
+		t.Errorf("embedder defaulted to %+v, want batch size 8 kept and timeout 30", e)
+	}
+	var none ESPOJobSpec
+	none.Default()
+	if none.Rewards.Intent.Embedder != nil {
+		t.Errorf("Default made an embedder: %+v", none.Rewards.Intent.Embedder)
+	}
 }
 
 // TestCRDMatchesGo holds the generated CRD to the Go constants that repeat its rules.
@@ -105,6 +114,14 @@ func TestCRDMatchesGo(t *testing.T) {
 	crd := string(data)
 	if want := fmt.Sprintf("size(self.metadata.name) <= %d", MaxNameLength); !strings.Contains(crd, want) {
 		t.Errorf("the CRD has no rule %q", want)
+	}
+	_, embedder, _ := strings.Cut(crd, " embedder:\n")
+	embedder, _, _ = strings.Cut(embedder, "- endpoint\n") // the end of its properties
+	for field, max := range map[string]int{"batchSize": MaxEmbedderBatchSize, "timeoutSeconds": MaxEmbedderTimeoutSeconds} {
+		bound := regexp.MustCompile(`(?s)\s` + field + `:\n.*?maximum: (\d+)`).FindStringSubmatch(embedder)
+		if bound == nil || bound[1] != fmt.Sprint(max) {
+			t.Errorf("the CRD's embedder.%s maximum is %v, the Go constant %d", field, bound, max)
+		}
 	}
 	decimalish := regexp.MustCompile(`\^\[-\+\]\?\[0-9\]\+[^'\s]*`)
 	uses := decimalish.FindAllString(crd, -1)

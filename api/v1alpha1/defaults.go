@@ -97,6 +97,9 @@ func (r *RewardsSpec) Default() {
 	setDefault(&r.GUI.TextF1Threshold, "0.5")
 	setDefault(&r.Intent.Correct, "0.5")
 	setDefault(&r.Intent.Threshold, "0.75")
+	if r.Intent.Embedder != nil {
+		r.Intent.Embedder.Default()
+	}
 	setDefault(&r.Decision.Correct, "0.5")
 	setDefault(&r.Decision.Wrong, "-0.5")
 	setDefault(&r.COUT.Temperature, "1.0")
@@ -104,6 +107,12 @@ func (r *RewardsSpec) Default() {
 	setDefault(&r.COUT.Mode, COUTEpisode)
 	setDefault(&r.COUT.Gates, COUTBothGates)
 	setDefault(&r.COUT.EmptyGate, "0.5")
+}
+
+// Default fills the unset fields of e with their defaults.
+func (e *EmbedderSpec) Default() {
+	setDefault(&e.TimeoutSeconds, 30)
+	setDefault(&e.BatchSize, 256)
 }
 
 // Default fills the unset fields of t with their defaults.

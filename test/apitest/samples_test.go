@@ -24,6 +24,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"sigs.k8s.io/yaml"
 
@@ -71,6 +72,7 @@ var documentedDefaults = map[string]any{
 	"rewards.gui.textF1Threshold":               "0.5",
 	"rewards.intent.correct":                    "0.5",
 	"rewards.intent.threshold":                  "0.75",
+	"rewards.intent.embedder":                   nil, // the built-in embedder unless a service is named
 	"rewards.decision.correct":                  "0.5",
 	"rewards.decision.wrong":                    "-0.5",
 	"rewards.cout.temperature":                  "1.0",
@@ -144,6 +146,35 @@ func TestDocumentedDefaults(t *testing.T) {
 		if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", want) {
 			t.Errorf("spec.%s = %#v, want %#v", path, got, want)
 		}
+	}
+}
+
+// TestEmbedderDefaults names an embedding service with its endpoint alone and reads
+// back the documented defaults, raw, and the same through the Go types and Default.
+func TestEmbedderDefaults(t *testing.T) {
+	ns := namespace(t)
+	u := readManifest(t, filepath.Join(env.RepoRoot, "config", "samples", "training_v1alpha1_espojob_minimal.yaml"))
+	u.SetNamespace(ns)
+	if err := unstructured.SetNestedField(u.Object, map[string]any{"endpoint": "http://embeddings.ml.svc:8080/v1/embeddings"},
+		"spec", "rewards", "intent", "embedder"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(context.Background(), u, strict); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	raw := getRaw(t, ns, u.GetName())
+	want := map[string]any{"endpoint": "http://embeddings.ml.svc:8080/v1/embeddings", "timeoutSeconds": int64(30), "batchSize": int64(256)}
+	if got, _ := lookup(raw.Object["spec"], "rewards.intent.embedder"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("stored embedder %v, want %v", got, want)
+	}
+	goDefaulted := v1.EmbedderSpec{Endpoint: "http://embeddings.ml.svc:8080/v1/embeddings"}
+	goDefaulted.Default()
+	var stored v1.ESPOJob
+	if err := env.Scheme.Convert(raw, &stored, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored.Spec.Rewards.Intent.Embedder; got == nil || *got != goDefaulted {
+		t.Errorf("server defaults %+v, Go defaults %+v", got, goDefaulted)
 	}
 }
 

@@ -1,0 +1,170 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/embedding"
+)
+
+// embedderField is the spec's path of the embedding service, the prefix of its errors.
+const embedderField = "spec.rewards.intent.embedder"
+
+// newIntentCache returns a Cache over the embedding service spec names, or nil when
+// spec is nil: the intent rewards then use espo's built-in HashEmbedder. It does no
+// I/O.
+func newIntentCache(spec *v1alpha1.EmbedderSpec, opts Options) (*embedding.Cache, error) {
+	if spec == nil {
+		return nil, nil
+	}
+	c, err := embedding.NewClient(embedding.Config{
+		Endpoint:  spec.Endpoint,
+		Model:     spec.Model,
+		Timeout:   time.Duration(spec.TimeoutSeconds) * time.Second,
+		BatchSize: int(spec.BatchSize),
+		Wait:      opts.EmbeddingRetryWait,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", embedderField, err)
+	}
+	return embedding.NewCache(c), nil
+}
+
+// prepareRewards makes the rewarder. With an embedding service it first embeds the
+// requirement (the true intent) of every episode of every split, kept for the whole
+// run: that checks that the service answers, before any step, and learns the
+// dimension of its vectors, which the rewarder needs.
+func (t *Trainer) prepareRewards(ctx context.Context) error {
+	if t.intents != nil {
+		reqs := requirementTexts(t.data.Train, t.data.Validation, t.data.Test)
+		if err := t.prefetchIntents(ctx, reqs); err != nil {
+			return err
+		}
+		if !t.intents.Ready() {
+			return fmt.Errorf("%s: no requirement to embed: no episode has an item-pool step with a requirement", embedderField)
+		}
+		t.opts.Log.Info("embedding service ready", "endpoint", t.cfg.Spec.Rewards.Intent.Embedder.Endpoint,
+			"dimension", t.intents.Dim(), "poolSteps", len(reqs.Pinned))
+	}
+	rewarder, err := espo.NewRewarder(t.res.Rewards, t.intentEmbedder())
+	if err != nil {
+		return fmt.Errorf("spec.rewards: %w", err)
+	}
+	t.rewarder = rewarder
+	return nil
+}
+
+// intentEmbedder returns the Embedder of the intent rewards: the embedding service's
+// Cache, or nil (a nil interface, not a nil *Cache) for espo's default.
+func (t *Trainer) intentEmbedder() espo.Embedder {
+	if t.intents == nil {
+		return nil
+	}
+	return t.intents
+}
+
+// prefetchIntents embeds ahead of a scoring pass every text of ts the cache lacks;
+// without an embedding service it does nothing. A failing service fails the pass: it
+// never falls back to the built-in embedder.
+func (t *Trainer) prefetchIntents(ctx context.Context, ts *embedding.Texts) error {
+	if t.intents == nil {
+		return nil
+	}
+	if err := t.intents.Prefetch(ctx, ts); err != nil {
+		return fmt.Errorf("%s: %w", embedderField, err)
+	}
+	return nil
+}
+
+// releaseIntents drops the predicted intents of the pass just scored, so that the
+// cache holds the requirements and at most one batch's predictions.
+func (t *Trainer) releaseIntents() {
+	if t.intents != nil {
+		t.intents.Release()
+	}
+}
+
+// prefetchBatchIntents embeds what scoring the groups' candidates (Rewarder.Score in
+// advantages) embeds; without an embedding service it does nothing.
+func (t *Trainer) prefetchBatchIntents(ctx context.Context, gs []*group) error {
+	if t.intents == nil {
+		return nil
+	}
+	return t.prefetchIntents(ctx, batchIntentTexts(gs))
+}
+
+// prefetchEvalIntents embeds what judging answers[e][j], the answer to step j of
+// eps[e], embeds; without an embedding service it does nothing.
+func (t *Trainer) prefetchEvalIntents(ctx context.Context, eps []dataset.Episode, answers [][]string) error {
+	if t.intents == nil {
+		return nil
+	}
+	return t.prefetchIntents(ctx, evalIntentTexts(eps, answers))
+}
+
+// requirementTexts returns the true intent of every item-pool step of the splits'
+// episodes, as the rewards see it (Episode.GroundTruth).
+func requirementTexts(splits ...[]dataset.Episode) *embedding.Texts {
+	ts := &embedding.Texts{}
+	for _, eps := range splits {
+		for e := range eps {
+			ep := &eps[e]
+			for j := range ep.Steps {
+				if s := &ep.Steps[j]; s.Stage == dataset.StagePool {
+					ts.AddIntent(ep.GroundTruth(s).Intent)
+				}
+			}
+		}
+	}
+	return ts
+}
+
+// batchIntentTexts returns the texts that scoring every candidate of the groups
+// embeds: candidate g of step j is g.samples[j*G+g].
+func batchIntentTexts(gs []*group) *embedding.Texts {
+	ts := &embedding.Texts{}
+	for _, g := range gs {
+		G := len(g.samples) / len(g.steps)
+		for j, s := range g.steps {
+			gt := g.ep.GroundTruth(&g.ep.Steps[s])
+			for _, c := range g.samples[j*G : (j+1)*G] {
+				ts.AddScored(&gt, c.GetAnswer().GetText())
+			}
+		}
+	}
+	return ts
+}
+
+// evalIntentTexts returns the texts that judging answers[e][j], the answer to step j
+// of eps[e], embeds.
+func evalIntentTexts(eps []dataset.Episode, answers [][]string) *embedding.Texts {
+	ts := &embedding.Texts{}
+	for e := range eps {
+		ep := &eps[e]
+		for j, answer := range answers[e] {
+			gt := ep.GroundTruth(&ep.Steps[j])
+			ts.AddScored(&gt, answer)
+		}
+	}
+	return ts
+}

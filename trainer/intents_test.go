@@ -1,0 +1,198 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
+)
+
+// embeddingService is a fake OpenAI-compatible embedding service that embeds with
+// espo's HashEmbedder of the default dimension, so that a run against it must equal a
+// run with the built-in embedder. Requests from the failFrom-th on (0-based; -1:
+// none) are answered 500.
+type embeddingService struct {
+	srv      *httptest.Server
+	failFrom int
+
+	mu       sync.Mutex
+	inputs   []string
+	models   []string
+	batches  []int
+	requests int
+}
+
+func newEmbeddingService(t *testing.T, failFrom int) *embeddingService {
+	s := &embeddingService{failFrom: failFrom}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *embeddingService) endpoint() string { return s.srv.URL + "/v1/embeddings" }
+
+func (s *embeddingService) serve(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model string   `json:"model"`
+		Input []string `json:"input"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	n := s.requests
+	s.requests++
+	s.mu.Unlock()
+	if s.failFrom >= 0 && n >= s.failFrom {
+		http.Error(w, "the embedding model crashed", http.StatusInternalServerError)
+		return
+	}
+	s.mu.Lock()
+	s.inputs = append(s.inputs, req.Input...)
+	s.models = append(s.models, req.Model)
+	s.batches = append(s.batches, len(req.Input))
+	s.mu.Unlock()
+	h := espo.NewHashEmbedder(espo.DefaultEmbeddingDim)
+	type item struct {
+		Index     int       `json:"index"`
+		Embedding []float64 `json:"embedding"`
+	}
+	data := make([]item, len(req.Input))
+	for i, text := range req.Input {
+		v := make([]float64, h.Dim())
+		h.Embed(v, text)
+		data[len(data)-1-i] = item{Index: i, Embedding: v} // the index, not the order, says which
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
+}
+
+// noWait makes the embedding client's retries immediate.
+func noWait(context.Context, time.Duration) error { return nil }
+
+// withEmbedder returns smallConfig with spec.rewards.intent.embedder at endpoint.
+func withEmbedder(t *testing.T, endpoint string, batchSize int32) *Config {
+	c := smallConfig(t, v1alpha1.AlgorithmESPO)
+	c.Spec.Rewards.Intent.Embedder = &v1alpha1.EmbedderSpec{Endpoint: endpoint, Model: "sentence-encoder", BatchSize: batchSize}
+	c.Spec.Default()
+	return c
+}
+
+// TestEmbeddingServiceRunEqualsTheBuiltInEmbeddersRun runs the same job twice: with
+// the built-in embedder, and with an embedding service that embeds as the built-in one
+// does. Every reward, so every weight and metric, must be the same, which holds only if
+// the trainer sent the service every text the rewards embed; the service must have
+// received every requirement and predicted intents besides.
+func TestEmbeddingServiceRunEqualsTheBuiltInEmbeddersRun(t *testing.T) {
+	builtIn := cpuWorkers(1)
+	want, tr := run(t, smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: builtIn})
+
+	svc := newEmbeddingService(t, -1)
+	served := cpuWorkers(1)
+	rec := &recorder{}
+	got, _ := run(t, withEmbedder(t, svc.endpoint(), 7), Options{Workers: served, Reporter: rec, EmbeddingRetryWait: noWait})
+	if got.Outcome != v1alpha1.OutcomeCompleted {
+		t.Fatalf("outcome %s: %s", got.Outcome, got.Message)
+	}
+	if !bytes.Equal(savedState(t, served[0]), savedState(t, builtIn[0])) {
+		t.Error("the final weights differ from the built-in embedder's run")
+	}
+	if !reflect.DeepEqual(got.Test, want.Test) || !reflect.DeepEqual(got.Validation, want.Validation) {
+		t.Errorf("evaluations differ:\n service  %+v\n built-in %+v", got.Test, want.Test)
+	}
+
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	received := map[string]bool{}
+	for _, text := range svc.inputs {
+		received[text] = true
+	}
+	requirements := map[string]bool{}
+	for _, eps := range [][]dataset.Episode{tr.data.Train, tr.data.Validation, tr.data.Test} {
+		for _, ep := range eps {
+			requirements[ep.Requirement] = true
+			if !received[ep.Requirement] {
+				t.Errorf("the service never received the requirement %q", ep.Requirement)
+			}
+		}
+	}
+	if len(received) <= len(requirements) {
+		t.Errorf("the service received %d texts for %d requirements: no predicted intent", len(received), len(requirements))
+	}
+	for i, n := range svc.batches {
+		if n > 7 || svc.models[i] != "sentence-encoder" {
+			t.Errorf("request %d: %d texts for model %q, want at most 7 for sentence-encoder", i, n, svc.models[i])
+		}
+	}
+}
+
+// TestFailingEmbeddingServiceFailsTheRun: a service answering 500 fails the run with
+// an Error outcome naming the endpoint, whether it fails from the start or in the
+// first reinforcement step; the built-in embedder never stands in.
+func TestFailingEmbeddingServiceFailsTheRun(t *testing.T) {
+	for name, tc := range map[string]struct {
+		failFrom int
+		sft      int32
+	}{
+		"at start":          {failFrom: 0, sft: 1},
+		"in the first step": {failFrom: 1, sft: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			svc := newEmbeddingService(t, tc.failFrom)
+			c := withEmbedder(t, svc.endpoint(), 0)
+			c.Spec.Algorithm.SFTEpochs = &tc.sft
+			rec := &recorder{}
+			waits := 0
+			tr, err := New(c, Options{Workers: cpuWorkers(1), Reporter: rec, Log: logr.Discard(),
+				EmbeddingRetryWait: func(context.Context, time.Duration) error { waits++; return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := tr.Run(context.Background())
+			if rep != nil || err == nil {
+				t.Fatalf("Run = %+v, %v; want an error", rep, err)
+			}
+			for _, want := range []string{"spec.rewards.intent.embedder", svc.endpoint(), "HTTP 500", "the embedding model crashed"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+			last := rec.reports[len(rec.reports)-1]
+			if last.Outcome != v1alpha1.OutcomeError || !strings.Contains(last.Message, svc.endpoint()) {
+				t.Errorf("last report: outcome %q, message %q; want Error naming the endpoint", last.Outcome, last.Message)
+			}
+			if last.Step != 0 || waits != 3 {
+				t.Errorf("failed at step %d after %d retry waits, want step 0 and 3", last.Step, waits)
+			}
+		})
+	}
+}

@@ -115,6 +115,7 @@ func buildPod(job *v1.ESPOJob, rank int32, o PodOptions) *corev1.Pod {
 			{Name: "metrics", ContainerPort: TrainerMetricsPort, Protocol: corev1.ProtocolTCP},
 		}
 		c.VolumeMounts = append(c.VolumeMounts, trainerMounts(job)...)
+		c.Env = append(c.Env, trainerEnv(job)...)
 		if !cuda { // the trainer's in-process CPU workers hold the model
 			c.Resources = *t.Resources.DeepCopy()
 		}
@@ -216,6 +217,26 @@ func podEnv(job *v1.ESPOJob, rank int32) []corev1.EnvVar {
 		corev1.EnvVar{Name: EnvWorkersPerPod, Value: strconv.Itoa(int(max(job.Spec.Trainer.WorkersPerReplica, 1)))},
 		corev1.EnvVar{Name: "HOME", Value: "/tmp"}, // the root filesystem is read-only
 	)
+}
+
+// trainerEnv is the trainer container's own environment, after podEnv's (so that it
+// wins over spec.trainer.env): with spec.rewards.intent.embedder.apiKeySecretRef, the
+// embedding service's API key, which the kubelet takes from the Secret
+// (valueFrom.secretKeyRef), so that the controller needs no access to Secrets and the
+// key is in no object the controller writes. Only the trainer calls the service, so no
+// other container gets the key.
+//
+// spec.rewards is left out of the pod template hash (podTemplateInputs): it is
+// immutable, so what is read from it here can never differ between a job's pods.
+func trainerEnv(job *v1.ESPOJob) []corev1.EnvVar {
+	e := job.Spec.Rewards.Intent.Embedder
+	if e == nil || e.APIKeySecretRef == nil {
+		return nil
+	}
+	ref := e.APIKeySecretRef
+	return []corev1.EnvVar{{Name: v1.EmbedderAPIKeyEnv, ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: ref.Key},
+	}}}
 }
 
 // trainerMounts are rank 0's extra mounts: every PVC or ConfigMap dataset source

@@ -53,7 +53,8 @@ func pendingProblem(pods []*corev1.Pod) (reason, message string) {
 				return v1.ReasonImagePullFailed, fmt.Sprintf("pod %s, container %s: cannot pull image %q: %s: %s",
 					p.Name, cs.Name, cs.Image, w.Reason, w.Message)
 			case w.Reason == "CreateContainerConfigError" || w.Reason == "CreateContainerError":
-				return v1.ReasonPodsPending, fmt.Sprintf("pod %s, container %s: %s: %s", p.Name, cs.Name, w.Reason, w.Message)
+				return v1.ReasonPodsPending, fmt.Sprintf("pod %s, container %s: %s%s: %s", p.Name, cs.Name,
+					apiKeySecretProblem(p, cs.Name, w.Message), w.Reason, w.Message)
 			}
 		}
 		for _, c := range p.Status.Conditions {
@@ -75,4 +76,51 @@ func isVolumeProblem(msg string) bool {
 	msg = strings.ToLower(msg)
 	return strings.Contains(msg, "persistentvolumeclaim") || strings.Contains(msg, "volume node affinity") ||
 		strings.Contains(msg, "unbound immediate persistentvolumeclaims")
+}
+
+// apiKeySecretProblem explains a container's waiting message that is about the Secret
+// of spec.rewards.intent.embedder.apiKeySecretRef (the kubelet's `secret "<name>" not
+// found` or `couldn't find key <key> in Secret <namespace>/<name>`): which field names
+// it, which key, and where it must be, followed by ": ". It returns "" when the
+// container takes no API key from a Secret or the message is about another object.
+// Only the names come from the pod's spec: the controller never reads the Secret.
+func apiKeySecretProblem(p *corev1.Pod, container, message string) string {
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name != container {
+			continue
+		}
+		for _, e := range p.Spec.Containers[i].Env {
+			if e.Name != v1.EmbedderAPIKeyEnv || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+				continue
+			}
+			ref := e.ValueFrom.SecretKeyRef
+			if mentionsSecret(message, p.Namespace, ref.Name) {
+				return fmt.Sprintf("cannot read key %q of Secret %q (spec.rewards.intent.embedder.apiKeySecretRef), "+
+					"which must exist in namespace %s: ", ref.Key, ref.Name, p.Namespace)
+			}
+		}
+	}
+	return ""
+}
+
+// mentionsSecret reports whether a kubelet message names the Secret name of namespace
+// ns: as secret "name" (or secrets "name"), or as ns/name not followed by another
+// character of a name.
+func mentionsSecret(message, ns, name string) bool {
+	lower := strings.ToLower(message)
+	if strings.Contains(lower, `secret "`+name+`"`) || strings.Contains(lower, `secrets "`+name+`"`) {
+		return true
+	}
+	qualified := ns + "/" + name
+	for rest := message; ; {
+		i := strings.Index(rest, qualified)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(qualified):]
+		if rest == "" || !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789-.", rune(rest[0])) ||
+			(rest[0] == '.' && (len(rest) == 1 || rest[1] == ' ')) {
+			return true
+		}
+	}
 }

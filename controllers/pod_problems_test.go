@@ -26,6 +26,7 @@ import (
 
 func TestPendingProblem(t *testing.T) {
 	job := makeJob().Replicas(2).Image("registry.invalid/espo:nope").Obj()
+	withKey := makeJob().Embedder("http://embeddings.ml.svc/v1/embeddings").EmbedderAPIKey("embeddings", "api-key").Obj()
 	cases := map[string]struct {
 		pods        []corev1.Pod
 		wantReason  string
@@ -54,6 +55,25 @@ func TestPendingProblem(t *testing.T) {
 			wantReason:  v1.ReasonPodsPending,
 			wantMessage: `pod demo-trainer-0, container trainer: CreateContainerConfigError: secret "hf-token" not found`,
 		},
+		"the embedding service's API key Secret is missing": {
+			pods:       []corev1.Pod{testPod(withKey, 0, waiting("CreateContainerConfigError", `secret "embeddings" not found`))},
+			wantReason: v1.ReasonPodsPending,
+			wantMessage: `pod demo-trainer-0, container trainer: cannot read key "api-key" of Secret "embeddings" ` +
+				`(spec.rewards.intent.embedder.apiKeySecretRef), which must exist in namespace ns: ` +
+				`CreateContainerConfigError: secret "embeddings" not found`,
+		},
+		"the API key Secret lacks the key": {
+			pods:       []corev1.Pod{testPod(withKey, 0, waiting("CreateContainerConfigError", `couldn't find key api-key in Secret ns/embeddings`))},
+			wantReason: v1.ReasonPodsPending,
+			wantMessage: `pod demo-trainer-0, container trainer: cannot read key "api-key" of Secret "embeddings" ` +
+				`(spec.rewards.intent.embedder.apiKeySecretRef), which must exist in namespace ns: ` +
+				`CreateContainerConfigError: couldn't find key api-key in Secret ns/embeddings`,
+		},
+		"another Secret is missing, with an API key Secret named like its prefix": {
+			pods:        []corev1.Pod{testPod(withKey, 0, waiting("CreateContainerConfigError", `couldn't find key token in Secret ns/embeddings-hf`))},
+			wantReason:  v1.ReasonPodsPending,
+			wantMessage: `pod demo-trainer-0, container trainer: CreateContainerConfigError: couldn't find key token in Secret ns/embeddings-hf`,
+		},
 		"containers starting are no problem": {pods: []corev1.Pod{testPod(job, 0, waiting("ContainerCreating", ""))}},
 	}
 	for name, tc := range cases {
@@ -67,5 +87,25 @@ func TestPendingProblem(t *testing.T) {
 				t.Errorf("pendingProblem = %q, %q\nwant %q, %q", reason, msg, tc.wantReason, tc.wantMessage)
 			}
 		})
+	}
+}
+
+func TestMentionsSecret(t *testing.T) {
+	for msg, want := range map[string]bool{
+		`secret "embeddings" not found`:                         true,
+		`secrets "embeddings" is forbidden: no relationship`:    true,
+		`couldn't find key api-key in Secret ns/embeddings`:     true,
+		`couldn't find key api-key in Secret ns/embeddings.`:    true,
+		`couldn't find key a in Secret ns/embeddings, retrying`: true,
+		`secret "embeddings-hf" not found`:                      false,
+		`couldn't find key a in Secret ns/embeddings-hf`:        false,
+		`couldn't find key a in Secret ns/embeddings.v2`:        false,
+		`couldn't find key a in Secret other/embeddings`:        false,
+		`configmap "embeddings" not found`:                      false,
+		`Secret "embeddings" not found`:                         true,
+	} {
+		if got := mentionsSecret(msg, "ns", "embeddings"); got != want {
+			t.Errorf("mentionsSecret(%q) = %v, want %v", msg, got, want)
+		}
 	}
 }

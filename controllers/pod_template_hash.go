@@ -51,8 +51,10 @@ const podTemplateHashLength = 16
 // checkpoint) and what the trainer reads from the run config at its start and the API
 // lets change on a resume (earlyStopping). Left out are spec.runPolicy, which the
 // controller enforces and which may change at any time, and spec.algorithm and
-// spec.rewards, which are immutable and reach only the run config, so that a default
-// a later version adds to them does not restart running jobs on upgrade.
+// spec.rewards, which are immutable and reach the run config (and, for
+// rewards.intent.embedder.apiKeySecretRef, the trainer container's environment; being
+// immutable, it cannot differ between a job's pods), so that a default a later
+// version adds to them does not restart running jobs on upgrade.
 type podTemplateInputs struct {
 	Trainer       *v1.TrainerSpec       `json:"trainer"`
 	Model         *v1.ModelSpec         `json:"model"`

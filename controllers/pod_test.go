@@ -247,6 +247,31 @@ func TestBuildPod(t *testing.T) {
 				return p
 			},
 		},
+		"an embedding service's API key: from its Secret, in the trainer container only": {
+			job: makeJob().Replicas(2).CUDA("m").Embedder("http://embeddings.ml.svc/v1/embeddings").
+				EmbedderAPIKey("embeddings", "api-key").Obj(),
+			rank: 0,
+			want: func() *corev1.Pod {
+				p := wantPod(0)
+				c := &p.Spec.Containers[0]
+				c.Env = append(c.Env, corev1.EnvVar{Name: "ESPO_EMBEDDER_API_KEY", ValueFrom: &corev1.EnvVarSource{
+					SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "embeddings"}, Key: "api-key"}}})
+				w := wantPod(1).Spec.Containers[0] // the cuda worker beside it: no key
+				w.Command, w.Image = nil, "espo-cuda:v1"
+				w.Env[0].Value = "0"
+				p.Spec.Containers = append(p.Spec.Containers, w)
+				return p
+			},
+		},
+		"an embedding service's API key: not in a worker pod": {
+			job:  makeJob().Replicas(2).Embedder("http://embeddings.ml.svc/v1/embeddings").EmbedderAPIKey("embeddings", "api-key").Obj(),
+			rank: 1,
+			want: func() *corev1.Pod { return wantPod(1) },
+		},
+		"an embedding service without an API key: no variable": {
+			job: makeJob().Replicas(2).Embedder("http://embeddings.ml.svc/v1/embeddings").Obj(), rank: 0,
+			want: func() *corev1.Pod { return wantPod(0) },
+		},
 		"the job's own service account": {
 			job: makeJob().Replicas(2).ServiceAccountName("reporter").Obj(), rank: 0,
 			want: func() *corev1.Pod {

@@ -123,8 +123,8 @@ func Resolve(c *Config) (*Resolved, error) {
 }
 
 // checkEmbedder applies to spec.rewards.intent.embedder, when set and defaulted, the
-// rules the API server applies: an http or https endpoint with a host, and the
-// bounds of timeoutSeconds and batchSize.
+// rules the API server applies: an http or https endpoint with a host, the bounds of
+// timeoutSeconds and batchSize, and an apiKeySecretRef with a name and a key.
 func checkEmbedder(e *v1alpha1.EmbedderSpec) error {
 	if e == nil {
 		return nil
@@ -138,6 +138,9 @@ func checkEmbedder(e *v1alpha1.EmbedderSpec) error {
 	}
 	if e.BatchSize < 1 || e.BatchSize > v1alpha1.MaxEmbedderBatchSize {
 		errs = append(errs, fmt.Errorf("%s.batchSize: %d not in [1, %d]", embedderField, e.BatchSize, v1alpha1.MaxEmbedderBatchSize))
+	}
+	if ref := e.APIKeySecretRef; ref != nil && (ref.Name == "" || ref.Key == "") {
+		errs = append(errs, fmt.Errorf("%s.apiKeySecretRef: name and key are required", embedderField))
 	}
 	return errors.Join(errs...)
 }

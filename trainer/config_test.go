@@ -92,6 +92,8 @@ func TestLoadConfigNamesTheBadField(t *testing.T) {
 			`spec.rewards.intent.embedder.endpoint: "embeddings.ml.svc:8080" is not an http or https URL with a host`},
 		"embedder timeout": {minimalConfig + "  rewards: {intent: {embedder: {endpoint: 'http://embeddings.ml.svc', timeoutSeconds: 601}}}\n",
 			"spec.rewards.intent.embedder.timeoutSeconds: 601 not in [1, 600]"},
+		"embedder API key without a key": {minimalConfig + "  rewards: {intent: {embedder: {endpoint: 'http://embeddings.ml.svc', apiKeySecretRef: {name: embeddings}}}}\n",
+			"spec.rewards.intent.embedder.apiKeySecretRef: name and key are required"},
 		"embedder batch size": {minimalConfig + "  rewards: {intent: {embedder: {endpoint: 'http://embeddings.ml.svc', batchSize: -1}}}\n",
 			"spec.rewards.intent.embedder.batchSize: -1 not in [1, 2048]"},
 	}

@@ -19,6 +19,7 @@ package trainer
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -32,14 +33,19 @@ const embedderField = "spec.rewards.intent.embedder"
 
 // newIntentCache returns a Cache over the embedding service spec names, or nil when
 // spec is nil: the intent rewards then use espo's built-in HashEmbedder. It does no
-// I/O.
+// network I/O; with spec.apiKeySecretRef it reads the API key from the environment.
 func newIntentCache(spec *v1alpha1.EmbedderSpec, opts Options) (*embedding.Cache, error) {
 	if spec == nil {
 		return nil, nil
 	}
+	apiKey, err := embedderAPIKey(spec, opts.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	c, err := embedding.NewClient(embedding.Config{
 		Endpoint:  spec.Endpoint,
 		Model:     spec.Model,
+		APIKey:    apiKey,
 		Timeout:   time.Duration(spec.TimeoutSeconds) * time.Second,
 		BatchSize: int(spec.BatchSize),
 		Wait:      opts.EmbeddingRetryWait,
@@ -48,6 +54,28 @@ func newIntentCache(spec *v1alpha1.EmbedderSpec, opts Options) (*embedding.Cache
 		return nil, fmt.Errorf("%s: %w", embedderField, err)
 	}
 	return embedding.NewCache(c), nil
+}
+
+// embedderAPIKey returns the embedding service's API key: "" when spec names no
+// Secret, else the value of ESPO_EMBEDDER_API_KEY (v1alpha1.EmbedderAPIKeyEnv), which
+// the controller fills from the Secret, without the white space around it (the line
+// break a key read from a file often ends with). A key that is unset or empty is an
+// error, naming the field and the variable; no error quotes the key.
+func embedderAPIKey(spec *v1alpha1.EmbedderSpec, getenv func(string) string) (string, error) {
+	ref := spec.APIKeySecretRef
+	if ref == nil {
+		return "", nil
+	}
+	key := strings.TrimSpace(getenv(v1alpha1.EmbedderAPIKeyEnv))
+	if key == "" {
+		return "", fmt.Errorf("%s.apiKeySecretRef (key %q of Secret %q): the environment variable %s is unset or empty; "+
+			"the controller sets it from that Secret in the trainer container, so the key's value is empty "+
+			"(running the trainer yourself, set the variable)", embedderField, ref.Key, ref.Name, v1alpha1.EmbedderAPIKeyEnv)
+	}
+	if err := embedding.CheckAPIKey(key); err != nil {
+		return "", fmt.Errorf("%s.apiKeySecretRef (key %q of Secret %q, in %s): %w", embedderField, ref.Key, ref.Name, v1alpha1.EmbedderAPIKeyEnv, err)
+	}
+	return key, nil
 }
 
 // prepareRewards makes the rewarder. With an embedding service it first embeds the

@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -38,10 +39,12 @@ import (
 // embeddingService is a fake OpenAI-compatible embedding service that embeds with
 // espo's HashEmbedder of the default dimension, so that a run against it must equal a
 // run with the built-in embedder. Requests from the failFrom-th on (0-based; -1:
-// none) are answered 500.
+// none) are answered 500. With apiKey set, a request without "Authorization: Bearer
+// <apiKey>" is answered 401 with a body that quotes the header it got.
 type embeddingService struct {
 	srv      *httptest.Server
 	failFrom int
+	apiKey   string
 
 	mu       sync.Mutex
 	inputs   []string
@@ -72,6 +75,10 @@ func (s *embeddingService) serve(w http.ResponseWriter, r *http.Request) {
 	n := s.requests
 	s.requests++
 	s.mu.Unlock()
+	if got := r.Header.Get("Authorization"); s.apiKey != "" && got != "Bearer "+s.apiKey {
+		http.Error(w, fmt.Sprintf(`{"error": "invalid API key in header %q"}`, got), http.StatusUnauthorized)
+		return
+	}
 	if s.failFrom >= 0 && n >= s.failFrom {
 		http.Error(w, "the embedding model crashed", http.StatusInternalServerError)
 		return
@@ -194,5 +201,109 @@ func TestFailingEmbeddingServiceFailsTheRun(t *testing.T) {
 				t.Errorf("failed at step %d after %d retry waits, want step 0 and 3", last.Step, waits)
 			}
 		})
+	}
+}
+
+// embedderKey is a made-up API key of the fake embedding service.
+const embedderKey = "espo-test-embedder-key-0123456789"
+
+// withEmbedderKey returns withEmbedder's config with the API key's Secret named.
+func withEmbedderKey(t *testing.T, endpoint string) *Config {
+	c := withEmbedder(t, endpoint, 0)
+	c.Spec.Rewards.Intent.Embedder.APIKeySecretRef = &v1alpha1.SecretKeyRef{Name: "embeddings", Key: "api-key"}
+	return c
+}
+
+// env returns a Getenv that knows one variable.
+func env(name, value string) func(string) string {
+	return func(n string) string {
+		if n == name {
+			return value
+		}
+		return ""
+	}
+}
+
+// TestEmbeddingServiceWithAnAPIKey runs against a service that answers only requests
+// bearing its key, which the trainer reads from ESPO_EMBEDDER_API_KEY (as the
+// controller sets it from the Secret; the line break of a key file dropped).
+func TestEmbeddingServiceWithAnAPIKey(t *testing.T) {
+	svc := newEmbeddingService(t, -1)
+	svc.apiKey = embedderKey
+	rep, _ := run(t, withEmbedderKey(t, svc.endpoint()),
+		Options{Workers: cpuWorkers(1), EmbeddingRetryWait: noWait, Getenv: env(v1alpha1.EmbedderAPIKeyEnv, embedderKey+"\n")})
+	if rep.Outcome != v1alpha1.OutcomeCompleted {
+		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if svc.requests == 0 || len(svc.batches) != svc.requests {
+		t.Errorf("%d requests, %d answered: want every one answered", svc.requests, len(svc.batches))
+	}
+}
+
+// TestEmbedderAPIKeyMissingFailsClearly: with apiKeySecretRef set and the variable
+// unset or blank, New fails naming the field, the Secret and the variable, and nothing
+// is sent to the service.
+func TestEmbedderAPIKeyMissingFailsClearly(t *testing.T) {
+	for name, getenv := range map[string]func(string) string{
+		"unset": env("OTHER", embedderKey),
+		"empty": env(v1alpha1.EmbedderAPIKeyEnv, ""),
+		"blank": env(v1alpha1.EmbedderAPIKeyEnv, " \n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			svc := newEmbeddingService(t, -1)
+			_, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuWorkers(1), Log: logr.Discard(), Getenv: getenv})
+			if err == nil {
+				t.Fatal("New succeeded without the API key")
+			}
+			for _, want := range []string{"spec.rewards.intent.embedder.apiKeySecretRef", `key "api-key" of Secret "embeddings"`,
+				"ESPO_EMBEDDER_API_KEY is unset or empty"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+			svc.mu.Lock()
+			defer svc.mu.Unlock()
+			if svc.requests != 0 {
+				t.Errorf("%d requests sent", svc.requests)
+			}
+		})
+	}
+	// Without apiKeySecretRef the variable is not read: a job that names no Secret
+	// does not depend on the trainer's environment.
+	svc := newEmbeddingService(t, -1)
+	if _, err := New(withEmbedder(t, svc.endpoint(), 0), Options{Workers: cpuWorkers(1), Log: logr.Discard(),
+		Getenv: func(n string) string { t.Errorf("read %s", n); return "" }}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWrongEmbedderAPIKeyFailsWithoutQuotingIt: a service refusing the key with a 401
+// whose body quotes the header fails the run; neither the error nor the reported
+// message holds the key.
+func TestWrongEmbedderAPIKeyFailsWithoutQuotingIt(t *testing.T) {
+	svc := newEmbeddingService(t, -1)
+	svc.apiKey = "the-service-wants-another-key"
+	rec := &recorder{}
+	tr, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuWorkers(1), Reporter: rec, Log: logr.Discard(),
+		EmbeddingRetryWait: noWait, Getenv: env(v1alpha1.EmbedderAPIKeyEnv, embedderKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tr.Run(context.Background())
+	if err == nil {
+		t.Fatal("Run succeeded with a refused key")
+	}
+	last := rec.reports[len(rec.reports)-1]
+	for _, msg := range []string{err.Error(), last.Message} {
+		if strings.Contains(msg, embedderKey[:12]) || !strings.Contains(msg, "HTTP 401") || !strings.Contains(msg, "Bearer [redacted]") {
+			t.Errorf("message %q: want HTTP 401 with the key redacted", msg)
+		}
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if last.Outcome != v1alpha1.OutcomeError || svc.requests != 1 {
+		t.Errorf("outcome %q after %d requests, want Error after 1 (a 401 is not retried)", last.Outcome, svc.requests)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -81,6 +82,10 @@ type Options struct {
 	// (spec.rewards.intent.embedder) and returns early with ctx's error; nil waits on
 	// a timer. Tests return at once.
 	EmbeddingRetryWait func(ctx context.Context, d time.Duration) error
+	// Getenv reads an environment variable: the embedding service's API key
+	// (v1alpha1.EmbedderAPIKeyEnv) when spec.rewards.intent.embedder.apiKeySecretRef is
+	// set; nil is os.Getenv.
+	Getenv func(name string) string
 }
 
 // Trainer runs one training job.
@@ -114,6 +119,9 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	}
 	if opts.Reporter == nil {
 		opts.Reporter = DiscardReporter{}
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
 	}
 	res, err := Resolve(cfg)
 	if err != nil {

@@ -290,7 +290,8 @@ const (
 // EmbedderSpec names an embedding service that speaks the OpenAI-compatible
 // embeddings API: the trainer POSTs {"model": model, "input": [texts...]} to endpoint
 // and reads {"data": [{"index": i, "embedding": [floats]}, ...]}. The service is
-// called by trainer rank 0 only, with no credentials.
+// called by trainer rank 0 only, with the bearer token of APIKeySecretRef when it is
+// set, else with no credentials.
 type EmbedderSpec struct {
 	// Endpoint is the URL the trainer POSTs to, http or https, typically a Service in
 	// the cluster: "http://embeddings.ml.svc:8080/v1/embeddings".
@@ -318,6 +319,36 @@ type EmbedderSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=2048
 	BatchSize int32 `json:"batchSize,omitempty"`
+
+	// APIKeySecretRef names the key of a Secret in the job's namespace that holds the
+	// service's API key: the trainer then sends "Authorization: Bearer <key>" with
+	// every request. The key reaches the trainer container only, as the environment
+	// variable ESPO_EMBEDDER_API_KEY taken from the Secret by the kubelet: the operator
+	// never reads it. A missing Secret or key keeps the trainer pod from starting
+	// (CreateContainerConfigError), and an empty value fails the run. Unset: no
+	// Authorization header.
+	// +optional
+	APIKeySecretRef *SecretKeyRef `json:"apiKeySecretRef,omitempty"`
+}
+
+// SecretKeyRef names one key of a Secret in the job's namespace. It is
+// corev1.SecretKeySelector without "optional", and with a required name: a reference
+// the job depends on must resolve, or the pod does not start.
+type SecretKeyRef struct {
+	// Name is the Secret's name, in the job's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// Key is the key in the Secret's data whose value is used.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && !self.startsWith('..')",message="key must not be '.' or start with '..'"
+	Key string `json:"key"`
 }
 
 // DecisionRewards is R_dec, the reward of a recommendation step.

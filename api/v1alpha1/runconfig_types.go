@@ -59,6 +59,12 @@ type JobRef struct {
 // RunConfigKey is the ConfigMap key that holds the RunConfig.
 const RunConfigKey = "run.yaml"
 
+// EmbedderAPIKeyEnv is the environment variable of the trainer container that holds
+// the embedding service's API key when spec.rewards.intent.embedder.apiKeySecretRef
+// is set: the controller fills it from that Secret (valueFrom.secretKeyRef), and the
+// trainer reads it, so that the key is in neither the run config nor the status.
+const EmbedderAPIKeyEnv = "ESPO_EMBEDDER_API_KEY"
+
 // InitialCheckpointMountPath is where spec.model.initialCheckpoint's claim is mounted,
 // read-only, in every container that hosts policy workers.
 const InitialCheckpointMountPath = "/initial-checkpoint"

@@ -193,6 +193,20 @@ func (w *ESPOJobWrapper) COUTWeight(weight v1.Decimal) *ESPOJobWrapper {
 	return w
 }
 
+// Embedder names the embedding service of the intent rewards
+// (spec.rewards.intent.embedder) by its endpoint.
+func (w *ESPOJobWrapper) Embedder(endpoint string) *ESPOJobWrapper {
+	w.Spec.Rewards.Intent.Embedder = &v1.EmbedderSpec{Endpoint: endpoint}
+	return w
+}
+
+// EmbedderAPIKey sets the Secret key that holds the embedding service's API key
+// (spec.rewards.intent.embedder.apiKeySecretRef); call Embedder first.
+func (w *ESPOJobWrapper) EmbedderAPIKey(secret, key string) *ESPOJobWrapper {
+	w.Spec.Rewards.Intent.Embedder.APIKeySecretRef = &v1.SecretKeyRef{Name: secret, Key: key}
+	return w
+}
+
 // --- trainer pods
 
 // Replicas sets the number of trainer pods.

@@ -30,6 +30,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,10 @@ type Config struct {
 	Endpoint string
 	// Model is sent as the request's "model"; empty omits it.
 	Model string
+	// APIKey, when not empty, is sent as "Authorization: Bearer <APIKey>" with every
+	// request. The client never puts it in an error: where an answer quotes it (a
+	// service that echoes the request's headers), it is replaced by Redacted.
+	APIKey string
 	// Timeout bounds each request (each attempt); 0 means DefaultTimeout.
 	Timeout time.Duration
 	// BatchSize is the most texts in one request; 0 means DefaultBatchSize.
@@ -73,22 +78,33 @@ type Config struct {
 	Wait func(ctx context.Context, d time.Duration) error
 }
 
+// Redacted stands for the API key wherever an answer of the service quoted it.
+const Redacted = "[redacted]"
+
 // Client calls an embedding service that speaks the OpenAI-compatible embeddings API:
 //
 //	POST endpoint  {"model": model, "input": [text, ...]}
+//	               (Authorization: Bearer <APIKey>, with an API key)
 //	200            {"data": [{"index": i, "embedding": [x, ...]}, ...]}
 //
 // It may be used by several goroutines at once.
 type Client struct {
 	cfg Config
+	// secrets are the spellings of the API key an answer may quote (spellings): as it
+	// is, and as JSON encoders write it; none without a key.
+	secrets []string
 	// dim is the dimension of every vector returned so far, 0 before the first.
 	dim atomic.Int64
 }
 
 // NewClient returns a Client for cfg with its defaults filled in. It returns an error
-// when the endpoint is not an http or https URL with a host, or a bound is negative.
+// when the endpoint is not an http or https URL with a host, a bound is negative, or
+// the API key cannot be sent in a header.
 func NewClient(cfg Config) (*Client, error) {
 	if err := CheckEndpoint(cfg.Endpoint); err != nil {
+		return nil, err
+	}
+	if err := CheckAPIKey(cfg.APIKey); err != nil {
 		return nil, err
 	}
 	if cfg.Timeout < 0 || cfg.BatchSize < 0 {
@@ -106,7 +122,33 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.Wait == nil {
 		cfg.Wait = waitOnTimer
 	}
-	return &Client{cfg: cfg}, nil
+	return &Client{cfg: cfg, secrets: spellings(cfg.APIKey)}, nil
+}
+
+// spellings returns key as it is and as JSON encoders may write it inside a string
+// (escaping quotes and backslashes, and HTML characters, "/", both or neither), each
+// once; none for an empty key. Longer spellings come first, so that none is left
+// half replaced by a shorter one.
+func spellings(key string) []string {
+	if key == "" {
+		return nil
+	}
+	out := []string{key}
+	for _, html := range []bool{false, true} {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		_ = enc.Encode(key) // a string always encodes: "...", then a line break
+		inner := strings.TrimSuffix(b.String(), "\n")
+		inner = inner[1 : len(inner)-1]
+		for _, s := range []string{inner, strings.ReplaceAll(inner, "/", `\/`)} {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
 }
 
 // CheckEndpoint returns an error unless s is an absolute http or https URL with a
@@ -115,6 +157,21 @@ func CheckEndpoint(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return fmt.Errorf("%q is not an http or https URL with a host; use one such as http://embeddings.ml.svc:8080/v1/embeddings", s)
+	}
+	return nil
+}
+
+// CheckAPIKey returns an error, which does not quote the key, when key cannot be sent
+// in an HTTP header: it has a control character (a line break, say) or white space at
+// either end. An empty key is valid: none is sent.
+func CheckAPIKey(key string) error {
+	if strings.TrimSpace(key) != key {
+		return errors.New("the API key has white space at its start or end")
+	}
+	for i, r := range key {
+		if r < ' ' || r == 0x7f {
+			return fmt.Errorf("the API key has a control character at byte %d", i)
+		}
 	}
 	return nil
 }
@@ -153,9 +210,24 @@ func (c *Client) keepDimension(dim int) error {
 	return nil
 }
 
-// fail prefixes err with the endpoint.
+// fail prefixes err with the endpoint. Should the message still hold the API key
+// (snippet redacts what the service answers, so nothing is known to put it there), it
+// is replaced by a redacted copy, which drops the error chain.
 func (c *Client) fail(err error) error {
-	return fmt.Errorf("embedding service %s: %w", c.cfg.Endpoint, err)
+	err = fmt.Errorf("embedding service %s: %w", c.cfg.Endpoint, err)
+	if msg := err.Error(); c.redact(msg) != msg {
+		return errors.New(c.redact(msg))
+	}
+	return err
+}
+
+// redact replaces every occurrence of the API key in s, as it is or as a JSON string
+// spells it, by Redacted.
+func (c *Client) redact(s string) string {
+	for _, key := range c.secrets {
+		s = strings.ReplaceAll(s, key, Redacted)
+	}
+	return s
 }
 
 // request is the body of an embeddings request.
@@ -200,6 +272,9 @@ func (c *Client) post(ctx context.Context, body []byte, n int) (vecs [][]float64
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return nil, true, c.explainTimeout(ctx, attemptCtx, err)
@@ -210,12 +285,12 @@ func (c *Client) post(ctx context.Context, body []byte, n int) (vecs [][]float64
 		return nil, true, fmt.Errorf("reading the response: %w", c.explainTimeout(ctx, attemptCtx, err))
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, retryableStatus(resp.StatusCode), fmt.Errorf("HTTP %s: %s", resp.Status, snippet(data))
+		return nil, retryableStatus(resp.StatusCode), fmt.Errorf("HTTP %s: %s", resp.Status, c.snippet(data))
 	}
 	if len(data) > maxResponseBytes {
 		return nil, false, fmt.Errorf("the response is larger than %d MiB: lower batchSize", maxResponseBytes>>20)
 	}
-	vecs, err = decodeResponse(data, n)
+	vecs, err = decodeResponse(data, n, c.snippet)
 	return vecs, false, err
 }
 
@@ -242,8 +317,9 @@ type response struct {
 }
 
 // decodeResponse returns the n vectors of an answer by their index: every index in
-// [0, n) must come exactly once, and the vectors must pass checkVectors.
-func decodeResponse(data []byte, n int) ([][]float64, error) {
+// [0, n) must come exactly once, and the vectors must pass checkVectors. snippet
+// quotes the answer in an error.
+func decodeResponse(data []byte, n int, snippet func([]byte) string) ([][]float64, error) {
 	var r response
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("the response is not embeddings JSON (%v): %s", err, snippet(data))
@@ -285,6 +361,25 @@ func checkVectors(vecs [][]float64) error {
 		}
 	}
 	return nil
+}
+
+// snippet returns the start of a response body for an error message as snippet does,
+// with the API key redacted first: every whole occurrence, and, where the body is cut,
+// a start of the key at the end of what is kept.
+func (c *Client) snippet(data []byte) string {
+	head := string(data[:min(len(data), 4*snippetBytes)])
+	head = c.redact(head)
+	if len(data) > 4*snippetBytes {
+		for _, key := range c.secrets {
+			for n := min(len(key)-1, len(head)); n > 0; n-- {
+				if strings.HasSuffix(head, key[:n]) {
+					head = head[:len(head)-n]
+					break
+				}
+			}
+		}
+	}
+	return snippet([]byte(head))
 }
 
 // snippet returns the start of a response body for an error message: valid UTF-8,

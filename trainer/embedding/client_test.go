@@ -402,3 +402,124 @@ func TestCheckEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// testAPIKey is a made-up API key, long enough that a cut through it would show.
+const testAPIKey = "espo-test-key/0123456789+abcdefghij<klmnop>"
+
+func TestEmbedSendsTheAPIKeyAsABearerTokenWithEveryRequest(t *testing.T) {
+	var mu sync.Mutex
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req request
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		answer(w, inOrder(req.Input))
+	}))
+	t.Cleanup(srv.Close)
+	texts := []string{"a cheap hotel", "near the station", "vegan food"}
+	for _, tc := range []struct{ key, want string }{{testAPIKey, "Bearer " + testAPIKey}, {"", ""}} {
+		auth = nil
+		c, err := NewClient(Config{Endpoint: srv.URL, APIKey: tc.key, BatchSize: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Embed(context.Background(), texts); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if want := []string{tc.want, tc.want}; !reflect.DeepEqual(auth, want) {
+			t.Errorf("key %q: Authorization headers %q, want %q", tc.key, auth, want)
+		}
+		mu.Unlock()
+	}
+}
+
+// echoHeaders answers with an HTTP status and a body that quotes the request's
+// Authorization header, as a careless service or proxy may, after pad: as Go's JSON
+// encoder writes it (<, > escaped), with "/" escaped (as PHP's does), and raw.
+func echoHeaders(code int, pad string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		quoted, _ := json.Marshal(auth)
+		w.WriteHeader(code)
+		fmt.Fprintf(w, `%s{"error": "invalid token", "authorization": %s, "escaped": "%s", "raw": "%s"}`,
+			pad, quoted, strings.ReplaceAll(auth, "/", `\/`), auth)
+	}
+}
+
+func TestEmbedNeverPutsTheAPIKeyInAnError(t *testing.T) {
+	for name, tc := range map[string]struct {
+		handler http.HandlerFunc
+		want    []string
+	}{
+		"401 quoting the header": {echoHeaders(http.StatusUnauthorized, ""),
+			[]string{"HTTP 401 Unauthorized", `"authorization": "Bearer ` + Redacted + `"`, "invalid token"}},
+		"500, retried, quoting the header": {echoHeaders(http.StatusInternalServerError, ""),
+			[]string{"HTTP 500", "Bearer " + Redacted, "gave up after 4 attempts"}},
+		"200 that is not JSON, quoting the header": {echoHeaders(http.StatusOK, "oops "),
+			[]string{"is not embeddings JSON", "oops", "Bearer " + Redacted}},
+		"the key cut at the end of the quoted part": { // white space collapsed, it would be in the snippet
+			echoHeaders(http.StatusForbidden, "denied"+strings.Repeat(" ", 4*snippetBytes-len("denied")-len(`{"error": "invalid token", "authorization": "Bearer `)-20)),
+			[]string{"HTTP 403 Forbidden", `denied {"error": "invalid token", "authorization": "Bearer`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			t.Cleanup(srv.Close)
+			c, err := NewClient(Config{Endpoint: srv.URL, APIKey: testAPIKey, Wait: (&waits{}).wait})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Embed(context.Background(), []string{"x"})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, part := range []string{testAPIKey[:12], testAPIKey[len(testAPIKey)-12:], "0123456789"} {
+				if strings.Contains(err.Error(), part) {
+					t.Errorf("the error quotes the API key (%q): %v", part, err)
+				}
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v, want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestFailRedactsAnAPIKeyFromAnyError(t *testing.T) {
+	c, err := NewClient(Config{Endpoint: "http://embeddings.ml.svc/v1/embeddings", APIKey: testAPIKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.fail(fmt.Errorf("wrapped: %w", fmt.Errorf("sent Bearer %s", testAPIKey))).Error()
+	if want := "embedding service http://embeddings.ml.svc/v1/embeddings: wrapped: sent Bearer " + Redacted; got != want {
+		t.Errorf("fail = %q, want %q", got, want)
+	}
+}
+
+func TestCheckAPIKey(t *testing.T) {
+	for key, ok := range map[string]bool{
+		"":                    true,
+		testAPIKey:            true,
+		"a b":                 true,
+		"secret-value\n":      false, // a file's line break: kubectl create secret --from-file
+		" secret-value":       false,
+		"secret\r\nX-Evil: 1": false,
+		"secret\x7f":          false,
+		"secret\tvalue":       false,
+	} {
+		err := CheckAPIKey(key)
+		if (err == nil) != ok {
+			t.Errorf("CheckAPIKey(%q) = %v, want ok %v", key, err, ok)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("CheckAPIKey(%q) quotes the key: %v", key, err)
+		}
+		if _, err := NewClient(Config{Endpoint: "http://embeddings.ml.svc/v1/embeddings", APIKey: key}); (err == nil) != ok {
+			t.Errorf("NewClient with key %q: %v, want ok %v", key, err, ok)
+		}
+	}
+}

@@ -19,15 +19,21 @@ package e2e
 import (
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/yaml"
 
 	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
+	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/test/builders"
 	"github.com/espo-dev/espo-operator/trainer"
 )
 
@@ -203,4 +209,64 @@ func TestTwoReplicasTrainOverThePodNetwork(t *testing.T) {
 
 	job := waitForSucceeded(t, ns, name)
 	g.Expect(job.Status.Restarts).To(BeZero())
+}
+
+// An intent embedding service with an API key from a Secret: the trainer, a process
+// of the local node, reaches a service of this test with the key the kubelet took
+// from the Secret, and the job succeeds.
+func TestEmbeddingServiceWithAnAPIKeyFromASecret(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	const apiKey = "e2e-key-5f3a"
+	var requests, texts, unauthorized atomic.Int64
+	hash := espo.NewHashEmbedder(espo.DefaultEmbeddingDim)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+apiKey {
+			unauthorized.Add(1)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		var req struct {
+			Input []string `json:"input"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		type item struct {
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		}
+		var resp struct {
+			Data []item `json:"data"`
+		}
+		for i, text := range req.Input {
+			v := make([]float64, hash.Dim())
+			hash.Embed(v, text)
+			resp.Data = append(resp.Data, item{i, v})
+		}
+		requests.Add(1)
+		texts.Add(int64(len(req.Input)))
+		_ = json.NewEncoder(w).Encode(resp)
+	}))
+	t.Cleanup(srv.Close)
+
+	ns := newNamespace(t, "e2e-embedder")
+	mustKubectl(g, "create", "secret", "generic", "embeddings", "-n", ns, "--from-literal=api-key="+apiKey)
+	job := builders.MakeESPOJob("e2e-embedder", ns).
+		Embedder(srv.URL+"/v1/embeddings").EmbedderAPIKey("embeddings", "api-key").Obj()
+	job.Spec.Algorithm.Epochs = 1
+	manifest, err := yaml.Marshal(job)
+	g.Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	g.Expect(os.WriteFile(path, manifest, 0o600)).To(Succeed())
+	name := apply(g, ns, path)
+
+	done := waitForSucceeded(t, ns, name)
+	g.Expect(done.Status.Restarts).To(BeZero())
+	g.Expect(unauthorized.Load()).To(BeZero(), "every request carried the Secret's key")
+	g.Expect(requests.Load()).To(BeNumerically(">", 1), "the requirements, then the batches' intents")
+	g.Expect(texts.Load()).To(BeNumerically(">", 0))
+	out := mustKubectl(g, "get", "configmap", name+"-config", "-n", ns, "-o", "yaml")
+	g.Expect(out).NotTo(ContainSubstring(apiKey), "the key stays in its Secret")
 }

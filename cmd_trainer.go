@@ -24,6 +24,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -60,7 +62,9 @@ func newTrainerCommand() *cobra.Command {
 		Short: "Run an ESPO training job: SFT cold start, then ESPO, GRPO or more SFT, with evaluation and checkpoints",
 		Long: `Runs the training described by a run config (the ConfigMap the controller writes, or
 any YAML file with the same fields). It resumes from the newest valid checkpoint, writes
-report.json to the config's outputDir, and exits non-zero when training failed.`,
+report.json to the config's outputDir, and exits non-zero when training failed. On
+SIGTERM or SIGINT it stops at the next safe point, after the step in flight, whose state
+it checkpoints; a second signal stops it at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(o.logFormat)
@@ -68,7 +72,8 @@ report.json to the config's outputDir, and exits non-zero when training failed.`
 				return err
 			}
 			ctrl.SetLogger(log)
-			return runTrainer(ctrl.SetupSignalHandler(), o, log.WithName("trainer"))
+			ctx, drain := drainOnSignal(cmd.Context())
+			return runTrainer(ctx, drain, o, log.WithName("trainer"))
 		},
 	}
 	f := cmd.Flags()
@@ -81,7 +86,30 @@ report.json to the config's outputDir, and exits non-zero when training failed.`
 }
 
 // runTrainer loads the config, connects the workers and the reporter, and runs.
-func runTrainer(ctx context.Context, o trainerOptions, log logr.Logger) error {
+// drainOnSignal returns a context cancelled on the second SIGTERM or SIGINT and a
+// channel closed on the first (trainer.Options.Drain).
+func drainOnSignal(parent context.Context) (context.Context, <-chan struct{}) {
+	ctx, cancel := context.WithCancel(parent)
+	drain := make(chan struct{})
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	go func() {
+		defer cancel()
+		select {
+		case <-sig:
+		case <-ctx.Done():
+			return
+		}
+		close(drain)
+		select {
+		case <-sig:
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, drain
+}
+
+func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, log logr.Logger) error {
 	if o.config == "" {
 		return errors.New("--config (or $ESPO_CONFIG) is required")
 	}
@@ -108,7 +136,7 @@ func runTrainer(ctx context.Context, o trainerOptions, log logr.Logger) error {
 		return err
 	}
 	defer stopMetrics()
-	t, err := trainer.New(cfg, trainer.Options{Workers: workers, Reporter: reporter, Metrics: trainer.NewMetrics(reg), Log: log})
+	t, err := trainer.New(cfg, trainer.Options{Workers: workers, Reporter: reporter, Metrics: trainer.NewMetrics(reg), Log: log, Drain: drain})
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ type workerOptions struct {
 	listen          string
 	threads         int
 	shutdownTimeout time.Duration
+	drainQuiet      time.Duration
 }
 
 // envWorkerListen names the environment variable with the default listen address,
@@ -51,13 +52,17 @@ func newWorkerCommand() *cobra.Command {
 		Short: "Serve a policy worker over gRPC (the worker protocol and grpc.health.v1)",
 		Long: `Serve a policy worker over gRPC: the worker protocol (docs/worker-protocol.md)
 and the standard gRPC health service. --device cpu serves the Go reference policy;
-the cuda worker is the project's PyTorch package. The server stops gracefully on
-SIGTERM or SIGINT, waiting for calls in flight up to --shutdown-timeout.`,
+the cuda worker is the project's PyTorch package. On SIGTERM or SIGINT it keeps
+serving until no call of the worker protocol has come for --drain-quiet (its trainer,
+stopping too, finishes the step in flight and its checkpoint first), then stops
+gracefully, waiting for calls in flight up to --shutdown-timeout; a second signal
+skips the wait for quiet.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
-			defer stop()
-			return runWorker(ctx, o, func(addr string) { fmt.Fprintf(cmd.ErrOrStderr(), "espo worker: serving on %s\n", addr) })
+			sig := make(chan os.Signal, 2)
+			signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+			defer signal.Stop(sig)
+			return runWorker(cmd.Context(), sig, o, func(addr string) { fmt.Fprintf(cmd.ErrOrStderr(), "espo worker: serving on %s\n", addr) })
 		},
 	}
 	listen := os.Getenv(envWorkerListen)
@@ -69,12 +74,15 @@ SIGTERM or SIGINT, waiting for calls in flight up to --shutdown-timeout.`,
 	f.StringVar(&o.listen, "listen", listen, "Address to serve on, host:port (default $"+envWorkerListen+" or :50051)")
 	f.IntVar(&o.threads, "threads", 0, "Goroutines for Generate, LogProbs and Backward; 0: GOMAXPROCS")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long a graceful stop waits for calls in flight")
+	f.DurationVar(&o.drainQuiet, "drain-quiet", 2*time.Second, "After SIGTERM, how long no call must come before the worker stops")
 	return cmd
 }
 
-// runWorker serves the worker until ctx ends, then stops gracefully; ready is
-// called with the address once it listens.
-func runWorker(ctx context.Context, o workerOptions, ready func(addr string)) error {
+// runWorker serves the worker until ctx ends or a signal comes on sig; after a
+// signal it keeps serving until no call of the worker protocol has come for
+// o.drainQuiet (or a second signal comes), then stops gracefully. ready is called
+// with the address once it listens.
+func runWorker(ctx context.Context, sig <-chan os.Signal, o workerOptions, ready func(addr string)) error {
 	if o.device != "cpu" {
 		return fmt.Errorf("worker: device %q is not served by this binary; --device cpu serves the Go reference policy, the cuda worker is the PyTorch package", o.device)
 	}
@@ -82,7 +90,8 @@ func runWorker(ctx context.Context, o workerOptions, ready func(addr string)) er
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	gs := worker.NewGRPCServer(cpu.New(o.threads))
+	activity := worker.NewActivity(nil)
+	gs := worker.NewGRPCServer(cpu.New(o.threads), activity)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
 	ready(lis.Addr().String())
@@ -90,6 +99,8 @@ func runWorker(ctx context.Context, o workerOptions, ready func(addr string)) er
 	case err := <-served:
 		return err
 	case <-ctx.Done():
+	case <-sig:
+		waitQuiet(ctx, sig, activity, o.drainQuiet)
 	}
 	stopped := make(chan struct{})
 	go func() {
@@ -102,4 +113,19 @@ func runWorker(ctx context.Context, o workerOptions, ready func(addr string)) er
 		gs.Stop()
 	}
 	return nil
+}
+
+// waitQuiet returns once a has seen no call for quiet, ctx ends or another signal
+// comes on sig.
+func waitQuiet(ctx context.Context, sig <-chan os.Signal, a *worker.Activity, quiet time.Duration) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_ = a.WaitQuiet(ctx, quiet)
 }

@@ -83,19 +83,20 @@ func buildPod(job *v1.ESPOJob, rank int32, o PodOptions) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: meta,
 		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyNever,
-			Hostname:                     podName(job, rank),
-			Subdomain:                    serviceName(job),
-			ServiceAccountName:           trainerServiceAccountName(job),
-			AutomountServiceAccountToken: ptr.To(rank == 0), // only the trainer reports
-			EnableServiceLinks:           ptr.To(false),
-			NodeSelector:                 maps.Clone(t.NodeSelector),
-			Tolerations:                  t.Tolerations,
-			Affinity:                     t.Affinity,
-			SchedulingGates:              t.SchedulingGates,
-			PriorityClassName:            t.PriorityClassName,
-			SchedulerName:                t.SchedulerName,
-			ImagePullSecrets:             t.ImagePullSecrets,
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			Hostname:                      podName(job, rank),
+			Subdomain:                     serviceName(job),
+			ServiceAccountName:            trainerServiceAccountName(job),
+			AutomountServiceAccountToken:  ptr.To(rank == 0), // only the trainer reports
+			EnableServiceLinks:            ptr.To(false),
+			NodeSelector:                  maps.Clone(t.NodeSelector),
+			Tolerations:                   t.Tolerations,
+			Affinity:                      t.Affinity,
+			SchedulingGates:               t.SchedulingGates,
+			PriorityClassName:             t.PriorityClassName,
+			SchedulerName:                 t.SchedulerName,
+			TerminationGracePeriodSeconds: t.TerminationGracePeriodSeconds,
+			ImagePullSecrets:              t.ImagePullSecrets,
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot:   ptr.To(true),
 				RunAsUser:      ptr.To(nonRootID),

@@ -137,7 +137,7 @@ func TestBuildPod(t *testing.T) {
 		"scheduling fields, pod labels and annotations, a restart attempt": {
 			job: makeJob().Replicas(2).NodeSelector("pool", "a").Toleration(toleration).PriorityClassName("high").
 				SchedulingGate("kueue.x-k8s.io/admission").PodLabel("team", "rec").PodLabel(LabelRank, "9").
-				PodAnnotation("note", "x").Env("NCCL_DEBUG", "INFO").Image("mine:v2").Restarts(3).Obj(),
+				PodAnnotation("note", "x").Env("NCCL_DEBUG", "INFO").Image("mine:v2").Restarts(3).TerminationGracePeriod(120).Obj(),
 			rank: 1,
 			want: func() *corev1.Pod {
 				p := wantPod(1)
@@ -147,6 +147,7 @@ func TestBuildPod(t *testing.T) {
 				p.Spec.NodeSelector = map[string]string{"pool": "a"}
 				p.Spec.Tolerations = []corev1.Toleration{toleration}
 				p.Spec.PriorityClassName = "high"
+				p.Spec.TerminationGracePeriodSeconds = new(int64(120))
 				p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
 				c := &p.Spec.Containers[0]
 				c.Image = "mine:v2" // the CPU worker follows the trainer's image

@@ -78,6 +78,13 @@ type Options struct {
 	// StopAfterSteps, when positive, stops the run (without an outcome) once that many
 	// optimizer steps are done: tests use it to simulate a killed trainer.
 	StopAfterSteps int64
+	// Drain, closed when the process is asked to stop (SIGTERM: a suspend, a
+	// preemption, a gang restart), makes the run stop at the next safe point: after
+	// the step in flight, whose state it checkpoints (when spec.checkpoint is set), or
+	// at once during an evaluation (the epoch's checkpoint is written; the evaluation
+	// runs again on resume). Run then reports where it stopped and returns ErrDrained.
+	// nil never drains.
+	Drain <-chan struct{}
 	// EmbeddingRetryWait waits before a retry of the embedding service
 	// (spec.rewards.intent.embedder) and returns early with ctx's error; nil waits on
 	// a timer. Tests return at once.
@@ -167,10 +174,55 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, t.fail(ctx, err)
 	}
+	if outcome == "" && t.draining() {
+		return nil, t.reportDrained(ctx)
+	}
 	if outcome == "" { // stopped by StopAfterSteps
 		return nil, nil
 	}
 	return t.finish(ctx, outcome, msg)
+}
+
+// ErrDrained is Run's error when it stopped because Options.Drain was closed.
+var ErrDrained = errors.New("the trainer was asked to stop (SIGTERM) and stopped at a safe point")
+
+// reportDrained reports where a drained run stopped and returns ErrDrained, wrapped
+// with the step and the checkpoint the next start resumes from.
+func (t *Trainer) reportDrained(ctx context.Context) error {
+	resume := "no checkpoint: spec.checkpoint is not set"
+	if c := t.status.LastCheckpoint; c != nil {
+		resume = fmt.Sprintf("the next start resumes from the checkpoint of step %d", c.Step)
+	}
+	msg := fmt.Sprintf("stopped on SIGTERM after step %d; %s", t.state.Step, resume)
+	t.status.Message = v1alpha1.BoundMessage(msg)
+	t.report(ctx)
+	t.opts.Log.Info(msg)
+	return fmt.Errorf("%w: %s", ErrDrained, msg)
+}
+
+// draining reports whether Options.Drain is closed.
+func (t *Trainer) draining() bool {
+	select {
+	case <-t.opts.Drain:
+		return true
+	default:
+		return false
+	}
+}
+
+// untilDrained returns a context that is also cancelled when Options.Drain closes.
+func (t *Trainer) untilDrained(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if t.opts.Drain != nil {
+		go func() {
+			select {
+			case <-t.opts.Drain:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }
 
 // start configures the workers, from the newest checkpoint when there is one, then
@@ -244,13 +296,19 @@ func (t *Trainer) train(ctx context.Context) (v1alpha1.TrainingOutcome, string, 
 			return "", "", err
 		}
 		outcome, msg, err := t.trainEpoch(ctx, ep)
-		if err != nil || outcome != "" || t.stopRequested() {
+		if err != nil || outcome != "" || t.stopRequested() || t.draining() {
 			return outcome, msg, err
 		}
 		if err := t.checkpoint(ctx); err != nil {
 			return "", "", err
 		}
-		if outcome, msg, err := t.evaluateEpoch(ctx, ep); err != nil || outcome != "" {
+		evalCtx, cancel := t.untilDrained(ctx)
+		outcome, msg, err = t.evaluateEpoch(evalCtx, ep)
+		cancel()
+		if t.draining() {
+			return "", "", nil
+		}
+		if err != nil || outcome != "" {
 			return outcome, msg, err
 		}
 	}
@@ -291,19 +349,24 @@ func (t *Trainer) trainEpoch(ctx context.Context, ep *epochPlan) (v1alpha1.Train
 		if !finite(stats.gradNorm) || !finite(stats.objective) {
 			return v1alpha1.OutcomeNonFiniteLoss, fmt.Sprintf("step %d: the loss or gradient is not finite (objective %v, gradient norm %v)", t.state.Step, stats.objective, stats.gradNorm), nil
 		}
-		if t.checkpointDue() {
-			t.state.Batch++ // the checkpoint resumes at the next batch
-			err := t.checkpoint(ctx)
-			t.state.Batch--
-			if err != nil {
+		if t.checkpointDue() || t.draining() {
+			if err := t.checkpointAfterBatch(ctx); err != nil {
 				return "", "", err
 			}
 		}
-		if t.stopRequested() {
+		if t.stopRequested() || t.draining() {
 			return "", "", nil
 		}
 	}
 	return "", "", nil
+}
+
+// checkpointAfterBatch checkpoints the state after the current batch: a resume
+// starts at the next one.
+func (t *Trainer) checkpointAfterBatch(ctx context.Context) error {
+	t.state.Batch++
+	defer func() { t.state.Batch-- }()
+	return t.checkpoint(ctx)
 }
 
 func (t *Trainer) stopRequested() bool {

@@ -219,6 +219,16 @@ type TrainerSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	SchedulerName string `json:"schedulerName,omitempty"`
 
+	// TerminationGracePeriodSeconds is how long a trainer pod has to stop after
+	// SIGTERM (a suspend, a preemption, a gang restart) before it is killed. The
+	// trainer uses it to finish the step in flight and checkpoint it, its workers to
+	// serve that step; give it more than a step and a checkpoint take. Default:
+	// Kubernetes' 30 seconds.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+
 	// ServiceAccountName runs the trainer pods under this service account instead of
 	// the one the job creates. It must be allowed to get and patch this ESPOJob's
 	// status, or the job's progress is not reported.

@@ -292,6 +292,12 @@ func (w *ESPOJobWrapper) PriorityClassName(name string) *ESPOJobWrapper {
 	return w
 }
 
+// TerminationGracePeriod sets how long a trainer pod has to stop after SIGTERM.
+func (w *ESPOJobWrapper) TerminationGracePeriod(seconds int64) *ESPOJobWrapper {
+	w.Spec.Trainer.TerminationGracePeriodSeconds = &seconds
+	return w
+}
+
 // ServiceAccountName runs the trainer pods under this service account.
 func (w *ESPOJobWrapper) ServiceAccountName(name string) *ESPOJobWrapper {
 	w.Spec.Trainer.ServiceAccountName = name

@@ -125,8 +125,8 @@ func TestKilledTrainerResumesFromItsCheckpoint(t *testing.T) {
 	finishesResumed(t, &pod, checkpoint, 1)
 }
 
-// Suspending a job deletes its pods and stops its processes; resuming recreates them
-// and training continues from the checkpoint.
+// Suspending a job deletes its pods and stops its processes, the trainer checkpointing
+// the step it stopped at; resuming recreates them and training continues from there.
 func TestSuspendAndResumeContinueFromTheCheckpoint(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -140,7 +140,10 @@ func TestSuspendAndResumeContinueFromTheCheckpoint(t *testing.T) {
 		g.Expect(getJob(g, ns, name).Status.Phase).To(Equal(v1.PhaseSuspended))
 	}).WithTimeout(podsChange).WithPolling(poll).Should(Succeed())
 	g.Expect(alive(pid)).To(BeFalse(), "the trainer process stopped")
-	checkpoint = max(checkpoint, training(getJob(g, ns, name)).LastCheckpoint.Step)
+	stopped := training(getJob(g, ns, name))
+	g.Expect(stopped.Message).To(ContainSubstring("stopped on SIGTERM after step"))
+	g.Expect(stopped.LastCheckpoint.Step).To(Equal(stopped.Step), "the trainer checkpointed the step it stopped at")
+	checkpoint = max(checkpoint, stopped.LastCheckpoint.Step)
 
 	setSuspend(g, ns, name, false)
 	finishesResumed(t, &pod, checkpoint, 0)

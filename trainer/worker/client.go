@@ -103,10 +103,15 @@ func Dial(addr string) (workerpb.WorkerClient, io.Closer, error) {
 
 // NewGRPCServer returns a gRPC server that serves p with the worker protocol and
 // the standard gRPC health service (grpc.health.v1, reporting SERVING for "" and
-// for "espo.worker.v1.Worker"), accepting messages of up to MaxMessageBytes.
-// The caller registers nothing else and calls Serve.
-func NewGRPCServer(p Policy) *grpc.Server {
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes))
+// for "espo.worker.v1.Worker"), accepting messages of up to MaxMessageBytes, and
+// recording its calls in a when a is not nil. The caller registers nothing else and
+// calls Serve.
+func NewGRPCServer(p Policy, a *Activity) *grpc.Server {
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes)}
+	if a != nil {
+		opts = append(opts, grpc.UnaryInterceptor(a.UnaryInterceptor()))
+	}
+	gs := grpc.NewServer(opts...)
 	workerpb.RegisterWorkerServer(gs, NewServer(p))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)

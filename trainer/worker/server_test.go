@@ -42,7 +42,7 @@ func serve(t *testing.T) workerpb.WorkerClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := worker.NewGRPCServer(cpu.New(2))
+	gs := worker.NewGRPCServer(cpu.New(2), nil)
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
 	c, closer, err := worker.Dial(lis.Addr().String())

@@ -14,7 +14,8 @@ model path comes from the trainer's Configure option "pretrained"
 With --procs K > 1 this process is a launcher: it starts K workers, worker k on port
 PORT+k with GPU k, and waits for them; they form one torch.distributed group with the
 workers of the other pods (espo_worker.dist). The launcher exits when one of them
-does, stopping the others; SIGTERM and SIGINT are passed on.
+does on its own, stopping the others; SIGTERM and SIGINT are passed on, and each
+worker then drains (serves until no call has come for --drain-quiet) and exits.
 """
 
 import argparse
@@ -55,6 +56,8 @@ def parse(argv):
     ap.add_argument("--procs", type=int, default=int(os.environ.get("ESPO_WORKERS_PER_REPLICA") or 1),
                     help="worker processes in this container, one per GPU (default $ESPO_WORKERS_PER_REPLICA or 1)")
     ap.add_argument("--threads", type=int, default=8, help="gRPC server threads")
+    ap.add_argument("--drain-quiet", type=float, default=2.0,
+                    help="after SIGTERM, seconds without a call before the worker stops")
     ap.add_argument("--local-index", type=int, default=-1, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
@@ -68,12 +71,18 @@ def launch(args, argv):
                                                              "--local-index", str(k)]
         procs.append(subprocess.Popen(cmd, env=e))
 
+    signalled = threading.Event()
+
     def forward(sig, _):
         for p in procs:
             if p.poll() is None:
                 p.send_signal(sig)
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
+
+    def on_signal(sig, frame):
+        signalled.set()
+        forward(sig, frame)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     done = threading.Event()
     codes = {}
 
@@ -83,7 +92,10 @@ def launch(args, argv):
     for p in procs:
         threading.Thread(target=wait, args=(p,), daemon=True).start()
     done.wait()
-    forward(signal.SIGTERM, None)
+    if not signalled.is_set():  # one worker ended on its own: stop the others
+        forward(signal.SIGTERM, None)
+    # After a signal, each worker drains on its own (the one that saves the
+    # checkpoint is busy longest): a second signal would cut that short.
     for p in procs:
         p.wait()
     return max(abs(c) for c in codes.values()) if codes else 0
@@ -108,14 +120,21 @@ def main(argv=None):
                 "attn_implementation": args.attn_implementation}
     group = dist.from_env(max(args.procs, 1), k, device)
     p = policy.Policy(defaults, device=device, dist=group)
-    s, port = server.new_server(p, args.listen, args.threads)
+    activity = server.Activity()
+    s, port = server.new_server(p, args.listen, args.threads, activity)
     host = args.listen.rsplit(":", 1)[0] or "[::]"
     print("espo torch worker: serving on %s:%d (rank %d of %d, %s)" % (host, port, group.rank, group.world, device),
           file=sys.stderr, flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # The first signal drains: serve until no call has come for --drain-quiet (the
+    # trainer finishes its step and checkpoint first); a second one stops at once.
+    stop, hurry = threading.Event(), threading.Event()
+
+    def on_signal(*_):
+        (hurry if stop.is_set() else stop).set()
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     stop.wait()
+    activity.wait_quiet(args.drain_quiet, hurry.wait)
     s.stop(30).wait()
     return 0
 

@@ -217,12 +217,62 @@ _HEALTH = grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
 })
 
 
-def new_server(policy, listen, threads=8):
-    """A started server of policy on listen (host:port; port 0 picks one). Returns
-    (server, port)."""
+class Activity(grpc.ServerInterceptor):
+    """Tracks the calls of the worker protocol (health checks do not count), so that a
+    worker asked to stop (SIGTERM, with the rest of its gang) keeps serving while its
+    trainer, stopping too, finishes the step in flight and its checkpoint. The Go
+    worker's twin is trainer/worker/activity.go."""
+
+    def __init__(self, clock=time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._last = clock()
+
+    def intercept_service(self, continuation, details):
+        handler = continuation(details)
+        if handler is None or handler.unary_unary is None or not details.method.startswith("/%s/" % SERVICE):
+            return handler
+        inner = handler.unary_unary
+
+        def counted(request, context):
+            self._mark(1)
+            try:
+                return inner(request, context)
+            finally:
+                self._mark(-1)
+        return grpc.unary_unary_rpc_method_handler(counted, request_deserializer=handler.request_deserializer,
+                                                   response_serializer=handler.response_serializer)
+
+    def _mark(self, delta):
+        with self._lock:
+            self._in_flight += delta
+            self._last = self._clock()
+
+    def quiet_left(self, quiet):
+        """Seconds the server must still go without calls to have been quiet for quiet
+        seconds: quiet while a call is in flight, 0 or less once quiet."""
+        with self._lock:
+            if self._in_flight:
+                return quiet
+            return quiet - (self._clock() - self._last)
+
+    def wait_quiet(self, quiet, wait):
+        """Returns once no call has come for quiet seconds, or when wait(seconds), which
+        waits up to that long, returns True (a second signal: stop at once)."""
+        while True:
+            left = self.quiet_left(quiet)
+            if left <= 0 or wait(left):
+                return
+
+
+def new_server(policy, listen, threads=8, activity=None):
+    """A started server of policy on listen (host:port; port 0 picks one), its calls
+    recorded in activity when given. Returns (server, port)."""
     opts = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
-    s = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=threads), options=opts)
+    s = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=threads), options=opts,
+                    interceptors=[activity] if activity is not None else None)
     pbgrpc.add_WorkerServicer_to_server(Servicer(policy), s)
     s.add_generic_rpc_handlers((_HEALTH,))
     if listen.startswith(":"):

@@ -2,6 +2,7 @@
 """Unit tests of the torch worker on the tiny model (run by torch_test.go's
 TestPythonUnitTests: python3 -m unittest discover -s tests -t .)."""
 
+import collections
 import io
 import math
 import os
@@ -9,6 +10,7 @@ import socket
 import tempfile
 import unittest
 
+import grpc
 import torch
 import torch.multiprocessing as mp
 
@@ -216,6 +218,48 @@ class PolicyTest(unittest.TestCase):
             x.backward(sft_request([make_prompt(4)]))
             x.step(pb.StepRequest(learning_rate=0.02, weight_decay=0.01))
         self.assertTrue(torch.equal(params(p), params(q)))
+
+
+class ActivityTest(unittest.TestCase):
+    """The drain after SIGTERM: the worker serves until no call of the worker protocol
+    has come for the quiet period; health checks do not count."""
+
+    def test_wait_quiet_waits_for_the_trainers_calls(self):
+        from espo_worker import server
+        now = [0.0]
+        activity = server.Activity(clock=lambda: now[0])
+
+        def handler_for(method, body):
+            details = collections.namedtuple("Details", "method")(method)
+            return activity.intercept_service(
+                lambda _: grpc.unary_unary_rpc_method_handler(body), details).unary_unary
+
+        seen = []
+
+        def step(request, context):
+            now[0] += 10.0  # a long step
+            seen.append(activity.quiet_left(2.0))
+            return request
+        handler_for("/espo.worker.v1.Worker/Backward", step)("req", None)
+        self.assertEqual(seen, [2.0], "a call in flight keeps the worker")
+        waits = []
+
+        def wait(seconds):
+            waits.append(seconds)
+            now[0] += seconds
+            if len(waits) == 1:  # a health check while draining
+                handler_for("/grpc.health.v1.Health/Check", lambda r, c: r)("ping", None)
+            return False
+        activity.wait_quiet(2.0, wait)
+        self.assertEqual(waits, [2.0], "quiet 2 s after the last call; the health check does not count")
+        self.assertEqual(now[0], 12.0)
+
+    def test_a_second_signal_stops_at_once(self):
+        from espo_worker import server
+        activity = server.Activity(clock=lambda: 0.0)
+        calls = []
+        activity.wait_quiet(2.0, lambda s: calls.append(s) or True)
+        self.assertEqual(calls, [2.0])
 
 
 def _free_port():

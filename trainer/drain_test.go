@@ -1,0 +1,167 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+
+	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/workerpb"
+)
+
+// drainAt is a Reporter that closes drain when a report reaches step and stage,
+// as SIGTERM would while that step's report goes out, and keeps every report.
+type drainAt struct {
+	recorder
+	step  int64
+	stage v1alpha1.TrainingStage
+	drain chan struct{}
+	once  sync.Once
+}
+
+func (d *drainAt) Report(ctx context.Context, s *v1alpha1.TrainingStatus) error {
+	if s.Step == d.step && s.Stage == d.stage {
+		d.once.Do(func() { close(d.drain) })
+	}
+	return d.recorder.Report(ctx, s)
+}
+
+// drainedRun runs c until the drain at step (in stage), with fresh workers, and
+// returns the reports and Run's error.
+func drainedRun(t *testing.T, c *Config, step int64, stage v1alpha1.TrainingStage) (*drainAt, error) {
+	t.Helper()
+	d := &drainAt{step: step, stage: stage, drain: make(chan struct{})}
+	tr, err := New(c, Options{Workers: cpuWorkers(1), Reporter: d, Drain: d.drain, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tr.Run(context.Background())
+	if rep != nil {
+		t.Fatalf("a drained run returned the final report %+v", rep)
+	}
+	return d, err
+}
+
+// TestDrainCheckpointsTheStepInFlight drains a run mid-epoch, far from any periodic
+// checkpoint: it checkpoints the step it was in, says so in its last report, and a
+// resumed run continues at the next step and ends with the uninterrupted run's
+// weights, byte for byte.
+func TestDrainCheckpointsTheStepInFlight(t *testing.T) {
+	whole := smallConfig(t, v1alpha1.AlgorithmESPO)
+	ws := cpuWorkers(1)
+	run(t, whole, Options{Workers: ws})
+	want := savedState(t, ws[0])
+
+	c := smallConfig(t, v1alpha1.AlgorithmESPO)
+	c.CheckpointDir = t.TempDir()
+	c.Spec.Checkpoint = &v1alpha1.CheckpointSpec{EverySteps: 100, Keep: 2}
+	d, err := drainedRun(t, c, 3, v1alpha1.StageSFT)
+	if !errors.Is(err, ErrDrained) {
+		t.Fatalf("Run returned %v, want ErrDrained", err)
+	}
+	last := d.reports[len(d.reports)-1]
+	if last.LastCheckpoint == nil || last.LastCheckpoint.Step != 3 || last.Step != 3 {
+		t.Fatalf("last report: step %d, checkpoint %+v; want both at step 3", last.Step, last.LastCheckpoint)
+	}
+	if !strings.Contains(last.Message, "stopped on SIGTERM after step 3") || last.Outcome != "" {
+		t.Errorf("last report: outcome %q, message %q", last.Outcome, last.Message)
+	}
+
+	resumed, rec := cpuWorkers(1), &recorder{}
+	rep, _ := run(t, c, Options{Workers: resumed, Reporter: rec})
+	if rep.Outcome != v1alpha1.OutcomeCompleted {
+		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
+	}
+	if first := rec.reports[0].Step; first != 4 {
+		t.Errorf("the resumed run's first report is at step %d, want 4", first)
+	}
+	if got := savedState(t, resumed[0]); !bytes.Equal(got, want) {
+		t.Errorf("the drained and resumed run's final state differs from the uninterrupted run's")
+	}
+}
+
+// TestDrainWithoutCheckpointsSaysSo drains a run that has no checkpoint claim.
+func TestDrainWithoutCheckpointsSaysSo(t *testing.T) {
+	d, err := drainedRun(t, smallConfig(t, v1alpha1.AlgorithmESPO), 2, v1alpha1.StageSFT)
+	if !errors.Is(err, ErrDrained) {
+		t.Fatalf("Run returned %v, want ErrDrained", err)
+	}
+	last := d.reports[len(d.reports)-1]
+	if last.Step != 2 || !strings.Contains(last.Message, "no checkpoint") {
+		t.Errorf("last report: step %d, message %q", last.Step, last.Message)
+	}
+}
+
+// drainOnSave closes drain when the worker is asked to save (a checkpoint).
+type drainOnSave struct {
+	workerpb.WorkerClient
+	drain chan struct{}
+	once  sync.Once
+}
+
+func (w *drainOnSave) Save(ctx context.Context, in *workerpb.SaveRequest, opts ...grpc.CallOption) (*workerpb.SaveResponse, error) {
+	resp, err := w.WorkerClient.Save(ctx, in, opts...)
+	w.once.Do(func() { close(w.drain) })
+	return resp, err
+}
+
+// TestDrainAtAnEpochsEnd drains a run while it writes the first epoch's checkpoint,
+// just before that epoch's evaluation: it stops without starting the next epoch, and
+// a resumed run evaluates the epoch and completes with the uninterrupted run's weights.
+func TestDrainAtAnEpochsEnd(t *testing.T) {
+	whole := smallConfig(t, v1alpha1.AlgorithmESPO)
+	ws := cpuWorkers(1)
+	wholeRep, _ := run(t, whole, Options{Workers: ws})
+	want := savedState(t, ws[0])
+
+	c := smallConfig(t, v1alpha1.AlgorithmESPO)
+	c.CheckpointDir = t.TempDir()
+	c.Spec.Checkpoint = &v1alpha1.CheckpointSpec{EverySteps: 100, Keep: 2}
+	w := &drainOnSave{WorkerClient: cpuWorkers(1)[0], drain: make(chan struct{})}
+	rec := &recorder{}
+	tr, err := New(c, Options{Workers: []workerpb.WorkerClient{w}, Reporter: rec, Drain: w.drain, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background()); !errors.Is(err, ErrDrained) {
+		t.Fatalf("Run returned %v, want ErrDrained", err)
+	}
+	last := rec.reports[len(rec.reports)-1]
+	if last.Stage != v1alpha1.StageSFT || last.LastCheckpoint == nil || last.LastCheckpoint.Step != last.Step {
+		t.Fatalf("last report: stage %s, step %d, checkpoint %+v; want the SFT epoch's end", last.Stage, last.Step, last.LastCheckpoint)
+	}
+
+	resumed := cpuWorkers(1)
+	rep, _ := run(t, c, Options{Workers: resumed})
+	if rep.Outcome != v1alpha1.OutcomeCompleted || rep.Steps != wholeRep.Steps {
+		t.Fatalf("resumed run: outcome %s after %d steps, want Completed after %d", rep.Outcome, rep.Steps, wholeRep.Steps)
+	}
+	if len(rep.Validation) != len(wholeRep.Validation) {
+		t.Errorf("resumed run: %d validations, want %d (one per epoch)", len(rep.Validation), len(wholeRep.Validation))
+	}
+	if got := savedState(t, resumed[0]); !bytes.Equal(got, want) {
+		t.Errorf("the resumed run's final state differs from the uninterrupted run's")
+	}
+}

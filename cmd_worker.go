@@ -53,10 +53,10 @@ func newWorkerCommand() *cobra.Command {
 		Long: `Serve a policy worker over gRPC: the worker protocol (docs/worker-protocol.md)
 and the standard gRPC health service. --device cpu serves the Go reference policy;
 the cuda worker is the project's PyTorch package. On SIGTERM or SIGINT it keeps
-serving until no call of the worker protocol has come for --drain-quiet (its trainer,
-stopping too, finishes the step in flight and its checkpoint first), then stops
-gracefully, waiting for calls in flight up to --shutdown-timeout; a second signal
-skips the wait for quiet.`,
+serving until its trainer, stopping too, has finished the step in flight and its
+checkpoint and calls Release (or until no call has come for --drain-quiet: a trainer
+that died cannot release), then stops gracefully, waiting for calls in flight up to
+--shutdown-timeout; a second signal skips the wait.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sig := make(chan os.Signal, 2)
@@ -74,14 +74,14 @@ skips the wait for quiet.`,
 	f.StringVar(&o.listen, "listen", listen, "Address to serve on, host:port (default $"+envWorkerListen+" or :50051)")
 	f.IntVar(&o.threads, "threads", 0, "Goroutines for Generate, LogProbs and Backward; 0: GOMAXPROCS")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long a graceful stop waits for calls in flight")
-	f.DurationVar(&o.drainQuiet, "drain-quiet", 2*time.Second, "After SIGTERM, how long no call must come before the worker stops")
+	f.DurationVar(&o.drainQuiet, "drain-quiet", time.Minute, "After SIGTERM, how long without a call ends the wait for the trainer's Release")
 	return cmd
 }
 
 // runWorker serves the worker until ctx ends or a signal comes on sig; after a
-// signal it keeps serving until no call of the worker protocol has come for
-// o.drainQuiet (or a second signal comes), then stops gracefully. ready is called
-// with the address once it listens.
+// signal it keeps serving until the trainer releases it, no call of the worker
+// protocol has come for o.drainQuiet, or a second signal comes, then stops
+// gracefully. ready is called with the address once it listens.
 func runWorker(ctx context.Context, sig <-chan os.Signal, o workerOptions, ready func(addr string)) error {
 	if o.device != "cpu" {
 		return fmt.Errorf("worker: device %q is not served by this binary; --device cpu serves the Go reference policy, the cuda worker is the PyTorch package", o.device)
@@ -100,7 +100,7 @@ func runWorker(ctx context.Context, sig <-chan os.Signal, o workerOptions, ready
 		return err
 	case <-ctx.Done():
 	case <-sig:
-		waitQuiet(ctx, sig, activity, o.drainQuiet)
+		waitReleased(ctx, sig, activity, o.drainQuiet)
 	}
 	stopped := make(chan struct{})
 	go func() {
@@ -115,9 +115,9 @@ func runWorker(ctx context.Context, sig <-chan os.Signal, o workerOptions, ready
 	return nil
 }
 
-// waitQuiet returns once a has seen no call for quiet, ctx ends or another signal
-// comes on sig.
-func waitQuiet(ctx context.Context, sig <-chan os.Signal, a *worker.Activity, quiet time.Duration) {
+// waitReleased returns once the trainer released the worker, a has seen no call for
+// quiet, ctx ends or another signal comes on sig.
+func waitReleased(ctx context.Context, sig <-chan os.Signal, a *worker.Activity, quiet time.Duration) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -127,5 +127,5 @@ func waitQuiet(ctx context.Context, sig <-chan os.Signal, a *worker.Activity, qu
 		case <-ctx.Done():
 		}
 	}()
-	_ = a.WaitQuiet(ctx, quiet)
+	_ = a.WaitReleased(ctx, quiet)
 }

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -163,5 +164,74 @@ func TestDrainAtAnEpochsEnd(t *testing.T) {
 	}
 	if got := savedState(t, resumed[0]); !bytes.Equal(got, want) {
 		t.Errorf("the resumed run's final state differs from the uninterrupted run's")
+	}
+}
+
+// stuckWorker never answers Configure until its context ends (a worker pod still
+// pending) and counts Release calls.
+type stuckWorker struct {
+	workerpb.WorkerClient
+	released atomic.Int32
+}
+
+func (w *stuckWorker) Configure(ctx context.Context, _ *workerpb.ConfigureRequest, _ ...grpc.CallOption) (*workerpb.ConfigureResponse, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (w *stuckWorker) Release(ctx context.Context, in *workerpb.ReleaseRequest, opts ...grpc.CallOption) (*workerpb.ReleaseResponse, error) {
+	w.released.Add(1)
+	return w.WorkerClient.Release(ctx, in, opts...)
+}
+
+// TestDrainWhileWaitingForWorkers drains a run whose worker never starts: Run stops
+// at once, reports no Error outcome, and releases the worker.
+func TestDrainWhileWaitingForWorkers(t *testing.T) {
+	w := &stuckWorker{WorkerClient: cpuWorkers(1)[0]}
+	drain, rec := make(chan struct{}), &recorder{}
+	close(drain)
+	tr, err := New(smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{w}, Reporter: rec, Drain: drain, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background()); !errors.Is(err, ErrDrained) {
+		t.Fatalf("Run returned %v, want ErrDrained", err)
+	}
+	for _, r := range rec.reports {
+		if r.Outcome != "" {
+			t.Errorf("a drained run reported the outcome %s: %s", r.Outcome, r.Message)
+		}
+	}
+	if last := rec.reports[len(rec.reports)-1]; !strings.Contains(last.Message, "stopped on SIGTERM after step 0") {
+		t.Errorf("last message %q", last.Message)
+	}
+	if w.released.Load() != 1 {
+		t.Errorf("the worker was released %d times, want 1", w.released.Load())
+	}
+}
+
+// releaseCounter counts Release calls.
+type releaseCounter struct {
+	workerpb.WorkerClient
+	released atomic.Int32
+}
+
+func (w *releaseCounter) Release(ctx context.Context, in *workerpb.ReleaseRequest, opts ...grpc.CallOption) (*workerpb.ReleaseResponse, error) {
+	w.released.Add(1)
+	return w.WorkerClient.Release(ctx, in, opts...)
+}
+
+// TestEveryRunReleasesItsWorkers checks that a run that completes releases each of
+// its workers once.
+func TestEveryRunReleasesItsWorkers(t *testing.T) {
+	ws := []*releaseCounter{{WorkerClient: cpuWorkers(1)[0]}, {WorkerClient: cpuWorkers(1)[0]}}
+	rep, _ := run(t, smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{ws[0], ws[1]}})
+	if rep.Outcome != v1alpha1.OutcomeCompleted {
+		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
+	}
+	for i, w := range ws {
+		if n := w.released.Load(); n != 1 {
+			t.Errorf("worker %d released %d times, want 1", i, n)
+		}
 	}
 }

@@ -82,8 +82,10 @@ type Options struct {
 	// preemption, a gang restart), makes the run stop at the next safe point: after
 	// the step in flight, whose state it checkpoints (when spec.checkpoint is set), or
 	// at once during an evaluation (the epoch's checkpoint is written; the evaluation
-	// runs again on resume). Run then reports where it stopped and returns ErrDrained.
-	// nil never drains.
+	// runs again on resume); while it waits for its workers to start, at once. Run then
+	// reports where it stopped and returns ErrDrained; an error of the step in flight
+	// is then no outcome. At every end Run calls Release on the workers, so that
+	// workers asked to stop exit. nil never drains.
 	Drain <-chan struct{}
 	// EmbeddingRetryWait waits before a retry of the embedding service
 	// (spec.rewards.intent.embedder) and returns early with ctx's error; nil waits on
@@ -167,15 +169,22 @@ func (t *Trainer) Splits() *Splits { return t.data }
 // returns the final report. It resumes from the newest valid checkpoint when there is
 // one.
 func (t *Trainer) Run(ctx context.Context) (*Report, error) {
-	if err := t.start(ctx); err != nil {
-		return nil, t.fail(ctx, err)
+	defer t.releaseWorkers()
+	startCtx, cancel := t.untilDrained(ctx) // waiting for workers is no step in flight
+	err := t.start(startCtx)
+	cancel()
+	if err != nil && t.draining() {
+		return nil, t.reportDrained(ctx, err)
 	}
-	outcome, msg, err := t.train(ctx)
 	if err != nil {
 		return nil, t.fail(ctx, err)
 	}
-	if outcome == "" && t.draining() {
-		return nil, t.reportDrained(ctx)
+	outcome, msg, err := t.train(ctx)
+	if (err != nil || outcome == "") && t.draining() {
+		return nil, t.reportDrained(ctx, err)
+	}
+	if err != nil {
+		return nil, t.fail(ctx, err)
 	}
 	if outcome == "" { // stopped by StopAfterSteps
 		return nil, nil
@@ -187,18 +196,42 @@ func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 var ErrDrained = errors.New("the trainer was asked to stop (SIGTERM) and stopped at a safe point")
 
 // reportDrained reports where a drained run stopped and returns ErrDrained, wrapped
-// with the step and the checkpoint the next start resumes from.
-func (t *Trainer) reportDrained(ctx context.Context) error {
-	resume := "no checkpoint: spec.checkpoint is not set"
-	if c := t.status.LastCheckpoint; c != nil {
+// with the step and the checkpoint the next start resumes from; err, when not nil, is
+// what interrupted the step in flight (a worker of the gang already gone, say).
+func (t *Trainer) reportDrained(ctx context.Context, err error) error {
+	var resume string
+	switch c := t.status.LastCheckpoint; {
+	case t.store == nil:
+		resume = "no checkpoint: spec.checkpoint is not set, the next start begins the run again"
+	case c == nil:
+		resume = "no checkpoint written yet: the next start begins the run again"
+	default:
 		resume = fmt.Sprintf("the next start resumes from the checkpoint of step %d", c.Step)
 	}
 	msg := fmt.Sprintf("stopped on SIGTERM after step %d; %s", t.state.Step, resume)
+	if err != nil {
+		msg = fmt.Sprintf("stopped on SIGTERM after step %d, the next one interrupted (%v); %s", t.state.Step, err, resume)
+	}
 	t.status.Message = v1alpha1.BoundMessage(msg)
 	t.report(ctx)
 	t.opts.Log.Info(msg)
 	return fmt.Errorf("%w: %s", ErrDrained, msg)
 }
+
+// releaseWorkers tells every worker the trainer is done with it (Release), so that
+// workers asked to stop exit now; a worker that does not know the call, or is gone,
+// is no error.
+func (t *Trainer) releaseWorkers() {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	_ = t.eachWorker(func(_ int, w workerpb.WorkerClient) error {
+		_, err := w.Release(ctx, &workerpb.ReleaseRequest{})
+		return err
+	})
+}
+
+// releaseTimeout bounds the Release calls at the end of a run.
+const releaseTimeout = 5 * time.Second
 
 // draining reports whether Options.Drain is closed.
 func (t *Trainer) draining() bool {
@@ -296,8 +329,11 @@ func (t *Trainer) train(ctx context.Context) (v1alpha1.TrainingOutcome, string, 
 			return "", "", err
 		}
 		outcome, msg, err := t.trainEpoch(ctx, ep)
-		if err != nil || outcome != "" || t.stopRequested() || t.draining() {
+		if err != nil || outcome != "" || t.stopRequested() {
 			return outcome, msg, err
+		}
+		if t.state.Batch < t.plan.batches[t.state.Epoch] {
+			return "", "", nil // drained mid-epoch: the last step's checkpoint is written
 		}
 		if err := t.checkpoint(ctx); err != nil {
 			return "", "", err
@@ -424,9 +460,10 @@ func (t *Trainer) report(ctx context.Context) {
 	}
 }
 
-// fail reports an unrecoverable error as the run's outcome and returns it.
+// fail reports an unrecoverable error as the run's outcome and returns it; an error
+// of a run being stopped (ctx done, or draining) is no outcome.
 func (t *Trainer) fail(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || t.draining() {
 		return err
 	}
 	t.status.Outcome, t.status.Message = v1alpha1.OutcomeError, v1alpha1.BoundMessage(err.Error())

@@ -29,11 +29,14 @@ import (
 )
 
 // Activity tracks a worker server's calls so that a worker asked to stop (SIGTERM,
-// with the rest of its gang) keeps serving while its trainer still calls it: the
-// trainer drains too, finishing the step in flight and its checkpoint, and only then
-// lets its workers go quiet.
+// with the rest of its gang) keeps serving while its trainer still needs it: the
+// trainer drains too, finishing the step in flight and its checkpoint, then calls
+// Release. A trainer that died cannot release; a quiet period without calls ends the
+// wait then.
 type Activity struct {
 	clock    clock.Clock
+	released chan struct{}
+	once     sync.Once
 	mu       sync.Mutex
 	inFlight int
 	last     time.Time
@@ -44,16 +47,20 @@ func NewActivity(c clock.Clock) *Activity {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Activity{clock: c, last: c.Now()}
+	return &Activity{clock: c, released: make(chan struct{}), last: c.Now()}
 }
 
 // UnaryInterceptor records the start and end of each call of the worker protocol
-// (health checks are not a trainer's work and do not count).
+// (health checks are not a trainer's work and do not count), and a Release.
 func (a *Activity) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	prefix := "/" + workerpb.Worker_ServiceDesc.ServiceName + "/"
+	release := prefix + "Release"
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if !strings.HasPrefix(info.FullMethod, prefix) {
 			return handler(ctx, req)
+		}
+		if info.FullMethod == release {
+			a.once.Do(func() { close(a.released) })
 		}
 		a.begin()
 		defer a.end()
@@ -76,7 +83,7 @@ func (a *Activity) end() {
 }
 
 // quietLeft returns how much longer the server must stay without calls to have been
-// quiet for d: d while a call is in flight, 0 once quiet.
+// quiet for d: d while a call is in flight, 0 or less once quiet.
 func (a *Activity) quietLeft(d time.Duration) time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -86,16 +93,19 @@ func (a *Activity) quietLeft(d time.Duration) time.Duration {
 	return d - a.clock.Since(a.last)
 }
 
-// WaitQuiet returns once no call has been in flight for d, or with ctx's error.
-func (a *Activity) WaitQuiet(ctx context.Context, d time.Duration) error {
+// WaitReleased returns once the trainer released the worker, once no call has been
+// in flight for quiet (a trainer that died cannot release), or with ctx's error.
+func (a *Activity) WaitReleased(ctx context.Context, quiet time.Duration) error {
 	for {
-		left := a.quietLeft(d)
+		left := a.quietLeft(quiet)
 		if left <= 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-a.released:
+			return nil
 		case <-a.clock.After(left):
 		}
 	}

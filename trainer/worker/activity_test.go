@@ -44,11 +44,11 @@ func call(a *worker.Activity, method string, started, release chan struct{}) {
 		})
 }
 
-// quietAfter starts WaitQuiet(quiet) and returns a channel closed when it returns.
+// quietAfter starts WaitReleased(quiet) and returns a channel closed when it returns.
 func quietAfter(a *worker.Activity, quiet time.Duration) chan struct{} {
 	done := make(chan struct{})
 	go func() {
-		_ = a.WaitQuiet(context.Background(), quiet)
+		_ = a.WaitReleased(context.Background(), quiet)
 		close(done)
 	}()
 	return done
@@ -63,10 +63,11 @@ func isClosed(c chan struct{}) bool {
 	}
 }
 
-// TestWaitQuietWaitsForTheTrainersCalls checks that a worker draining after SIGTERM
-// stays while a call is in flight and until quiet has passed after the last one,
-// and that health checks do not keep it.
-func TestWaitQuietWaitsForTheTrainersCalls(t *testing.T) {
+// TestWaitReleasedWaitsForTheTrainersCalls checks that a worker draining after
+// SIGTERM, whose trainer never releases it (it died), stays while a call is in
+// flight and until quiet has passed after the last one, and that health checks do
+// not keep it.
+func TestWaitReleasedWaitsForTheTrainersCalls(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(0, 0))
 	a := worker.NewActivity(clk)
 	step := "/" + workerpb.Worker_ServiceDesc.ServiceName + "/Backward"
@@ -79,7 +80,7 @@ func TestWaitQuietWaitsForTheTrainersCalls(t *testing.T) {
 	clk.Step(10 * time.Second) // a long step: still in flight
 	waitFor(t, clk.HasWaiters)
 	if isClosed(done) {
-		t.Fatal("WaitQuiet returned during a call")
+		t.Fatal("WaitReleased returned during a call")
 	}
 	close(release)
 	<-returned
@@ -87,7 +88,7 @@ func TestWaitQuietWaitsForTheTrainersCalls(t *testing.T) {
 	waitFor(t, clk.HasWaiters)
 	call(a, "/"+healthpb.Health_ServiceDesc.ServiceName+"/Check", nil, nil) // not the trainer's work
 	if isClosed(done) {
-		t.Fatal("WaitQuiet returned 1 s after the last call, want 2 s")
+		t.Fatal("WaitReleased returned 1 s after the last call, want 2 s")
 	}
 	clk.Step(time.Second)
 	waitFor(t, func() bool { return isClosed(done) })
@@ -103,4 +104,19 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestReleaseEndsTheWaitAtOnce checks that the trainer's Release ends a drain long
+// before the quiet period, even right after a call.
+func TestReleaseEndsTheWaitAtOnce(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	a := worker.NewActivity(clk)
+	call(a, "/"+workerpb.Worker_ServiceDesc.ServiceName+"/Save", nil, nil)
+	done := quietAfter(a, time.Minute)
+	waitFor(t, clk.HasWaiters)
+	if isClosed(done) {
+		t.Fatal("WaitReleased returned before the release")
+	}
+	call(a, "/"+workerpb.Worker_ServiceDesc.ServiceName+"/Release", nil, nil)
+	waitFor(t, func() bool { return isClosed(done) })
 }

@@ -88,6 +88,10 @@ func (c localClient) Load(ctx context.Context, in *workerpb.LoadRequest, _ ...gr
 	return c.s.Load(ctx, in)
 }
 
+func (c localClient) Release(ctx context.Context, in *workerpb.ReleaseRequest, _ ...grpc.CallOption) (*workerpb.ReleaseResponse, error) {
+	return c.s.Release(ctx, in)
+}
+
 // Dial returns a client of the worker at addr (host:port, or any gRPC target),
 // over an insecure connection with MaxMessageBytes both ways, and the Closer of
 // its connection. The connection is made lazily, on the first call.

@@ -270,6 +270,12 @@ func (s *server) Load(_ context.Context, req *workerpb.LoadRequest) (*workerpb.L
 }
 
 // load reads the state at path into the policy; the caller holds mu.
+// Release answers at once: what a release means to a worker process (stop now when
+// asked to stop) is its Activity's business; an in-process worker has none.
+func (s *server) Release(context.Context, *workerpb.ReleaseRequest) (*workerpb.ReleaseResponse, error) {
+	return &workerpb.ReleaseResponse{}, nil
+}
+
 func (s *server) load(path string) error {
 	if path == "" {
 		return invalid("load: empty path")

@@ -1891,6 +1891,78 @@ func (x *LoadResponse) GetSteps() int64 {
 	return 0
 }
 
+type ReleaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseRequest) Reset() {
+	*x = ReleaseRequest{}
+	mi := &file_worker_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseRequest) ProtoMessage() {}
+
+func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseRequest) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{32}
+}
+
+type ReleaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseResponse) Reset() {
+	*x = ReleaseResponse{}
+	mi := &file_worker_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseResponse) ProtoMessage() {}
+
+func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseResponse) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{33}
+}
+
 var File_worker_proto protoreflect.FileDescriptor
 
 const file_worker_proto_rawDesc = "" +
@@ -2030,13 +2102,15 @@ const file_worker_proto_rawDesc = "" +
 	"\vLoadRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"$\n" +
 	"\fLoadResponse\x12\x14\n" +
-	"\x05steps\x18\x01 \x01(\x03R\x05steps*R\n" +
+	"\x05steps\x18\x01 \x01(\x03R\x05steps\"\x10\n" +
+	"\x0eReleaseRequest\"\x11\n" +
+	"\x0fReleaseResponse*R\n" +
 	"\x05Stage\x12\x15\n" +
 	"\x11STAGE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tSTAGE_GUI\x10\x01\x12\x0e\n" +
 	"\n" +
 	"STAGE_POOL\x10\x02\x12\x13\n" +
-	"\x0fSTAGE_RECOMMEND\x10\x032\xd8\x06\n" +
+	"\x0fSTAGE_RECOMMEND\x10\x032\xa4\a\n" +
 	"\x06Worker\x12P\n" +
 	"\tConfigure\x12 .espo.worker.v1.ConfigureRequest\x1a!.espo.worker.v1.ConfigureResponse\x12A\n" +
 	"\x04Info\x12\x1b.espo.worker.v1.InfoRequest\x1a\x1c.espo.worker.v1.InfoResponse\x12G\n" +
@@ -2048,7 +2122,8 @@ const file_worker_proto_rawDesc = "" +
 	"\x04Step\x12\x1b.espo.worker.v1.StepRequest\x1a\x1c.espo.worker.v1.StepResponse\x12h\n" +
 	"\x11SnapshotReference\x12(.espo.worker.v1.SnapshotReferenceRequest\x1a).espo.worker.v1.SnapshotReferenceResponse\x12A\n" +
 	"\x04Save\x12\x1b.espo.worker.v1.SaveRequest\x1a\x1c.espo.worker.v1.SaveResponse\x12A\n" +
-	"\x04Load\x12\x1b.espo.worker.v1.LoadRequest\x1a\x1c.espo.worker.v1.LoadResponseB4Z2github.com/espo-dev/espo-operator/trainer/workerpbb\x06proto3"
+	"\x04Load\x12\x1b.espo.worker.v1.LoadRequest\x1a\x1c.espo.worker.v1.LoadResponse\x12J\n" +
+	"\aRelease\x12\x1e.espo.worker.v1.ReleaseRequest\x1a\x1f.espo.worker.v1.ReleaseResponseB4Z2github.com/espo-dev/espo-operator/trainer/workerpbb\x06proto3"
 
 var (
 	file_worker_proto_rawDescOnce sync.Once
@@ -2063,7 +2138,7 @@ func file_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_worker_proto_goTypes = []any{
 	(Stage)(0),                        // 0: espo.worker.v1.Stage
 	(*Element)(nil),                   // 1: espo.worker.v1.Element
@@ -2098,20 +2173,22 @@ var file_worker_proto_goTypes = []any{
 	(*SaveResponse)(nil),              // 30: espo.worker.v1.SaveResponse
 	(*LoadRequest)(nil),               // 31: espo.worker.v1.LoadRequest
 	(*LoadResponse)(nil),              // 32: espo.worker.v1.LoadResponse
-	nil,                               // 33: espo.worker.v1.Element.AttributesEntry
-	nil,                               // 34: espo.worker.v1.Action.ElementAttributesEntry
-	nil,                               // 35: espo.worker.v1.Item.AttributesEntry
-	nil,                               // 36: espo.worker.v1.ConfigureRequest.OptionsEntry
+	(*ReleaseRequest)(nil),            // 33: espo.worker.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),           // 34: espo.worker.v1.ReleaseResponse
+	nil,                               // 35: espo.worker.v1.Element.AttributesEntry
+	nil,                               // 36: espo.worker.v1.Action.ElementAttributesEntry
+	nil,                               // 37: espo.worker.v1.Item.AttributesEntry
+	nil,                               // 38: espo.worker.v1.ConfigureRequest.OptionsEntry
 }
 var file_worker_proto_depIdxs = []int32{
-	33, // 0: espo.worker.v1.Element.attributes:type_name -> espo.worker.v1.Element.AttributesEntry
-	34, // 1: espo.worker.v1.Action.element_attributes:type_name -> espo.worker.v1.Action.ElementAttributesEntry
-	35, // 2: espo.worker.v1.Item.attributes:type_name -> espo.worker.v1.Item.AttributesEntry
+	35, // 0: espo.worker.v1.Element.attributes:type_name -> espo.worker.v1.Element.AttributesEntry
+	36, // 1: espo.worker.v1.Action.element_attributes:type_name -> espo.worker.v1.Action.ElementAttributesEntry
+	37, // 2: espo.worker.v1.Item.attributes:type_name -> espo.worker.v1.Item.AttributesEntry
 	0,  // 3: espo.worker.v1.Prompt.stage:type_name -> espo.worker.v1.Stage
 	1,  // 4: espo.worker.v1.Prompt.elements:type_name -> espo.worker.v1.Element
 	2,  // 5: espo.worker.v1.Prompt.history:type_name -> espo.worker.v1.Action
 	3,  // 6: espo.worker.v1.Prompt.item:type_name -> espo.worker.v1.Item
-	36, // 7: espo.worker.v1.ConfigureRequest.options:type_name -> espo.worker.v1.ConfigureRequest.OptionsEntry
+	38, // 7: espo.worker.v1.ConfigureRequest.options:type_name -> espo.worker.v1.ConfigureRequest.OptionsEntry
 	9,  // 8: espo.worker.v1.ConfigureResponse.info:type_name -> espo.worker.v1.InfoResponse
 	4,  // 9: espo.worker.v1.GenerateRequest.prompts:type_name -> espo.worker.v1.Prompt
 	5,  // 10: espo.worker.v1.Sample.answer:type_name -> espo.worker.v1.Answer
@@ -2135,19 +2212,21 @@ var file_worker_proto_depIdxs = []int32{
 	27, // 28: espo.worker.v1.Worker.SnapshotReference:input_type -> espo.worker.v1.SnapshotReferenceRequest
 	29, // 29: espo.worker.v1.Worker.Save:input_type -> espo.worker.v1.SaveRequest
 	31, // 30: espo.worker.v1.Worker.Load:input_type -> espo.worker.v1.LoadRequest
-	7,  // 31: espo.worker.v1.Worker.Configure:output_type -> espo.worker.v1.ConfigureResponse
-	9,  // 32: espo.worker.v1.Worker.Info:output_type -> espo.worker.v1.InfoResponse
-	11, // 33: espo.worker.v1.Worker.Health:output_type -> espo.worker.v1.HealthResponse
-	15, // 34: espo.worker.v1.Worker.Generate:output_type -> espo.worker.v1.GenerateResponse
-	19, // 35: espo.worker.v1.Worker.LogProbs:output_type -> espo.worker.v1.LogProbsResponse
-	22, // 36: espo.worker.v1.Worker.Backward:output_type -> espo.worker.v1.BackwardResponse
-	24, // 37: espo.worker.v1.Worker.Gradients:output_type -> espo.worker.v1.GradientsResponse
-	26, // 38: espo.worker.v1.Worker.Step:output_type -> espo.worker.v1.StepResponse
-	28, // 39: espo.worker.v1.Worker.SnapshotReference:output_type -> espo.worker.v1.SnapshotReferenceResponse
-	30, // 40: espo.worker.v1.Worker.Save:output_type -> espo.worker.v1.SaveResponse
-	32, // 41: espo.worker.v1.Worker.Load:output_type -> espo.worker.v1.LoadResponse
-	31, // [31:42] is the sub-list for method output_type
-	20, // [20:31] is the sub-list for method input_type
+	33, // 31: espo.worker.v1.Worker.Release:input_type -> espo.worker.v1.ReleaseRequest
+	7,  // 32: espo.worker.v1.Worker.Configure:output_type -> espo.worker.v1.ConfigureResponse
+	9,  // 33: espo.worker.v1.Worker.Info:output_type -> espo.worker.v1.InfoResponse
+	11, // 34: espo.worker.v1.Worker.Health:output_type -> espo.worker.v1.HealthResponse
+	15, // 35: espo.worker.v1.Worker.Generate:output_type -> espo.worker.v1.GenerateResponse
+	19, // 36: espo.worker.v1.Worker.LogProbs:output_type -> espo.worker.v1.LogProbsResponse
+	22, // 37: espo.worker.v1.Worker.Backward:output_type -> espo.worker.v1.BackwardResponse
+	24, // 38: espo.worker.v1.Worker.Gradients:output_type -> espo.worker.v1.GradientsResponse
+	26, // 39: espo.worker.v1.Worker.Step:output_type -> espo.worker.v1.StepResponse
+	28, // 40: espo.worker.v1.Worker.SnapshotReference:output_type -> espo.worker.v1.SnapshotReferenceResponse
+	30, // 41: espo.worker.v1.Worker.Save:output_type -> espo.worker.v1.SaveResponse
+	32, // 42: espo.worker.v1.Worker.Load:output_type -> espo.worker.v1.LoadResponse
+	34, // 43: espo.worker.v1.Worker.Release:output_type -> espo.worker.v1.ReleaseResponse
+	32, // [32:44] is the sub-list for method output_type
+	20, // [20:32] is the sub-list for method input_type
 	20, // [20:20] is the sub-list for extension type_name
 	20, // [20:20] is the sub-list for extension extendee
 	0,  // [0:20] is the sub-list for field type_name
@@ -2164,7 +2243,7 @@ func file_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

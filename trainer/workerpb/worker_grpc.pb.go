@@ -39,6 +39,7 @@ const (
 	Worker_SnapshotReference_FullMethodName = "/espo.worker.v1.Worker/SnapshotReference"
 	Worker_Save_FullMethodName              = "/espo.worker.v1.Worker/Save"
 	Worker_Load_FullMethodName              = "/espo.worker.v1.Worker/Load"
+	Worker_Release_FullMethodName           = "/espo.worker.v1.Worker/Release"
 )
 
 // WorkerClient is the client API for Worker service.
@@ -71,6 +72,10 @@ type WorkerClient interface {
 	Save(ctx context.Context, in *SaveRequest, opts ...grpc.CallOption) (*SaveResponse, error)
 	// Load restores a state written by Save.
 	Load(ctx context.Context, in *LoadRequest, opts ...grpc.CallOption) (*LoadResponse, error)
+	// Release says the trainer is done with the worker (its run ended, or it stopped
+	// on SIGTERM after checkpointing): a worker that was asked to stop exits now
+	// instead of serving on until it has been quiet (docs/worker-protocol.md).
+	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 }
 
 type workerClient struct {
@@ -191,6 +196,16 @@ func (c *workerClient) Load(ctx context.Context, in *LoadRequest, opts ...grpc.C
 	return out, nil
 }
 
+func (c *workerClient) Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseResponse)
+	err := c.cc.Invoke(ctx, Worker_Release_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServer is the server API for Worker service.
 // All implementations must embed UnimplementedWorkerServer
 // for forward compatibility.
@@ -221,6 +236,10 @@ type WorkerServer interface {
 	Save(context.Context, *SaveRequest) (*SaveResponse, error)
 	// Load restores a state written by Save.
 	Load(context.Context, *LoadRequest) (*LoadResponse, error)
+	// Release says the trainer is done with the worker (its run ended, or it stopped
+	// on SIGTERM after checkpointing): a worker that was asked to stop exits now
+	// instead of serving on until it has been quiet (docs/worker-protocol.md).
+	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	mustEmbedUnimplementedWorkerServer()
 }
 
@@ -263,6 +282,9 @@ func (UnimplementedWorkerServer) Save(context.Context, *SaveRequest) (*SaveRespo
 }
 func (UnimplementedWorkerServer) Load(context.Context, *LoadRequest) (*LoadResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Load not implemented")
+}
+func (UnimplementedWorkerServer) Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Release not implemented")
 }
 func (UnimplementedWorkerServer) mustEmbedUnimplementedWorkerServer() {}
 func (UnimplementedWorkerServer) testEmbeddedByValue()                {}
@@ -483,6 +505,24 @@ func _Worker_Load_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Worker_Release_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServer).Release(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Worker_Release_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServer).Release(ctx, req.(*ReleaseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Worker_ServiceDesc is the grpc.ServiceDesc for Worker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -533,6 +573,10 @@ var Worker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Load",
 			Handler:    _Worker_Load_Handler,
+		},
+		{
+			MethodName: "Release",
+			Handler:    _Worker_Release_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

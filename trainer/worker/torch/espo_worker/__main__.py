@@ -15,7 +15,7 @@ With --procs K > 1 this process is a launcher: it starts K workers, worker k on 
 PORT+k with GPU k, and waits for them; they form one torch.distributed group with the
 workers of the other pods (espo_worker.dist). The launcher exits when one of them
 does on its own, stopping the others; SIGTERM and SIGINT are passed on, and each
-worker then drains (serves until no call has come for --drain-quiet) and exits.
+worker then drains (serves until its trainer calls Release) and exits.
 """
 
 import argparse
@@ -56,8 +56,8 @@ def parse(argv):
     ap.add_argument("--procs", type=int, default=int(os.environ.get("ESPO_WORKERS_PER_REPLICA") or 1),
                     help="worker processes in this container, one per GPU (default $ESPO_WORKERS_PER_REPLICA or 1)")
     ap.add_argument("--threads", type=int, default=8, help="gRPC server threads")
-    ap.add_argument("--drain-quiet", type=float, default=2.0,
-                    help="after SIGTERM, seconds without a call before the worker stops")
+    ap.add_argument("--drain-quiet", type=float, default=60.0,
+                    help="after SIGTERM, seconds without a call that end the wait for the trainer's Release")
     ap.add_argument("--local-index", type=int, default=-1, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
@@ -125,16 +125,17 @@ def main(argv=None):
     host = args.listen.rsplit(":", 1)[0] or "[::]"
     print("espo torch worker: serving on %s:%d (rank %d of %d, %s)" % (host, port, group.rank, group.world, device),
           file=sys.stderr, flush=True)
-    # The first signal drains: serve until no call has come for --drain-quiet (the
-    # trainer finishes its step and checkpoint first); a second one stops at once.
-    stop, hurry = threading.Event(), threading.Event()
+    # The first signal drains: serve until the trainer, which finishes its step and
+    # checkpoint first, calls Release (or until no call has come for --drain-quiet: a
+    # trainer that died cannot release); a second signal stops at once.
+    stop = threading.Event()
 
     def on_signal(*_):
-        (hurry if stop.is_set() else stop).set()
+        (activity.stop_now if stop.is_set() else stop).set()
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     stop.wait()
-    activity.wait_quiet(args.drain_quiet, hurry.wait)
+    activity.wait_released(args.drain_quiet)
     s.stop(30).wait()
     return 0
 

@@ -186,6 +186,11 @@ class Servicer(pbgrpc.WorkerServicer):
             return pb.LoadResponse(steps=self.p.load(req.path))
         return self._run(context, do)
 
+    def Release(self, req, context):
+        """Answers at once; what a release means to the process (stop now when asked to
+        stop) is its Activity's business."""
+        return pb.ReleaseResponse()
+
 
 # grpc.health.v1.Health/Check, by hand: HealthCheckRequest {string service = 1};
 # HealthCheckResponse {ServingStatus status = 1}, SERVING = 1.
@@ -220,22 +225,28 @@ _HEALTH = grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
 class Activity(grpc.ServerInterceptor):
     """Tracks the calls of the worker protocol (health checks do not count), so that a
     worker asked to stop (SIGTERM, with the rest of its gang) keeps serving while its
-    trainer, stopping too, finishes the step in flight and its checkpoint. The Go
-    worker's twin is trainer/worker/activity.go."""
+    trainer, stopping too, finishes the step in flight and its checkpoint, then calls
+    Release. A trainer that died cannot release: a quiet period without calls ends the
+    wait then. The Go worker's twin is trainer/worker/activity.go."""
 
     def __init__(self, clock=time.monotonic):
         self._clock = clock
         self._lock = threading.Lock()
         self._in_flight = 0
         self._last = clock()
+        # set by the trainer's Release or by a second signal: stop waiting at once
+        self.stop_now = threading.Event()
 
     def intercept_service(self, continuation, details):
         handler = continuation(details)
         if handler is None or handler.unary_unary is None or not details.method.startswith("/%s/" % SERVICE):
             return handler
         inner = handler.unary_unary
+        release = details.method == "/%s/Release" % SERVICE
 
         def counted(request, context):
+            if release:
+                self.stop_now.set()
             self._mark(1)
             try:
                 return inner(request, context)
@@ -257,10 +268,12 @@ class Activity(grpc.ServerInterceptor):
                 return quiet
             return quiet - (self._clock() - self._last)
 
-    def wait_quiet(self, quiet, wait):
-        """Returns once no call has come for quiet seconds, or when wait(seconds), which
-        waits up to that long, returns True (a second signal: stop at once)."""
-        while True:
+    def wait_released(self, quiet, wait=None):
+        """Returns once stop_now is set (Release, or a second signal) or no call has come
+        for quiet seconds. wait(seconds) waits up to that long and returns True when
+        stop_now was set meanwhile (default: stop_now.wait)."""
+        wait = wait or self.stop_now.wait
+        while not self.stop_now.is_set():
             left = self.quiet_left(quiet)
             if left <= 0 or wait(left):
                 return

@@ -21,7 +21,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='worker.proto',
   package='espo.worker.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x0cworker.proto\x12\x0e\x65spo.worker.v1\"\xae\x01\n\x07\x45lement\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x0b\n\x03\x62ox\x18\x04 \x03(\x01\x12;\n\nattributes\x18\x05 \x03(\x0b\x32\'.espo.worker.v1.Element.AttributesEntry\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xfe\x01\n\x06\x41\x63tion\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\r\n\x05point\x18\x02 \x03(\x01\x12\x12\n\ninput_text\x18\x03 \x01(\t\x12\x12\n\nelement_id\x18\x04 \x01(\t\x12\x14\n\x0c\x65lement_role\x18\x05 \x01(\t\x12\x14\n\x0c\x65lement_text\x18\x06 \x01(\t\x12I\n\x12\x65lement_attributes\x18\x07 \x03(\x0b\x32-.espo.worker.v1.Action.ElementAttributesEntry\x1a\x38\n\x16\x45lementAttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8e\x01\n\x04Item\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x38\n\nattributes\x18\x03 \x03(\x0b\x32$.espo.worker.v1.Item.AttributesEntry\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8d\x02\n\x06Prompt\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x12\n\nstep_index\x18\x02 \x01(\x05\x12\x0f\n\x07\x63hannel\x18\x03 \x01(\t\x12$\n\x05stage\x18\x04 \x01(\x0e\x32\x15.espo.worker.v1.Stage\x12\x13\n\x0binstruction\x18\x05 \x01(\t\x12)\n\x08\x65lements\x18\x06 \x03(\x0b\x32\x17.espo.worker.v1.Element\x12\'\n\x07history\x18\x07 \x03(\x0b\x32\x16.espo.worker.v1.Action\x12\"\n\x04item\x18\x08 \x01(\x0b\x32\x14.espo.worker.v1.Item\x12\x17\n\x0fscreenshot_path\x18\t \x01(\t\")\n\x06\x41nswer\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x11\n\ttoken_ids\x18\x02 \x03(\x05\"\xa3\x01\n\x10\x43onfigureRequest\x12\x0c\n\x04seed\x18\x01 \x01(\x04\x12>\n\x07options\x18\x02 \x03(\x0b\x32-.espo.worker.v1.ConfigureRequest.OptionsEntry\x12\x11\n\tload_path\x18\x03 \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"?\n\x11\x43onfigureResponse\x12*\n\x04info\x18\x01 \x01(\x0b\x32\x1c.espo.worker.v1.InfoResponse\"\r\n\x0bInfoRequest\"k\n\x0cInfoResponse\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\x03\x12\x19\n\x11reduces_gradients\x18\x04 \x01(\x08\x12\r\n\x05steps\x18\x05 \x01(\x03\"\x0f\n\rHealthRequest\"!\n\x0eHealthResponse\x12\x0f\n\x07serving\x18\x01 \x01(\x08\"\x92\x01\n\x0fGenerateRequest\x12\'\n\x07prompts\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Prompt\x12\x0f\n\x07samples\x18\x02 \x01(\x05\x12\x13\n\x0btemperature\x18\x03 \x01(\x01\x12\x0e\n\x06greedy\x18\x04 \x01(\x08\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x12\x12\n\nmax_tokens\x18\x06 \x01(\x05\"B\n\x06Sample\x12&\n\x06\x61nswer\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Answer\x12\x10\n\x08logprobs\x18\x02 \x03(\x01\"5\n\nCandidates\x12\'\n\x07samples\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Sample\"B\n\x10GenerateResponse\x12.\n\ncandidates\x18\x01 \x03(\x0b\x32\x1a.espo.worker.v1.Candidates\"X\n\x06Scored\x12&\n\x06prompt\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Prompt\x12&\n\x06\x61nswer\x18\x02 \x01(\x0b\x32\x16.espo.worker.v1.Answer\"c\n\x0fLogProbsRequest\x12%\n\x05items\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Scored\x12\x11\n\treference\x18\x02 \x01(\x08\x12\x16\n\x0ereference_only\x18\x03 \x01(\x08\"F\n\rTokenLogProbs\x12\x11\n\ttoken_ids\x18\x01 \x03(\x05\x12\x0f\n\x07\x63urrent\x18\x02 \x03(\x01\x12\x11\n\treference\x18\x03 \x03(\x01\"@\n\x10LogProbsResponse\x12,\n\x05items\x18\x01 \x03(\x0b\x32\x1d.espo.worker.v1.TokenLogProbs\"\x8a\x01\n\x08Weighted\x12&\n\x06prompt\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Prompt\x12&\n\x06\x61nswer\x18\x02 \x01(\x0b\x32\x16.espo.worker.v1.Answer\x12\x15\n\rtoken_weights\x18\x03 \x03(\x01\x12\x17\n\x0fsequence_weight\x18\x04 \x01(\x01\":\n\x0f\x42\x61\x63kwardRequest\x12\'\n\x05items\x18\x01 \x03(\x0b\x32\x18.espo.worker.v1.Weighted\"5\n\x10\x42\x61\x63kwardResponse\x12\x11\n\tobjective\x18\x01 \x01(\x01\x12\x0e\n\x06tokens\x18\x02 \x01(\x03\"\x12\n\x10GradientsRequest\"%\n\x11GradientsResponse\x12\x10\n\x08gradient\x18\x01 \x03(\x02\"\x92\x01\n\x0bStepRequest\x12\x15\n\rlearning_rate\x18\x01 \x01(\x01\x12\x14\n\x0cweight_decay\x18\x02 \x01(\x01\x12\r\n\x05\x62\x65ta1\x18\x03 \x01(\x01\x12\r\n\x05\x62\x65ta2\x18\x04 \x01(\x01\x12\x0f\n\x07\x65psilon\x18\x05 \x01(\x01\x12\x15\n\rmax_grad_norm\x18\x06 \x01(\x01\x12\x10\n\x08gradient\x18\x07 \x03(\x02\"0\n\x0cStepResponse\x12\x11\n\tgrad_norm\x18\x01 \x01(\x01\x12\r\n\x05steps\x18\x02 \x01(\x03\"\x1a\n\x18SnapshotReferenceRequest\"\x1b\n\x19SnapshotReferenceResponse\"\x1b\n\x0bSaveRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"+\n\x0cSaveResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05\x62ytes\x18\x02 \x01(\x03\"\x1b\n\x0bLoadRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x1d\n\x0cLoadResponse\x12\r\n\x05steps\x18\x01 \x01(\x03*R\n\x05Stage\x12\x15\n\x11STAGE_UNSPECIFIED\x10\x00\x12\r\n\tSTAGE_GUI\x10\x01\x12\x0e\n\nSTAGE_POOL\x10\x02\x12\x13\n\x0fSTAGE_RECOMMEND\x10\x03\x32\xd8\x06\n\x06Worker\x12P\n\tConfigure\x12 .espo.worker.v1.ConfigureRequest\x1a!.espo.worker.v1.ConfigureResponse\x12\x41\n\x04Info\x12\x1b.espo.worker.v1.InfoRequest\x1a\x1c.espo.worker.v1.InfoResponse\x12G\n\x06Health\x12\x1d.espo.worker.v1.HealthRequest\x1a\x1e.espo.worker.v1.HealthResponse\x12M\n\x08Generate\x12\x1f.espo.worker.v1.GenerateRequest\x1a .espo.worker.v1.GenerateResponse\x12M\n\x08LogProbs\x12\x1f.espo.worker.v1.LogProbsRequest\x1a .espo.worker.v1.LogProbsResponse\x12M\n\x08\x42\x61\x63kward\x12\x1f.espo.worker.v1.BackwardRequest\x1a .espo.worker.v1.BackwardResponse\x12P\n\tGradients\x12 .espo.worker.v1.GradientsRequest\x1a!.espo.worker.v1.GradientsResponse\x12\x41\n\x04Step\x12\x1b.espo.worker.v1.StepRequest\x1a\x1c.espo.worker.v1.StepResponse\x12h\n\x11SnapshotReference\x12(.espo.worker.v1.SnapshotReferenceRequest\x1a).espo.worker.v1.SnapshotReferenceResponse\x12\x41\n\x04Save\x12\x1b.espo.worker.v1.SaveRequest\x1a\x1c.espo.worker.v1.SaveResponse\x12\x41\n\x04Load\x12\x1b.espo.worker.v1.LoadRequest\x1a\x1c.espo.worker.v1.LoadResponseB4Z2github.com/espo-dev/espo-operator/trainer/workerpbb\x06proto3')
+  serialized_pb=_b('\n\x0cworker.proto\x12\x0e\x65spo.worker.v1\"\xae\x01\n\x07\x45lement\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x0b\n\x03\x62ox\x18\x04 \x03(\x01\x12;\n\nattributes\x18\x05 \x03(\x0b\x32\'.espo.worker.v1.Element.AttributesEntry\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xfe\x01\n\x06\x41\x63tion\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\r\n\x05point\x18\x02 \x03(\x01\x12\x12\n\ninput_text\x18\x03 \x01(\t\x12\x12\n\nelement_id\x18\x04 \x01(\t\x12\x14\n\x0c\x65lement_role\x18\x05 \x01(\t\x12\x14\n\x0c\x65lement_text\x18\x06 \x01(\t\x12I\n\x12\x65lement_attributes\x18\x07 \x03(\x0b\x32-.espo.worker.v1.Action.ElementAttributesEntry\x1a\x38\n\x16\x45lementAttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8e\x01\n\x04Item\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x38\n\nattributes\x18\x03 \x03(\x0b\x32$.espo.worker.v1.Item.AttributesEntry\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8d\x02\n\x06Prompt\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x12\n\nstep_index\x18\x02 \x01(\x05\x12\x0f\n\x07\x63hannel\x18\x03 \x01(\t\x12$\n\x05stage\x18\x04 \x01(\x0e\x32\x15.espo.worker.v1.Stage\x12\x13\n\x0binstruction\x18\x05 \x01(\t\x12)\n\x08\x65lements\x18\x06 \x03(\x0b\x32\x17.espo.worker.v1.Element\x12\'\n\x07history\x18\x07 \x03(\x0b\x32\x16.espo.worker.v1.Action\x12\"\n\x04item\x18\x08 \x01(\x0b\x32\x14.espo.worker.v1.Item\x12\x17\n\x0fscreenshot_path\x18\t \x01(\t\")\n\x06\x41nswer\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x11\n\ttoken_ids\x18\x02 \x03(\x05\"\xa3\x01\n\x10\x43onfigureRequest\x12\x0c\n\x04seed\x18\x01 \x01(\x04\x12>\n\x07options\x18\x02 \x03(\x0b\x32-.espo.worker.v1.ConfigureRequest.OptionsEntry\x12\x11\n\tload_path\x18\x03 \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"?\n\x11\x43onfigureResponse\x12*\n\x04info\x18\x01 \x01(\x0b\x32\x1c.espo.worker.v1.InfoResponse\"\r\n\x0bInfoRequest\"k\n\x0cInfoResponse\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\x03\x12\x19\n\x11reduces_gradients\x18\x04 \x01(\x08\x12\r\n\x05steps\x18\x05 \x01(\x03\"\x0f\n\rHealthRequest\"!\n\x0eHealthResponse\x12\x0f\n\x07serving\x18\x01 \x01(\x08\"\x92\x01\n\x0fGenerateRequest\x12\'\n\x07prompts\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Prompt\x12\x0f\n\x07samples\x18\x02 \x01(\x05\x12\x13\n\x0btemperature\x18\x03 \x01(\x01\x12\x0e\n\x06greedy\x18\x04 \x01(\x08\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x12\x12\n\nmax_tokens\x18\x06 \x01(\x05\"B\n\x06Sample\x12&\n\x06\x61nswer\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Answer\x12\x10\n\x08logprobs\x18\x02 \x03(\x01\"5\n\nCandidates\x12\'\n\x07samples\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Sample\"B\n\x10GenerateResponse\x12.\n\ncandidates\x18\x01 \x03(\x0b\x32\x1a.espo.worker.v1.Candidates\"X\n\x06Scored\x12&\n\x06prompt\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Prompt\x12&\n\x06\x61nswer\x18\x02 \x01(\x0b\x32\x16.espo.worker.v1.Answer\"c\n\x0fLogProbsRequest\x12%\n\x05items\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Scored\x12\x11\n\treference\x18\x02 \x01(\x08\x12\x16\n\x0ereference_only\x18\x03 \x01(\x08\"F\n\rTokenLogProbs\x12\x11\n\ttoken_ids\x18\x01 \x03(\x05\x12\x0f\n\x07\x63urrent\x18\x02 \x03(\x01\x12\x11\n\treference\x18\x03 \x03(\x01\"@\n\x10LogProbsResponse\x12,\n\x05items\x18\x01 \x03(\x0b\x32\x1d.espo.worker.v1.TokenLogProbs\"\x8a\x01\n\x08Weighted\x12&\n\x06prompt\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Prompt\x12&\n\x06\x61nswer\x18\x02 \x01(\x0b\x32\x16.espo.worker.v1.Answer\x12\x15\n\rtoken_weights\x18\x03 \x03(\x01\x12\x17\n\x0fsequence_weight\x18\x04 \x01(\x01\":\n\x0f\x42\x61\x63kwardRequest\x12\'\n\x05items\x18\x01 \x03(\x0b\x32\x18.espo.worker.v1.Weighted\"5\n\x10\x42\x61\x63kwardResponse\x12\x11\n\tobjective\x18\x01 \x01(\x01\x12\x0e\n\x06tokens\x18\x02 \x01(\x03\"\x12\n\x10GradientsRequest\"%\n\x11GradientsResponse\x12\x10\n\x08gradient\x18\x01 \x03(\x02\"\x92\x01\n\x0bStepRequest\x12\x15\n\rlearning_rate\x18\x01 \x01(\x01\x12\x14\n\x0cweight_decay\x18\x02 \x01(\x01\x12\r\n\x05\x62\x65ta1\x18\x03 \x01(\x01\x12\r\n\x05\x62\x65ta2\x18\x04 \x01(\x01\x12\x0f\n\x07\x65psilon\x18\x05 \x01(\x01\x12\x15\n\rmax_grad_norm\x18\x06 \x01(\x01\x12\x10\n\x08gradient\x18\x07 \x03(\x02\"0\n\x0cStepResponse\x12\x11\n\tgrad_norm\x18\x01 \x01(\x01\x12\r\n\x05steps\x18\x02 \x01(\x03\"\x1a\n\x18SnapshotReferenceRequest\"\x1b\n\x19SnapshotReferenceResponse\"\x1b\n\x0bSaveRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"+\n\x0cSaveResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05\x62ytes\x18\x02 \x01(\x03\"\x1b\n\x0bLoadRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x1d\n\x0cLoadResponse\x12\r\n\x05steps\x18\x01 \x01(\x03\"\x10\n\x0eReleaseRequest\"\x11\n\x0fReleaseResponse*R\n\x05Stage\x12\x15\n\x11STAGE_UNSPECIFIED\x10\x00\x12\r\n\tSTAGE_GUI\x10\x01\x12\x0e\n\nSTAGE_POOL\x10\x02\x12\x13\n\x0fSTAGE_RECOMMEND\x10\x03\x32\xa4\x07\n\x06Worker\x12P\n\tConfigure\x12 .espo.worker.v1.ConfigureRequest\x1a!.espo.worker.v1.ConfigureResponse\x12\x41\n\x04Info\x12\x1b.espo.worker.v1.InfoRequest\x1a\x1c.espo.worker.v1.InfoResponse\x12G\n\x06Health\x12\x1d.espo.worker.v1.HealthRequest\x1a\x1e.espo.worker.v1.HealthResponse\x12M\n\x08Generate\x12\x1f.espo.worker.v1.GenerateRequest\x1a .espo.worker.v1.GenerateResponse\x12M\n\x08LogProbs\x12\x1f.espo.worker.v1.LogProbsRequest\x1a .espo.worker.v1.LogProbsResponse\x12M\n\x08\x42\x61\x63kward\x12\x1f.espo.worker.v1.BackwardRequest\x1a .espo.worker.v1.BackwardResponse\x12P\n\tGradients\x12 .espo.worker.v1.GradientsRequest\x1a!.espo.worker.v1.GradientsResponse\x12\x41\n\x04Step\x12\x1b.espo.worker.v1.StepRequest\x1a\x1c.espo.worker.v1.StepResponse\x12h\n\x11SnapshotReference\x12(.espo.worker.v1.SnapshotReferenceRequest\x1a).espo.worker.v1.SnapshotReferenceResponse\x12\x41\n\x04Save\x12\x1b.espo.worker.v1.SaveRequest\x1a\x1c.espo.worker.v1.SaveResponse\x12\x41\n\x04Load\x12\x1b.espo.worker.v1.LoadRequest\x1a\x1c.espo.worker.v1.LoadResponse\x12J\n\x07Release\x12\x1e.espo.worker.v1.ReleaseRequest\x1a\x1f.espo.worker.v1.ReleaseResponseB4Z2github.com/espo-dev/espo-operator/trainer/workerpbb\x06proto3')
 )
 
 _STAGE = _descriptor.EnumDescriptor(
@@ -49,8 +49,8 @@ _STAGE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=2707,
-  serialized_end=2789,
+  serialized_start=2744,
+  serialized_end=2826,
 )
 _sym_db.RegisterEnumDescriptor(_STAGE)
 
@@ -1516,6 +1516,54 @@ _LOADRESPONSE = _descriptor.Descriptor(
   serialized_end=2705,
 )
 
+
+_RELEASEREQUEST = _descriptor.Descriptor(
+  name='ReleaseRequest',
+  full_name='espo.worker.v1.ReleaseRequest',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=2707,
+  serialized_end=2723,
+)
+
+
+_RELEASERESPONSE = _descriptor.Descriptor(
+  name='ReleaseResponse',
+  full_name='espo.worker.v1.ReleaseResponse',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=2725,
+  serialized_end=2742,
+)
+
 _ELEMENT_ATTRIBUTESENTRY.containing_type = _ELEMENT
 _ELEMENT.fields_by_name['attributes'].message_type = _ELEMENT_ATTRIBUTESENTRY
 _ACTION_ELEMENTATTRIBUTESENTRY.containing_type = _ACTION
@@ -1572,6 +1620,8 @@ DESCRIPTOR.message_types_by_name['SaveRequest'] = _SAVEREQUEST
 DESCRIPTOR.message_types_by_name['SaveResponse'] = _SAVERESPONSE
 DESCRIPTOR.message_types_by_name['LoadRequest'] = _LOADREQUEST
 DESCRIPTOR.message_types_by_name['LoadResponse'] = _LOADRESPONSE
+DESCRIPTOR.message_types_by_name['ReleaseRequest'] = _RELEASEREQUEST
+DESCRIPTOR.message_types_by_name['ReleaseResponse'] = _RELEASERESPONSE
 DESCRIPTOR.enum_types_by_name['Stage'] = _STAGE
 _sym_db.RegisterFileDescriptor(DESCRIPTOR)
 
@@ -1831,6 +1881,20 @@ LoadResponse = _reflection.GeneratedProtocolMessageType('LoadResponse', (_messag
   ))
 _sym_db.RegisterMessage(LoadResponse)
 
+ReleaseRequest = _reflection.GeneratedProtocolMessageType('ReleaseRequest', (_message.Message,), dict(
+  DESCRIPTOR = _RELEASEREQUEST,
+  __module__ = 'worker_pb2'
+  # @@protoc_insertion_point(class_scope:espo.worker.v1.ReleaseRequest)
+  ))
+_sym_db.RegisterMessage(ReleaseRequest)
+
+ReleaseResponse = _reflection.GeneratedProtocolMessageType('ReleaseResponse', (_message.Message,), dict(
+  DESCRIPTOR = _RELEASERESPONSE,
+  __module__ = 'worker_pb2'
+  # @@protoc_insertion_point(class_scope:espo.worker.v1.ReleaseResponse)
+  ))
+_sym_db.RegisterMessage(ReleaseResponse)
+
 
 DESCRIPTOR.has_options = True
 DESCRIPTOR._options = _descriptor._ParseOptions(descriptor_pb2.FileOptions(), _b('Z2github.com/espo-dev/espo-operator/trainer/workerpb'))
@@ -1849,8 +1913,8 @@ _WORKER = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=2792,
-  serialized_end=3648,
+  serialized_start=2829,
+  serialized_end=3761,
   methods=[
   _descriptor.MethodDescriptor(
     name='Configure',
@@ -1949,6 +2013,15 @@ _WORKER = _descriptor.ServiceDescriptor(
     containing_service=None,
     input_type=_LOADREQUEST,
     output_type=_LOADRESPONSE,
+    options=None,
+  ),
+  _descriptor.MethodDescriptor(
+    name='Release',
+    full_name='espo.worker.v1.Worker.Release',
+    index=11,
+    containing_service=None,
+    input_type=_RELEASEREQUEST,
+    output_type=_RELEASERESPONSE,
     options=None,
   ),
 ])

@@ -70,6 +70,11 @@ class WorkerStub(object):
         request_serializer=worker__pb2.LoadRequest.SerializeToString,
         response_deserializer=worker__pb2.LoadResponse.FromString,
         )
+    self.Release = channel.unary_unary(
+        '/espo.worker.v1.Worker/Release',
+        request_serializer=worker__pb2.ReleaseRequest.SerializeToString,
+        response_deserializer=worker__pb2.ReleaseResponse.FromString,
+        )
 
 
 class WorkerServicer(object):
@@ -157,6 +162,15 @@ class WorkerServicer(object):
     context.set_details('Method not implemented!')
     raise NotImplementedError('Method not implemented!')
 
+  def Release(self, request, context):
+    """Release says the trainer is done with the worker (its run ended, or it stopped
+    on SIGTERM after checkpointing): a worker that was asked to stop exits now
+    instead of serving on until it has been quiet (docs/worker-protocol.md).
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkerServicer_to_server(servicer, server):
   rpc_method_handlers = {
@@ -214,6 +228,11 @@ def add_WorkerServicer_to_server(servicer, server):
           servicer.Load,
           request_deserializer=worker__pb2.LoadRequest.FromString,
           response_serializer=worker__pb2.LoadResponse.SerializeToString,
+      ),
+      'Release': grpc.unary_unary_rpc_method_handler(
+          servicer.Release,
+          request_deserializer=worker__pb2.ReleaseRequest.FromString,
+          response_serializer=worker__pb2.ReleaseResponse.SerializeToString,
       ),
   }
   generic_handler = grpc.method_handlers_generic_handler(

@@ -221,26 +221,27 @@ class PolicyTest(unittest.TestCase):
 
 
 class ActivityTest(unittest.TestCase):
-    """The drain after SIGTERM: the worker serves until no call of the worker protocol
-    has come for the quiet period; health checks do not count."""
+    """The drain after SIGTERM: the worker serves until the trainer's Release, or, when
+    no Release comes (a dead trainer), until no call of the worker protocol has come
+    for the quiet period; health checks do not count."""
 
-    def test_wait_quiet_waits_for_the_trainers_calls(self):
+    @staticmethod
+    def handler_for(activity, method, body):
+        details = collections.namedtuple("Details", "method")(method)
+        return activity.intercept_service(
+            lambda _: grpc.unary_unary_rpc_method_handler(body), details).unary_unary
+
+    def test_without_release_it_waits_for_quiet(self):
         from espo_worker import server
         now = [0.0]
         activity = server.Activity(clock=lambda: now[0])
-
-        def handler_for(method, body):
-            details = collections.namedtuple("Details", "method")(method)
-            return activity.intercept_service(
-                lambda _: grpc.unary_unary_rpc_method_handler(body), details).unary_unary
-
         seen = []
 
         def step(request, context):
             now[0] += 10.0  # a long step
             seen.append(activity.quiet_left(2.0))
             return request
-        handler_for("/espo.worker.v1.Worker/Backward", step)("req", None)
+        self.handler_for(activity, "/espo.worker.v1.Worker/Backward", step)("req", None)
         self.assertEqual(seen, [2.0], "a call in flight keeps the worker")
         waits = []
 
@@ -248,18 +249,23 @@ class ActivityTest(unittest.TestCase):
             waits.append(seconds)
             now[0] += seconds
             if len(waits) == 1:  # a health check while draining
-                handler_for("/grpc.health.v1.Health/Check", lambda r, c: r)("ping", None)
+                self.handler_for(activity, "/grpc.health.v1.Health/Check", lambda r, c: r)("ping", None)
             return False
-        activity.wait_quiet(2.0, wait)
+        activity.wait_released(2.0, wait)
         self.assertEqual(waits, [2.0], "quiet 2 s after the last call; the health check does not count")
         self.assertEqual(now[0], 12.0)
 
-    def test_a_second_signal_stops_at_once(self):
+    def test_release_ends_the_wait_at_once(self):
         from espo_worker import server
         activity = server.Activity(clock=lambda: 0.0)
+        self.handler_for(activity, "/espo.worker.v1.Worker/Release", lambda r, c: r)("req", None)
         calls = []
-        activity.wait_quiet(2.0, lambda s: calls.append(s) or True)
-        self.assertEqual(calls, [2.0])
+        activity.wait_released(60.0, lambda s: calls.append(s) or False)
+        self.assertEqual(calls, [], "released: no wait")
+
+    def test_servicer_answers_release(self):
+        from espo_worker import server
+        self.assertEqual(server.Servicer(None).Release(pb.ReleaseRequest(), None), pb.ReleaseResponse())
 
 
 def _free_port():

@@ -78,6 +78,9 @@ type localOptions struct {
 	timeout  time.Duration
 	clock    clock.Clock
 	out      io.Writer
+	// start starts a background process as startDetached does (which it is when
+	// nil); tests replace it.
+	start func(pidPath, logPath string, args ...string) (int, error)
 }
 
 func newLocalCommand() *cobra.Command {
@@ -184,11 +187,17 @@ func (o *localOptions) up(ctx context.Context) error {
 }
 
 // ensureCluster starts "espo local serve" in the background unless it runs, and
-// waits until it is ready.
+// waits until it is ready. A serve that runs but is not ready yet (started by
+// another "up") is waited for, not replaced: its control plane is only killed, as
+// left behind, when the serve that recorded it is gone.
 func (o *localOptions) ensureCluster(ctx context.Context) error {
-	if alive(readPID(o.path(fileServePID))) && exists(o.path(fileReady)) {
-		fmt.Fprintf(o.out, "Local cluster already running (state in %s).\n", o.stateDir)
-		return nil
+	if alive(readPID(o.path(fileServePID))) {
+		if exists(o.path(fileReady)) {
+			fmt.Fprintf(o.out, "Local cluster already running (state in %s).\n", o.stateDir)
+			return nil
+		}
+		fmt.Fprintf(o.out, "Local cluster starting (log: %s); waiting until it is ready ...\n", o.path(fileServeLog))
+		return o.waitServeReady(ctx)
 	}
 	if err := os.MkdirAll(o.stateDir, 0o755); err != nil {
 		return err
@@ -199,11 +208,18 @@ func (o *localOptions) ensureCluster(ctx context.Context) error {
 	if o.cpu != "" {
 		args = append(args, "--cpu", o.cpu)
 	}
-	if _, err := startDetached(o.path(fileServePID), o.path(fileServeLog), args...); err != nil {
+	if _, err := o.startProc(o.path(fileServePID), o.path(fileServeLog), args...); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.out, "Starting etcd, kube-apiserver and the process node (log: %s) ...\n", o.path(fileServeLog))
-	return o.waitFor(ctx, clusterStartTimeout, func() (bool, error) {
+	return o.waitServeReady(ctx)
+}
+
+// waitServeReady waits until serve has written the ready file, and fails when serve
+// exits first or is not ready in time (naming the way out when the recorded pid is
+// no serve at all, as after a reboot without "down").
+func (o *localOptions) waitServeReady(ctx context.Context) error {
+	err := o.waitFor(ctx, clusterStartTimeout, func() (bool, error) {
 		if exists(o.path(fileReady)) {
 			return true, nil
 		}
@@ -213,6 +229,20 @@ func (o *localOptions) ensureCluster(ctx context.Context) error {
 		}
 		return false, nil
 	})
+	if errors.Is(err, errTimedOut) {
+		return fmt.Errorf("the local cluster (pid %d in %s) was not ready after %s; if no \"espo local serve\" runs "+
+			"(the pid is another program's, after a reboot), run \"espo local down\" and try again; the end of %s:\n%s",
+			readPID(o.path(fileServePID)), o.path(fileServePID), clusterStartTimeout, o.path(fileServeLog), tailFile(o.path(fileServeLog), 20))
+	}
+	return err
+}
+
+// startProc is o.start, or startDetached.
+func (o *localOptions) startProc(pidPath, logPath string, args ...string) (int, error) {
+	if o.start != nil {
+		return o.start(pidPath, logPath, args...)
+	}
+	return startDetached(pidPath, logPath, args...)
 }
 
 // startDetached starts "espo args..." in a session of its own (so that it outlives
@@ -331,7 +361,7 @@ func (o *localOptions) ensureManager() error {
 	if alive(readPID(o.path(fileManagerPID))) {
 		return nil
 	}
-	_, err := startDetached(o.path(fileManagerPID), o.path(fileManagerLog), "manager", "--kubeconfig", o.path(fileKubeconfig),
+	_, err := o.startProc(o.path(fileManagerPID), o.path(fileManagerLog), "manager", "--kubeconfig", o.path(fileKubeconfig),
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "text")
 	return err
 }
@@ -516,6 +546,9 @@ func (o *localOptions) waitFor(ctx context.Context, timeout time.Duration, done 
 	return o.waitForEvery(ctx, timeout, pollEvery, done)
 }
 
+// errTimedOut is waitFor's error when done did not hold in time.
+var errTimedOut = errors.New("timed out")
+
 func (o *localOptions) waitForEvery(ctx context.Context, timeout, every time.Duration, done func() (bool, error)) error {
 	deadline := o.clock.Now().Add(timeout)
 	for {
@@ -524,7 +557,7 @@ func (o *localOptions) waitForEvery(ctx context.Context, timeout, every time.Dur
 			return err
 		}
 		if o.clock.Now().After(deadline) {
-			return errors.New("timed out")
+			return errTimedOut
 		}
 		select {
 		case <-ctx.Done():

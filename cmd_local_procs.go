@@ -32,11 +32,13 @@ import (
 // stop.
 var controlPlaneCommands = []string{"etcd", "kube-apiserver"}
 
-// proc identifies a process: its pid and its start time (in clock ticks after boot),
-// which tells it from a later process that reuses the pid.
+// proc identifies a process: its pid, its start time (in clock ticks after boot) and
+// its command name, which tell it from a later process that reuses the pid (after a
+// reboot the start time alone may match).
 type proc struct {
 	pid   int
 	start uint64
+	comm  string
 }
 
 // procStat reads /proc/<pid>/stat ("pid (comm) state ppid ... starttime ...", comm
@@ -75,35 +77,63 @@ func childrenNamed(parent int, names ...string) []proc {
 			continue
 		}
 		if comm, ppid, start, err := procStat(pid); err == nil && ppid == parent && slices.Contains(names, comm) {
-			procs = append(procs, proc{pid, start})
+			procs = append(procs, proc{pid, start, comm})
 		}
 	}
 	return procs
 }
 
-// writeProcs writes procs to path, "pid start" on each line.
+// writeProcs writes procs to path, "pid start comm" on each line.
 func writeProcs(path string, procs []proc) error {
 	var b strings.Builder
 	for _, p := range procs {
-		fmt.Fprintln(&b, p.pid, p.start)
+		fmt.Fprintln(&b, p.pid, p.start, p.comm)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
+// parseProc reads a line of writeProcs. A line without the command (written by an
+// older espo) stands for one of controlPlaneCommands.
+func parseProc(line string) (p proc, ok bool) {
+	fields := strings.SplitN(strings.TrimSpace(line), " ", 3)
+	if len(fields) < 2 {
+		return p, false
+	}
+	pid, err1 := strconv.Atoi(fields[0])
+	start, err2 := strconv.ParseUint(fields[1], 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 {
+		return p, false
+	}
+	p = proc{pid: pid, start: start}
+	if len(fields) == 3 {
+		p.comm = fields[2]
+	}
+	return p, true
+}
+
+// same reports whether the process now running as p.pid is p: the same start time
+// and command name.
+func (p proc) same() bool {
+	comm, _, start, err := procStat(p.pid)
+	if err != nil || start != p.start {
+		return false
+	}
+	if p.comm == "" {
+		return slices.Contains(controlPlaneCommands, comm)
+	}
+	return comm == p.comm
+}
+
 // killListed sends SIGKILL to each process listed in the file at path (written by
-// writeProcs) that still runs, the same process (pid and start time), and to its
-// process group; then it removes the file. A missing file is nothing to do.
+// writeProcs) that still runs, the same process (pid, start time and command), and
+// to its process group; then it removes the file. A missing file is nothing to do.
 func killListed(path string) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return
 	}
 	for line := range strings.Lines(string(b)) {
-		var p proc
-		if _, err := fmt.Sscan(line, &p.pid, &p.start); err != nil || p.pid <= 0 {
-			continue
-		}
-		if _, _, start, err := procStat(p.pid); err == nil && start == p.start {
+		if p, ok := parseProc(line); ok && p.same() {
 			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 		}

@@ -17,10 +17,12 @@ limitations under the License.
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -41,7 +43,7 @@ func startSleeper(t *testing.T) *exec.Cmd {
 func TestChildrenNamedFindsOwnChildrenByCommand(t *testing.T) {
 	cmd := startSleeper(t)
 	procs := childrenNamed(os.Getpid(), "etcd", "sleep")
-	if !slices.ContainsFunc(procs, func(p proc) bool { return p.pid == cmd.Process.Pid }) {
+	if !slices.ContainsFunc(procs, func(p proc) bool { return p.pid == cmd.Process.Pid && p.comm == "sleep" }) {
 		t.Fatalf("children named sleep: %v, want pid %d among them", procs, cmd.Process.Pid)
 	}
 	if got := childrenNamed(os.Getpid(), "no-such-command"); len(got) != 0 {
@@ -49,32 +51,79 @@ func TestChildrenNamedFindsOwnChildrenByCommand(t *testing.T) {
 	}
 }
 
+// killedBy sends SIGTERM to a sleeper, waits for it and returns the signal it died
+// of: SIGKILL when it had been sent one before (the kernel takes the first fatal
+// signal), SIGTERM otherwise. Unlike polling for its end, this tells deterministically
+// whether it was spared.
+func killedBy(t *testing.T, cmd *exec.Cmd) syscall.Signal {
+	t.Helper()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		t.Fatalf("the sleeper ended with %v, not by a signal", err)
+	}
+	return ws.Signal()
+}
+
 // TestKillListedKillsOnlyTheSameProcess checks that a recorded process whose start
-// time no longer matches (its pid reused) is left alone, and that the recorded one
-// is killed and the file removed.
+// time or command no longer matches (its pid reused) is left alone, and that the
+// recorded one is killed and the file removed.
 func TestKillListedKillsOnlyTheSameProcess(t *testing.T) {
-	cmd := startSleeper(t)
-	_, _, start, err := procStat(cmd.Process.Pid)
+	path := filepath.Join(t.TempDir(), fileControlPlanePIDs)
+	for _, c := range []struct {
+		name  string
+		write func(p proc) error
+		kill  bool
+	}{
+		{"another start time", func(p proc) error { p.start++; return writeProcs(path, []proc{p}) }, false},
+		{"another command (the pid reused after a reboot)", func(p proc) error { p.comm = "etcd"; return writeProcs(path, []proc{p}) }, false},
+		// A line of an older espo, without the command, stands for etcd or
+		// kube-apiserver: not for a sleeper.
+		{"no command", func(p proc) error { return os.WriteFile(path, fmt.Appendf(nil, "%d %d\n", p.pid, p.start), 0o644) }, false},
+		{"the same process", func(p proc) error { return writeProcs(path, []proc{p}) }, true},
+	} {
+		cmd := startSleeper(t)
+		comm, _, start, err := procStat(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if comm != "sleep" {
+			t.Fatalf("command of the sleeper: %q", comm)
+		}
+		if err := c.write(proc{cmd.Process.Pid, start, comm}); err != nil {
+			t.Fatal(err)
+		}
+		killListed(path)
+		if exists(path) {
+			t.Fatalf("%s: the pid file remains", c.name)
+		}
+		if got := killedBy(t, cmd) == syscall.SIGKILL; got != c.kill {
+			t.Errorf("%s: killed %v, want %v", c.name, got, c.kill)
+		}
+	}
+}
+
+func TestWriteProcsRecordsPIDStartAndCommand(t *testing.T) {
+	path := filepath.Join(t.TempDir(), fileControlPlanePIDs)
+	want := []proc{{12, 34, "etcd"}, {56, 78, "kube-apiserver"}}
+	if err := writeProcs(path, want); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), fileControlPlanePIDs)
-	if err := writeProcs(path, []proc{{cmd.Process.Pid, start + 1}}); err != nil {
-		t.Fatal(err)
+	if string(b) != "12 34 etcd\n56 78 kube-apiserver\n" {
+		t.Fatalf("file: %q", b)
 	}
-	killListed(path)
-	if !alive(cmd.Process.Pid) {
-		t.Fatal("a process with another start time was killed")
+	var got []proc
+	for line := range strings.Lines(string(b)) {
+		if p, ok := parseProc(line); ok {
+			got = append(got, p)
+		}
 	}
-	if exists(path) {
-		t.Fatal("the pid file remains")
-	}
-	if err := writeProcs(path, []proc{{cmd.Process.Pid, start}}); err != nil {
-		t.Fatal(err)
-	}
-	killListed(path)
-	err = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("the recorded process ended with %v, want SIGKILL", err)
+	if !slices.Equal(got, want) {
+		t.Fatalf("parsed %+v, want %+v", got, want)
 	}
 }

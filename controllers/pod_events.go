@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -54,7 +55,15 @@ type delayedHandler struct {
 
 type requestQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-func (h delayedHandler) queue(q requestQueue) requestQueue { return delayedQueue{q, h.period} }
+// queue wraps q so that adding waits period. A priority queue (controller-runtime's
+// default) stays one, so that inner can still lower the priority of the events of
+// the initial list and of resyncs.
+func (h delayedHandler) queue(q requestQueue) requestQueue {
+	if pq, ok := q.(priorityQueue); ok {
+		return delayedPriorityQueue{pq, h.period}
+	}
+	return delayedQueue{q, h.period}
+}
 
 func (h delayedHandler) Create(ctx context.Context, e ctrlevent.CreateEvent, q requestQueue) {
 	h.inner.Create(ctx, e, h.queue(q))
@@ -79,3 +88,21 @@ type delayedQueue struct {
 }
 
 func (q delayedQueue) Add(r reconcile.Request) { q.AddAfter(r, q.period) }
+
+type priorityQueue = priorityqueue.PriorityQueue[reconcile.Request]
+
+// delayedPriorityQueue is a priority queue whose Add waits period, and whose
+// AddWithOpts waits at least period; the priority passes through.
+type delayedPriorityQueue struct {
+	priorityQueue
+	period time.Duration
+}
+
+func (q delayedPriorityQueue) Add(r reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{}, r)
+}
+
+func (q delayedPriorityQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+	o.After = max(o.After, q.period)
+	q.priorityQueue.AddWithOpts(o, items...)
+}

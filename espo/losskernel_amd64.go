@@ -18,10 +18,39 @@ limitations under the License.
 
 package espo
 
-import "golang.org/x/sys/cpu"
-
 // useAVX2 reports whether lossTokens may call lossTokensAVX2.
-var useAVX2 = cpu.X86.HasAVX2
+var useAVX2 = hasAVX2()
+
+// hasAVX2 reports whether the CPU has AVX2 and the operating system saves the YMM
+// registers: the largest basic CPUID leaf is at least 7, CPUID.1:ECX has OSXSAVE
+// (bit 27) and AVX (bit 28), XCR0 enables the XMM and YMM state (bits 1 and 2), and
+// CPUID.(EAX=7,ECX=0):EBX has AVX2 (bit 5).
+func hasAVX2() bool {
+	const (
+		osxsave = 1 << 27
+		avx     = 1 << 28
+		xmmYMM  = 1<<1 | 1<<2
+		avx2    = 1 << 5
+	)
+	if maxLeaf, _, _, _ := cpuid(0, 0); maxLeaf < 7 {
+		return false
+	}
+	if _, _, ecx, _ := cpuid(1, 0); ecx&(osxsave|avx) != osxsave|avx {
+		return false
+	}
+	if xcr0, _ := xgetbv(); xcr0&xmmYMM != xmmYMM {
+		return false
+	}
+	_, ebx, _, _ := cpuid(7, 0)
+	return ebx&avx2 != 0
+}
+
+// cpuid executes CPUID with EAX = leaf and ECX = subleaf (cpu_amd64.s).
+func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)
+
+// xgetbv returns XCR0, low half in eax (cpu_amd64.s); call it only when CPUID
+// reports OSXSAVE.
+func xgetbv() (eax, edx uint32)
 
 // expVectors holds the constants of exp20 and klK3, each broadcast to four lanes,
 // for the assembly (which reads them through go_asm.h offsets).

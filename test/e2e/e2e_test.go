@@ -273,3 +273,33 @@ func TestEmbeddingServiceWithAnAPIKeyFromASecret(t *testing.T) {
 	out := mustKubectl(g, "get", "configmap", name+"-config", "-n", ns, "-o", "yaml")
 	g.Expect(out).NotTo(ContainSubstring(apiKey), "the key stays in its Secret")
 }
+
+// Suspending a two-pod gang mid-training: both pods get SIGTERM at once; the trainer
+// finishes its step with rank 1's worker, which serves until released, checkpoints
+// that step and says so; the resumed gang continues from it and succeeds.
+func TestSuspendingAGangCheckpointsTheStepInFlight(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-gang-drain")
+	apply(g, ns, testdata("checkpoint-claim.yaml"))
+	name := apply(g, ns, testdata("job-two-replicas-checkpoint.yaml"))
+	runningPods(t, ns, name, 2)
+	waitForTraining(t, ns, name)
+
+	setSuspend(g, ns, name, true)
+	g.Eventually(func(g Gomega) {
+		g.Expect(jobPods(g, ns, name)).To(BeEmpty())
+		g.Expect(getJob(g, ns, name).Status.Phase).To(Equal(v1.PhaseSuspended))
+	}).WithTimeout(podsChange).WithPolling(poll).Should(Succeed())
+	stopped := training(getJob(g, ns, name))
+	g.Expect(stopped.Message).To(ContainSubstring("stopped on SIGTERM after step"))
+	g.Expect(stopped.Message).NotTo(ContainSubstring("interrupted"), "rank 1's worker served the step in flight")
+	g.Expect(stopped.Outcome).To(BeEmpty())
+	g.Expect(stopped.LastCheckpoint).NotTo(BeNil())
+	g.Expect(stopped.LastCheckpoint.Step).To(Equal(stopped.Step), "the trainer checkpointed the step it stopped at")
+
+	setSuspend(g, ns, name, false)
+	job := waitForSucceeded(t, ns, name)
+	g.Expect(job.Status.Restarts).To(BeZero())
+	g.Expect(resumedAtStep(g, ns, name)).To(Equal(stopped.Step))
+}

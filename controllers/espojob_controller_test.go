@@ -162,6 +162,40 @@ func TestPodFailureRestartsTheGangThenSucceeds(t *testing.T) {
 		v1.ReasonChildrenCreated, v1.ReasonPodsRunning, v1.ReasonPodFailed, v1.ReasonRestarted, v1.ReasonCompleted))
 }
 
+func TestDisruptionRestartsWithoutSpendingTheBackoffLimit(t *testing.T) {
+	_, g, ns := setup(t)
+	job := create(g, builders.MakeESPOJob("disrupted", ns).Replicas(2).BackoffLimit(0).Obj())
+	runAll(g, job)
+	p1 := pod(g, job, 1)
+	evicted := exited(p1, 137, "")
+	evicted.Conditions = append(evicted.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget,
+		Status: corev1.ConditionTrue, Reason: "TerminationByKubelet", Message: "The node was low on resource: memory."})
+	setPodStatus(g, p1, evicted)
+
+	g.Eventually(podsOfAttempt(g, job, 1), reconcileTimeout, poll).Should(Equal(2))
+	st := getJob(g, job).Status
+	g.Expect(st.Restarts).To(Equal(int32(1)))
+	g.Expect(st.Disruptions).To(Equal(int32(1)))
+	g.Expect(meta.FindStatusCondition(st.Conditions, v1.ConditionFailed)).To(BeNil())
+	g.Eventually(condition(g, job, v1.ConditionRestarting), reconcileTimeout, poll).Should(And(
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1.ReasonRestarted),
+		HaveField("Message", Equal("recreated the 2 trainer pods for pod disrupted-trainer-1 was disrupted "+
+			"(DisruptionTarget: TerminationByKubelet: The node was low on resource: memory.); container worker: "+
+			"exit code 137 (Error); restarting the gang, not counted against backoffLimit (disruption 1)"))))
+
+	runAll(g, job)
+	p1 = pod(g, job, 1)
+	setPodStatus(g, p1, exited(p1, 1, "worker crashed"))
+	g.Eventually(condition(g, job, v1.ConditionFailed), reconcileTimeout, poll).Should(trueWithReason(v1.ReasonBackoffLimitExceeded))
+	st = getJob(g, job).Status
+	g.Expect(meta.FindStatusCondition(st.Conditions, v1.ConditionFailed).Message).To(Equal(
+		"pod disrupted-trainer-1, container worker: exit code 1 (Error): worker crashed; " +
+			"the job was restarted 0 times after failures and 1 times after disruptions (backoffLimit 0)"))
+	g.Expect(st.Restarts).To(Equal(int32(1)))
+	g.Expect(st.Disruptions).To(Equal(int32(1)))
+	g.Expect(st.Phase).To(Equal(v1.PhaseFailed))
+}
+
 // eventReasons are the reasons of the events about the job.
 func eventReasons(g Gomega, job *v1.ESPOJob) []string {
 	var list eventsv1.EventList

@@ -33,8 +33,21 @@ import (
 // trainer resumes from its newest checkpoint. Past the limit the job fails with
 // BackoffLimitExceeded, naming the pod, the container and its exit code or message.
 //
+// A pod that was disrupted (the condition DisruptionTarget True: preempted by the
+// scheduler, evicted through the API by a node drain or by kubelet for node
+// pressure, deleted by the taint manager or the pod garbage collector) restarts the
+// gang the same way, but status.disruptions is bumped with status.restarts, and
+// only restarts - disruptions count against backoffLimit: the trainer checkpoints
+// the step in flight on SIGTERM, so a disruption costs little and says nothing
+// about the job. Past spec.runPolicy.maxDisruptions a disruption counts as a
+// failure, so a pod evicted again and again still ends the job. A pod being deleted
+// is judged as soon as it carries the condition, since it may vanish before it is
+// seen terminated; one being deleted without it (a suspend, a pod-template change)
+// is not judged.
+//
 // The decision is written to the status before any pod is deleted, so a controller
-// that restarts in between neither loses the failure nor counts it twice.
+// that restarts in between neither loses the failure nor counts it twice: the
+// bumped restart attempt makes the judged pods stale.
 
 // podFailure says which pod of the gang failed and how.
 type podFailure struct {
@@ -43,16 +56,58 @@ type podFailure struct {
 	ExitCode  int32
 	Reason    string // of the container's termination or of the pod (Evicted, OOMKilled...)
 	Message   string // the container's termination message or the pod's
+	// Disruption is the pod's DisruptionTarget condition, when it is True.
+	Disruption *podDisruption
+}
+
+// podDisruption is why a pod was disrupted: its DisruptionTarget condition's reason
+// (PreemptionByScheduler, EvictionByEvictionAPI, TerminationByKubelet,
+// DeletionByTaintManager, DeletionByPodGC) and message.
+type podDisruption struct {
+	Reason  string
+	Message string
+}
+
+// String is "DisruptionTarget: <reason>: <message>", without empty parts.
+func (d *podDisruption) String() string {
+	s := string(corev1.DisruptionTarget)
+	for _, part := range []string{d.Reason, strings.TrimSpace(d.Message)} {
+		if part != "" {
+			s += ": " + part
+		}
+	}
+	return s
+}
+
+// disruption returns why p was disrupted, or nil when its DisruptionTarget
+// condition is absent or not True.
+func disruption(p *corev1.Pod) *podDisruption {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return &podDisruption{Reason: c.Reason, Message: c.Message}
+		}
+	}
+	return nil
 }
 
 // String is the failure as condition messages give it:
-// "pod j-trainer-1, container worker: exit code 137 (OOMKilled): ...".
+// "pod j-trainer-1, container worker: exit code 137 (OOMKilled): ...", or for a
+// disrupted pod "pod j-trainer-1 was disrupted (DisruptionTarget: <reason>:
+// <message>); container worker: exit code 143 (Error): ...", whose container part
+// is left out when no container exited (the pod's own reason and message then
+// repeat the condition's).
 func (f *podFailure) String() string {
 	var b strings.Builder
 	b.WriteString("pod " + f.Pod)
-	if f.Container != "" {
+	switch {
+	case f.Disruption != nil && f.Container == "":
+		fmt.Fprintf(&b, " was disrupted (%s)", f.Disruption)
+		return b.String()
+	case f.Disruption != nil:
+		fmt.Fprintf(&b, " was disrupted (%s); container %s: exit code %d", f.Disruption, f.Container, f.ExitCode)
+	case f.Container != "":
 		fmt.Fprintf(&b, ", container %s: exit code %d", f.Container, f.ExitCode)
-	} else {
+	default:
 		b.WriteString(": failed")
 	}
 	if f.Reason != "" {
@@ -64,20 +119,18 @@ func (f *podFailure) String() string {
 	return b.String()
 }
 
-// firstFailure returns the failure of the lowest rank whose pod terminated, or nil.
-// It is called after the success policy, so a terminated rank 0 is a failure too:
-// it exited non-zero, or 0 with the outcome Error.
+// firstFailure returns the failure of the lowest rank whose pod terminated, or was
+// disrupted and is being deleted, or nil. It is called after the success policy, so
+// a terminated rank 0 is a failure too: it exited non-zero, or 0 with the outcome
+// Error.
 func firstFailure(u *statusUpdate, pods *podSet) *podFailure {
-	for _, p := range pods.ranks() {
-		if !terminated(p) {
-			continue
-		}
-		f := &podFailure{Pod: p.Name, Reason: p.Status.Reason, Message: p.Status.Message}
+	for _, p := range pods.finished() {
+		f := &podFailure{Pod: p.Name, Reason: p.Status.Reason, Message: p.Status.Message, Disruption: disruption(p)}
 		if cs := exitedContainer(p); cs != nil {
 			t := cs.State.Terminated
 			f.Container, f.ExitCode, f.Reason, f.Message = cs.Name, t.ExitCode, t.Reason, t.Message
 		}
-		if p.Labels[LabelRole] == RoleWorker && p.Status.Phase == corev1.PodSucceeded {
+		if p.Labels[LabelRole] == RoleWorker && p.Status.Phase == corev1.PodSucceeded && f.Disruption == nil {
 			f.Message = strings.TrimSpace(f.Message + " the worker exited before the trainer finished")
 		}
 		if t := u.status().Training; p.Labels[LabelRole] == RoleTrainer && t != nil && t.Outcome == v1.OutcomeError {
@@ -107,18 +160,56 @@ func exitedContainer(p *corev1.Pod) *corev1.ContainerStatus {
 }
 
 // applyFailurePolicy restarts the gang after f, or fails the job once the restarts
-// have reached the backoff limit.
+// counted against the backoff limit (restarts - disruptions) have reached it. A
+// disruption within maxDisruptions restarts the gang whatever the backoff limit,
+// bumping disruptions too; past maxDisruptions it counts as a failure.
 func applyFailurePolicy(u *statusUpdate, f *podFailure) {
 	st := u.status()
+	if f.Disruption != nil && disruptionAllowed(u.job) {
+		st.Restarts++
+		st.Disruptions++
+		u.setCondition(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+			fmt.Sprintf("%s; restarting the gang, not counted against backoffLimit (disruption %d%s)",
+				f, st.Disruptions, ofAtMost(u.job.Spec.RunPolicy.MaxDisruptions)))
+		return
+	}
+	cause := f.String()
+	if f.Disruption != nil {
+		cause += fmt.Sprintf(", counted as a failure past maxDisruptions %d", *u.job.Spec.RunPolicy.MaxDisruptions)
+	}
 	limit := backoffLimit(u.job)
-	if st.Restarts >= limit {
+	if failures := st.Restarts - st.Disruptions; failures >= limit {
 		finish(u, false, v1.ReasonBackoffLimitExceeded,
-			fmt.Sprintf("%s; the job was restarted %d times (backoffLimit %d)", f, st.Restarts, limit))
+			fmt.Sprintf("%s; the job was restarted %d times%s (backoffLimit %d)", cause, failures, afterDisruptions(st), limit))
 		return
 	}
 	st.Restarts++
 	u.setCondition(v1.ConditionRestarting, true, v1.ReasonPodFailed,
-		fmt.Sprintf("restart %d of at most %d after %s", st.Restarts, limit, f))
+		fmt.Sprintf("restart %d of at most %d after %s", st.Restarts-st.Disruptions, limit, cause))
+}
+
+// disruptionAllowed reports whether one more disruption stays within
+// spec.runPolicy.maxDisruptions (always, when it is unset).
+func disruptionAllowed(job *v1.ESPOJob) bool {
+	limit := job.Spec.RunPolicy.MaxDisruptions
+	return limit == nil || job.Status.Disruptions < *limit
+}
+
+// ofAtMost is " of at most N" for a limit N, or "" when there is none.
+func ofAtMost(limit *int32) string {
+	if limit == nil {
+		return ""
+	}
+	return fmt.Sprintf(" of at most %d", *limit)
+}
+
+// afterDisruptions is " after failures and N times after disruptions" when the
+// status counts disruptions, else "", for the BackoffLimitExceeded message.
+func afterDisruptions(st *v1.ESPOJobStatus) string {
+	if st.Disruptions == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" after failures and %d times after disruptions", st.Disruptions)
 }
 
 // backoffLimit is spec.runPolicy.backoffLimit, 3 when unset.

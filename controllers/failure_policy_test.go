@@ -32,11 +32,42 @@ func TestFirstFailure(t *testing.T) {
 	evicted := func(p *corev1.Pod) {
 		p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
 	}
+	preempted := disruptionTarget(corev1.ConditionTrue, "PreemptionByScheduler", "Preempted by ns/big on node n1")
 	cases := map[string]struct {
 		job  *v1.ESPOJob
 		pods []corev1.Pod
 		want *podFailure
 	}{
+		"a disrupted pod that failed": {
+			job:  job,
+			pods: []corev1.Pod{testPod(job, 0, running), testPod(job, 1, exit(143, "Error", ""), preempted)},
+			want: &podFailure{Pod: "demo-trainer-1", Container: "worker", ExitCode: 143, Reason: "Error",
+				Disruption: &podDisruption{Reason: "PreemptionByScheduler", Message: "Preempted by ns/big on node n1"}},
+		},
+		"a disrupted pod being deleted, still running": {
+			job:  job,
+			pods: []corev1.Pod{testPod(job, 0, running), testPod(job, 2, running, preempted, deleting())},
+			want: &podFailure{Pod: "demo-trainer-2",
+				Disruption: &podDisruption{Reason: "PreemptionByScheduler", Message: "Preempted by ns/big on node n1"}},
+		},
+		"a pod being deleted without a disruption is no failure": {
+			job:  job,
+			pods: []corev1.Pod{testPod(job, 0, running), testPod(job, 1, exit(143, "Error", ""), deleting())},
+		},
+		"a disrupted pod of an earlier attempt being deleted is no failure": {
+			job:  job,
+			pods: []corev1.Pod{testPod(job, 0, running), testPod(job, 1, running, preempted, deleting(), attempt("7"))},
+		},
+		"DisruptionTarget False is an ordinary failure": {
+			job: job,
+			pods: []corev1.Pod{testPod(job, 0, running),
+				testPod(job, 1, exit(137, "OOMKilled", ""), disruptionTarget(corev1.ConditionFalse, "PreemptionByScheduler", ""))},
+			want: &podFailure{Pod: "demo-trainer-1", Container: "worker", ExitCode: 137, Reason: "OOMKilled"},
+		},
+		"a running pod with a stale DisruptionTarget is no failure": {
+			job:  job,
+			pods: []corev1.Pod{testPod(job, 0, running), testPod(job, 1, running, preempted)},
+		},
 		"all running": {job: job, pods: []corev1.Pod{testPod(job, 0, running), testPod(job, 1, running), testPod(job, 2, running)}},
 		"the lowest failed rank, with its container's exit": {
 			job:  job,
@@ -79,6 +110,14 @@ func TestPodFailureString(t *testing.T) {
 		"container exit": {podFailure{Pod: "p", Container: "c", ExitCode: 2, Reason: "Error", Message: " bad config \n"},
 			"pod p, container c: exit code 2 (Error): bad config"},
 		"pod failure": {podFailure{Pod: "p", Reason: "Evicted"}, "pod p: failed (Evicted)"},
+		"disrupted, without a container exit": {
+			podFailure{Pod: "p", Reason: "Evicted", Message: "The node was low on resource: memory.",
+				Disruption: &podDisruption{Reason: "TerminationByKubelet", Message: "The node was low on resource: memory."}},
+			"pod p was disrupted (DisruptionTarget: TerminationByKubelet: The node was low on resource: memory.)"},
+		"disrupted, with a container exit": {
+			podFailure{Pod: "p", Container: "c", ExitCode: 143, Reason: "Error", Message: "checkpointed step 12",
+				Disruption: &podDisruption{Reason: "EvictionByEvictionAPI"}},
+			"pod p was disrupted (DisruptionTarget: EvictionByEvictionAPI); container c: exit code 143 (Error): checkpointed step 12"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -90,13 +129,54 @@ func TestPodFailureString(t *testing.T) {
 }
 
 func TestApplyFailurePolicy(t *testing.T) {
-	f := &podFailure{Pod: "demo-trainer-1", Container: "worker", ExitCode: 137, Reason: "OOMKilled"}
+	failed := &podFailure{Pod: "demo-trainer-1", Container: "worker", ExitCode: 137, Reason: "OOMKilled"}
+	disrupted := &podFailure{Pod: "demo-trainer-1",
+		Disruption: &podDisruption{Reason: "PreemptionByScheduler", Message: "Preempted by ns/big on node n1"}}
 	cases := map[string]struct {
-		job          *v1.ESPOJob
-		wantRestarts int32
-		wantConds    []metav1.Condition
-		wantDone     bool
+		job             *v1.ESPOJob
+		f               *podFailure // default: failed
+		wantRestarts    int32
+		wantDisruptions int32
+		wantConds       []metav1.Condition
+		wantDone        bool
 	}{
+		"a disruption restarts even with backoff limit 0": {
+			job: makeJob().BackoffLimit(0).Obj(), f: disrupted, wantRestarts: 1, wantDisruptions: 1,
+			wantConds: []metav1.Condition{cond(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+				"pod demo-trainer-1 was disrupted (DisruptionTarget: PreemptionByScheduler: Preempted by ns/big on node n1); "+
+					"restarting the gang, not counted against backoffLimit (disruption 1)")},
+		},
+		"a disruption after spent restarts is not counted": {
+			job: makeJob().BackoffLimit(1).Restarts(3).Disruptions(2).MaxDisruptions(3).Obj(), f: disrupted,
+			wantRestarts: 4, wantDisruptions: 3,
+			wantConds: []metav1.Condition{cond(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+				"pod demo-trainer-1 was disrupted (DisruptionTarget: PreemptionByScheduler: Preempted by ns/big on node n1); "+
+					"restarting the gang, not counted against backoffLimit (disruption 3 of at most 3)")},
+		},
+		"maxDisruptions reached: a disruption counts as a failure": {
+			job: makeJob().BackoffLimit(1).Restarts(2).Disruptions(2).MaxDisruptions(2).Obj(), f: disrupted,
+			wantRestarts: 3, wantDisruptions: 2,
+			wantConds: []metav1.Condition{cond(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+				"restart 1 of at most 1 after pod demo-trainer-1 was disrupted (DisruptionTarget: PreemptionByScheduler: "+
+					"Preempted by ns/big on node n1), counted as a failure past maxDisruptions 2")},
+		},
+		"maxDisruptions 0 and backoff limit 0: a disruption fails the job": {
+			job: makeJob().BackoffLimit(0).MaxDisruptions(0).Obj(), f: disrupted, wantDone: true,
+			wantConds: []metav1.Condition{cond(v1.ConditionFailed, true, v1.ReasonBackoffLimitExceeded,
+				"pod demo-trainer-1 was disrupted (DisruptionTarget: PreemptionByScheduler: Preempted by ns/big on node n1), "+
+					"counted as a failure past maxDisruptions 0; the job was restarted 0 times (backoffLimit 0)")},
+		},
+		"disruptions do not spend the backoff limit": {
+			job: makeJob().BackoffLimit(1).Restarts(2).Disruptions(2).Obj(), wantRestarts: 3, wantDisruptions: 2,
+			wantConds: []metav1.Condition{cond(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+				"restart 1 of at most 1 after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
+		},
+		"failures past the backoff limit, with disruptions between": {
+			job: makeJob().BackoffLimit(1).Restarts(3).Disruptions(2).Obj(), wantRestarts: 3, wantDisruptions: 2, wantDone: true,
+			wantConds: []metav1.Condition{cond(v1.ConditionFailed, true, v1.ReasonBackoffLimitExceeded,
+				"pod demo-trainer-1, container worker: exit code 137 (OOMKilled); "+
+					"the job was restarted 1 times after failures and 2 times after disruptions (backoffLimit 1)")},
+		},
 		"first failure: restart 1": {
 			job: makeJob().Obj(), wantRestarts: 1,
 			wantConds: []metav1.Condition{cond(v1.ConditionRestarting, true, v1.ReasonPodFailed,
@@ -119,9 +199,16 @@ func TestApplyFailurePolicy(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			u := newStatusUpdate(tc.job, now)
+			f := tc.f
+			if f == nil {
+				f = failed
+			}
 			applyFailurePolicy(u, f)
 			if u.status().Restarts != tc.wantRestarts {
 				t.Errorf("restarts = %d, want %d", u.status().Restarts, tc.wantRestarts)
+			}
+			if u.status().Disruptions != tc.wantDisruptions {
+				t.Errorf("disruptions = %d, want %d", u.status().Disruptions, tc.wantDisruptions)
 			}
 			if diff := cmp.Diff(tc.wantConds, u.status().Conditions); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)

@@ -98,6 +98,16 @@ func unschedulable(message string) podOption {
 	}
 }
 
+// disruptionTarget gives the pod the condition DisruptionTarget with status, reason
+// and message, as the scheduler, the eviction API, kubelet or the pod GC set it.
+func disruptionTarget(status corev1.ConditionStatus, reason, message string) podOption {
+	return func(p *corev1.Pod) {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+			Type: corev1.DisruptionTarget, Status: status, Reason: reason, Message: message,
+		})
+	}
+}
+
 // attempt labels the pod with another restart attempt.
 func attempt(a string) podOption {
 	return func(p *corev1.Pod) { p.Labels[LabelRestartAttempt] = a }

@@ -32,10 +32,12 @@ import (
 // Operator metrics, served with controller-runtime's own (reconcile counts and
 // durations, work queue, client requests) on the manager's metrics endpoint.
 var (
-	jobsCreated        = jobCounter("espo_jobs_created_total", "ESPOJobs whose children the controller created, by namespace.")
-	jobsSucceeded      = jobCounter("espo_jobs_succeeded_total", "ESPOJobs that succeeded, by namespace.")
-	jobsFailed         = jobCounter("espo_jobs_failed_total", "ESPOJobs that failed, by namespace.")
-	jobsRestarted      = jobCounter("espo_jobs_restarted_total", "Gang restarts of ESPOJobs' trainer pods, by namespace.")
+	jobsCreated   = jobCounter("espo_jobs_created_total", "ESPOJobs whose children the controller created, by namespace.")
+	jobsSucceeded = jobCounter("espo_jobs_succeeded_total", "ESPOJobs that succeeded, by namespace.")
+	jobsFailed    = jobCounter("espo_jobs_failed_total", "ESPOJobs that failed, by namespace.")
+	jobsRestarted = jobCounter("espo_jobs_restarted_total", "Gang restarts of ESPOJobs' trainer pods, by namespace.")
+	jobsDisrupted = jobCounter("espo_jobs_disrupted_total",
+		"Gang restarts of ESPOJobs' trainer pods caused by a disrupted pod, not counted against backoffLimit (also in espo_jobs_restarted_total), by namespace.")
 	podsCreatedSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "espo_job_pods_created_seconds",
 		Help:    "Time from an ESPOJob's creation until all its trainer pods were created.",
@@ -60,7 +62,7 @@ func jobCounter(name, help string) *prometheus.CounterVec {
 }
 
 func init() {
-	crmetrics.Registry.MustRegister(jobsCreated, jobsSucceeded, jobsFailed, jobsRestarted,
+	crmetrics.Registry.MustRegister(jobsCreated, jobsSucceeded, jobsFailed, jobsRestarted, jobsDisrupted,
 		podsCreatedSeconds, runningSeconds, phaseCollector{})
 }
 
@@ -98,7 +100,8 @@ func (phaseCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // recordMetrics counts the transitions from old to new, a status that was just
-// written: jobs created, succeeded, failed and restarted, and the times from creation
+// written: jobs created, succeeded, failed, restarted and restarted after a
+// disruption, and the times from creation
 // to all pods created and to all pods first running.
 func recordMetrics(old, new *v1.ESPOJob, now time.Time) {
 	ns := new.Namespace
@@ -121,5 +124,8 @@ func recordMetrics(old, new *v1.ESPOJob, now time.Time) {
 	}
 	if d := new.Status.Restarts - old.Status.Restarts; d > 0 {
 		jobsRestarted.WithLabelValues(ns).Add(float64(d))
+	}
+	if d := new.Status.Disruptions - old.Status.Disruptions; d > 0 {
+		jobsDisrupted.WithLabelValues(ns).Add(float64(d))
 	}
 }

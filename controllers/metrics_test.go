@@ -38,6 +38,7 @@ func TestRecordMetrics(t *testing.T) {
 	cases := map[string]struct {
 		old, new                            *v1.ESPOJob
 		created, succeeded, failed, restart float64
+		disrupted                           float64
 		createdSamples, runningSamples      uint64
 	}{
 		"children created": {old: base.Clone().Obj(), new: base.Clone().Condition(created).Obj(), created: 1, createdSamples: 1},
@@ -49,6 +50,9 @@ func TestRecordMetrics(t *testing.T) {
 			new: base.Clone().Condition(created).Condition(running).Restarts(1).Obj(),
 		},
 		"a restart": {old: base.Clone().Obj(), new: base.Clone().Restarts(1).Obj(), restart: 1},
+		"a restart after a disruption": {
+			old: base.Clone().Restarts(1).Obj(), new: base.Clone().Restarts(2).Disruptions(1).Obj(), restart: 1, disrupted: 1,
+		},
 		"succeeded": {old: base.Clone().Obj(), new: base.Clone().Condition(cond(v1.ConditionSucceeded, true, "Completed", "")).Obj(), succeeded: 1},
 		"failed":    {old: base.Clone().Obj(), new: base.Clone().Condition(cond(v1.ConditionFailed, true, "DeadlineExceeded", "")).Obj(), failed: 1},
 		"nothing new": {
@@ -61,6 +65,7 @@ func TestRecordMetrics(t *testing.T) {
 			jobsSucceeded.Reset()
 			jobsFailed.Reset()
 			jobsRestarted.Reset()
+			jobsDisrupted.Reset()
 			createdBefore, runningBefore := histogramCount(t, podsCreatedSeconds), histogramCount(t, runningSeconds)
 			recordMetrics(tc.old, tc.new, now)
 			for _, c := range []struct {
@@ -71,6 +76,7 @@ func TestRecordMetrics(t *testing.T) {
 				{"succeeded", testutil.ToFloat64(jobsSucceeded.WithLabelValues("ns")), tc.succeeded},
 				{"failed", testutil.ToFloat64(jobsFailed.WithLabelValues("ns")), tc.failed},
 				{"restarted", testutil.ToFloat64(jobsRestarted.WithLabelValues("ns")), tc.restart},
+				{"disrupted", testutil.ToFloat64(jobsDisrupted.WithLabelValues("ns")), tc.disrupted},
 			} {
 				if c.got != c.want {
 					t.Errorf("%s = %v, want %v", c.name, c.got, c.want)

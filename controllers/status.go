@@ -18,6 +18,8 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -36,39 +38,72 @@ type podSet struct {
 	// stale are the pods of earlier attempts, or of ranks the job no longer has, that
 	// are not yet being deleted.
 	stale []*corev1.Pod
+	// disrupted are the pods of the current attempt that are being deleted with the
+	// condition DisruptionTarget (preempted, evicted, deleted by the taint manager
+	// or the pod garbage collector), by rank: a failure the gang must answer,
+	// though the pod may vanish before it is seen terminated.
+	disrupted map[int32]*corev1.Pod
 	// all are all the job's pods, those being deleted included, by name.
 	all map[string]*corev1.Pod
 }
 
 // splitPods sorts the pods controlled by job into a podSet.
 func splitPods(job *v1.ESPOJob, pods []corev1.Pod) *podSet {
-	s := &podSet{current: map[int32]*corev1.Pod{}, all: map[string]*corev1.Pod{}}
-	attempt := strconv.Itoa(int(job.Status.Restarts))
+	s := &podSet{current: map[int32]*corev1.Pod{}, disrupted: map[int32]*corev1.Pod{}, all: map[string]*corev1.Pod{}}
 	for i := range pods {
 		p := &pods[i]
 		s.all[p.Name] = p
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		rank, err := strconv.Atoi(p.Labels[LabelRank])
-		if err != nil || rank < 0 || int32(rank) >= replicas(job) || p.Labels[LabelRestartAttempt] != attempt ||
-			p.Name != podName(job, int32(rank)) {
+		rank, current := currentRank(job, p)
+		switch {
+		case p.DeletionTimestamp != nil:
+			if current && disruption(p) != nil {
+				s.disrupted[rank] = p
+			}
+		case current:
+			s.current[rank] = p
+		default:
 			s.stale = append(s.stale, p)
-			continue
 		}
-		s.current[int32(rank)] = p
 	}
 	sort.Slice(s.stale, func(i, j int) bool { return s.stale[i].Name < s.stale[j].Name })
 	return s
 }
 
+// currentRank returns the rank of p and whether p belongs to the job's current
+// attempt: a rank the job has, the current restart attempt, and the rank's name.
+func currentRank(job *v1.ESPOJob, p *corev1.Pod) (int32, bool) {
+	rank, err := strconv.Atoi(p.Labels[LabelRank])
+	if err != nil || rank < 0 || int32(rank) >= replicas(job) {
+		return 0, false
+	}
+	return int32(rank), p.Labels[LabelRestartAttempt] == strconv.Itoa(int(job.Status.Restarts)) &&
+		p.Name == podName(job, int32(rank))
+}
+
 // ranks returns the current pods in rank order.
 func (s *podSet) ranks() []*corev1.Pod {
-	out := make([]*corev1.Pod, 0, len(s.current))
-	for _, p := range s.current {
-		out = append(out, p)
+	return inRankOrder(s.current)
+}
+
+// finished returns, in rank order, the pods of the current attempt that the failure
+// policy judges: those that terminated, and those being deleted after a disruption.
+func (s *podSet) finished() []*corev1.Pod {
+	byRank := maps.Clone(s.disrupted)
+	for r, p := range s.current {
+		if terminated(p) {
+			byRank[r] = p
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return inRankOrder(byRank)
+}
+
+// inRankOrder returns the pods of byRank by increasing rank (not by name:
+// "-trainer-10" sorts before "-trainer-2").
+func inRankOrder(byRank map[int32]*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(byRank))
+	for _, r := range slices.Sorted(maps.Keys(byRank)) {
+		out = append(out, byRank[r])
+	}
 	return out
 }
 

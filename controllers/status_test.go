@@ -57,6 +57,24 @@ func TestSplitPods(t *testing.T) {
 	}
 }
 
+// TestRanksAreInRankOrder checks rank order past rank 9, where names sort otherwise
+// ("demo-trainer-10" < "demo-trainer-2"), for the current pods and the failed ones.
+func TestRanksAreInRankOrder(t *testing.T) {
+	job := makeJob().Replicas(12).Obj()
+	var pods []corev1.Pod
+	for r := int32(11); r >= 0; r-- {
+		pods = append(pods, testPod(job, r, phase(corev1.PodFailed)))
+	}
+	s := splitPods(job, pods)
+	for name, got := range map[string][]*corev1.Pod{"ranks": s.ranks(), "finished": s.finished()} {
+		for i, p := range got {
+			if want := podName(job, int32(i)); p.Name != want {
+				t.Fatalf("%s[%d] = %s, want %s", name, i, p.Name, want)
+			}
+		}
+	}
+}
+
 func TestUpdatePodStatus(t *testing.T) {
 	job := makeJob().Replicas(2).Obj()
 	started := now.Add(-time.Hour)

@@ -59,7 +59,8 @@ const (
 	ReasonSuspended = "JobSuspended"
 	// ReasonResumed: the job was resumed (Suspended is False).
 	ReasonResumed = "JobResumed"
-	// ReasonPodFailed: a trainer pod failed and the gang is restarting.
+	// ReasonPodFailed: a trainer pod failed, or was disrupted (the message says
+	// which), and the gang is restarting.
 	ReasonPodFailed = "PodFailed"
 	// ReasonRestarted: the gang was recreated (Restarting is False again).
 	ReasonRestarted = "Restarted"
@@ -74,8 +75,9 @@ const (
 	// ReasonTrainerError: the trainer reported an error it cannot recover from
 	// (Failed).
 	ReasonTrainerError = "TrainerError"
-	// ReasonBackoffLimitExceeded: more gang restarts than runPolicy.backoffLimit
-	// (Failed); the message names the pod, the container and its exit code.
+	// ReasonBackoffLimitExceeded: more gang restarts after failures than
+	// runPolicy.backoffLimit (Failed); the message names the pod, the container and
+	// its exit code.
 	ReasonBackoffLimitExceeded = "BackoffLimitExceeded"
 	// ReasonDeadlineExceeded: the job ran longer than runPolicy.activeDeadlineSeconds
 	// (Failed).

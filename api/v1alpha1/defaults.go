@@ -121,7 +121,8 @@ func (t *TrainerSpec) Default() {
 	setDefault(&t.WorkersPerReplica, 1)
 }
 
-// Default fills the unset fields of p with their defaults.
+// Default fills the unset fields of p with their defaults. MaxDisruptions has none:
+// unset means no limit.
 func (p *RunPolicy) Default() {
 	if p.BackoffLimit == nil {
 		three := int32(3)

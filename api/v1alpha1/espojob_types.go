@@ -301,12 +301,22 @@ type RunPolicy struct {
 	Suspend bool `json:"suspend,omitempty"`
 
 	// BackoffLimit is how many gang restarts (all trainer pods recreated after one
-	// failed) the job may take before it fails. Default 3.
+	// failed) the job may take before it fails. Restarts after a disruption (see
+	// MaxDisruptions) do not count. Default 3.
 	// +optional
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+
+	// MaxDisruptions is how many gang restarts caused by a disrupted pod (one with
+	// the condition DisruptionTarget: preempted, evicted by a node drain or for node
+	// pressure, deleted by the taint manager or the pod garbage collector) the job
+	// may take without counting them against BackoffLimit; past it a disruption
+	// counts as a failure. Unset: no limit, no disruption counts.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxDisruptions *int32 `json:"maxDisruptions,omitempty"`
 
 	// ActiveDeadlineSeconds bounds the time the job may be active, counted from its
 	// start time; past it the job fails with reason DeadlineExceeded. Unset: no limit.

@@ -54,9 +54,15 @@ type ESPOJobStatus struct {
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
-	// Restarts counts the gang restarts of the trainer pods so far.
+	// Restarts counts the gang restarts of the trainer pods so far, for any cause.
 	// +optional
 	Restarts int32 `json:"restarts,omitempty"`
+
+	// Disruptions counts the gang restarts caused by a disrupted pod (one with the
+	// condition DisruptionTarget), also counted in Restarts; they do not count
+	// against spec.runPolicy.backoffLimit (within spec.runPolicy.maxDisruptions).
+	// +optional
+	Disruptions int32 `json:"disruptions,omitempty"`
 
 	// Active is the number of trainer pods of the current attempt that are pending or
 	// running.

@@ -579,6 +579,11 @@ func (in *RunPolicy) DeepCopyInto(out *RunPolicy) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MaxDisruptions != nil {
+		in, out := &in.MaxDisruptions, &out.MaxDisruptions
+		*out = new(int32)
+		**out = **in
+	}
 	if in.ActiveDeadlineSeconds != nil {
 		in, out := &in.ActiveDeadlineSeconds, &out.ActiveDeadlineSeconds
 		*out = new(int64)

@@ -84,6 +84,7 @@ var documentedDefaults = map[string]any{
 	"trainer.workersPerReplica":                 int64(1),
 	"runPolicy.suspend":                         false,
 	"runPolicy.backoffLimit":                    int64(3),
+	"runPolicy.maxDisruptions":                  nil,    // unset: no limit
 	"algorithm.learningRate":                    "1e-3", // set by the sample: not overwritten
 	"datasets.sources[0].synthetic.episodes":    int64(100),
 	"datasets.sources[0].synthetic.seed":        int64(1),

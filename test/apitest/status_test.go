@@ -80,7 +80,7 @@ func TestStatusAndColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	job.Status.Phase = v1.PhaseRunning
-	job.Status.Restarts = 1
+	job.Status.Restarts, job.Status.Disruptions = 1, 1
 	job.Status.Active, job.Status.Ready = 1, 1
 	job.Status.ObservedGeneration = job.Generation
 	meta.SetStatusCondition(&job.Status.Conditions, metav1.Condition{
@@ -88,6 +88,9 @@ func TestStatusAndColumns(t *testing.T) {
 	})
 	if err := env.Client.Status().Update(ctx, job); err != nil {
 		t.Fatalf("controller status update: %v", err)
+	}
+	if job.Status.Disruptions != 1 {
+		t.Errorf("status.disruptions = %d after the write, want 1", job.Status.Disruptions)
 	}
 	if job.Status.Training == nil || job.Status.Training.Evaluation.RecommendationAccuracy != "0.286" {
 		t.Fatalf("the controller's status write lost or changed the trainer's report: %+v", job.Status.Training)

@@ -43,6 +43,7 @@ func TestUpdateTransitions(t *testing.T) {
 		{"suspend a running job", false, func(j *v1.ESPOJob) { j.Spec.RunPolicy.Suspend = true }, ""},
 		{"resume a suspended job", true, func(j *v1.ESPOJob) { j.Spec.RunPolicy.Suspend = false }, ""},
 		{"change backoffLimit while running", false, func(j *v1.ESPOJob) { *j.Spec.RunPolicy.BackoffLimit = 7 }, ""},
+		{"set maxDisruptions while running", false, func(j *v1.ESPOJob) { j.Spec.RunPolicy.MaxDisruptions = ptr(int32(5)) }, ""},
 		{"set a deadline while running", false, func(j *v1.ESPOJob) { j.Spec.RunPolicy.ActiveDeadlineSeconds = ptr(int64(60)) }, ""},
 		{"change job labels while running", false, func(j *v1.ESPOJob) { j.Labels = map[string]string{"team": "gui"} }, ""},
 

@@ -318,6 +318,13 @@ func (w *ESPOJobWrapper) BackoffLimit(n int32) *ESPOJobWrapper {
 	return w
 }
 
+// MaxDisruptions sets the number of gang restarts after a disruption that do not
+// count against the backoff limit.
+func (w *ESPOJobWrapper) MaxDisruptions(n int32) *ESPOJobWrapper {
+	w.Spec.RunPolicy.MaxDisruptions = &n
+	return w
+}
+
 // ActiveDeadlineSeconds sets the job's deadline.
 func (w *ESPOJobWrapper) ActiveDeadlineSeconds(s int64) *ESPOJobWrapper {
 	w.Spec.RunPolicy.ActiveDeadlineSeconds = &s
@@ -393,6 +400,12 @@ func (w *ESPOJobWrapper) CompletionTime(t time.Time) *ESPOJobWrapper {
 // Restarts sets status.restarts.
 func (w *ESPOJobWrapper) Restarts(n int32) *ESPOJobWrapper {
 	w.Status.Restarts = n
+	return w
+}
+
+// Disruptions sets status.disruptions.
+func (w *ESPOJobWrapper) Disruptions(n int32) *ESPOJobWrapper {
+	w.Status.Disruptions = n
 	return w
 }
 

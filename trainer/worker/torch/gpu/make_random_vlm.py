@@ -52,6 +52,12 @@ def tokenizer(out):
     return fast
 
 
+def video_kwargs(tf):
+    """transformers 5 wants a video processor beside the image one; 4.x has none."""
+    cls = getattr(tf, "Qwen2VLVideoProcessor", None)
+    return {"video_processor": cls()} if cls is not None else {}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -73,7 +79,7 @@ def main():
         cfg = tf.Qwen2VLConfig(vision_config=vision, **text)
         model = tf.Qwen2VLForConditionalGeneration(cfg)
         ip = tf.Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=224 * 224)
-        proc = tf.Qwen2VLProcessor(image_processor=ip, tokenizer=tok, chat_template=CHAT_TEMPLATE)
+        proc = tf.Qwen2VLProcessor(image_processor=ip, tokenizer=tok, chat_template=CHAT_TEMPLATE, **video_kwargs(tf))
     else:
         vision = dict(depth=2, hidden_size=64, out_hidden_size=128, num_heads=4, intermediate_size=128,
                       patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
@@ -81,7 +87,7 @@ def main():
         cfg = tf.Qwen2_5_VLConfig(vision_config=vision, **text)
         model = tf.Qwen2_5_VLForConditionalGeneration(cfg)
         ip = tf.Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=224 * 224)
-        proc = tf.Qwen2_5_VLProcessor(image_processor=ip, tokenizer=tok, chat_template=CHAT_TEMPLATE)
+        proc = tf.Qwen2_5_VLProcessor(image_processor=ip, tokenizer=tok, chat_template=CHAT_TEMPLATE, **video_kwargs(tf))
     model.generation_config.eos_token_id = [ids["<|im_end|>"]]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     os.makedirs(a.out, exist_ok=True)

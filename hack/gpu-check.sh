@@ -30,6 +30,9 @@ PORT="${PORT:-50061}"
 pkg=trainer/worker/torch
 mkdir -p "$OUT"
 export PYTHONPATH="$repo_root/$pkg${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
+# The stubs made by Debian's grpc_tools predate protobuf's upb runtime (protobuf >= 4
+# refuses them); the pure-Python runtime reads them.
+export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="${PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION:-python}"
 
 echo "== 1. environment" >&2
 [[ -x "$ESPO" ]] || { echo "gpu-check: $ESPO is missing: build it with CGO_ENABLED=0 go build -o bin/espo . and carry it" >&2; exit 1; }

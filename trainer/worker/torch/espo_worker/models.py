@@ -201,8 +201,9 @@ class HFBackend(Backend):
     def token_logprobs(self, inputs, answer):
         p = inputs["ids"]
         seq = torch.tensor([p + list(answer)], dtype=torch.long, device=self.device)
+        extra = per_token_extended(inputs["extra"], len(p), seq.shape[1])
         with self.autocast():
-            out = self.model(input_ids=seq, attention_mask=torch.ones_like(seq), use_cache=False, **inputs["extra"])
+            out = self.model(input_ids=seq, attention_mask=torch.ones_like(seq), use_cache=False, **extra)
         logits = out.logits[0, len(p) - 1:-1].float()
         return torch.log_softmax(logits, -1).gather(-1, seq[0, len(p):, None])[:, 0]
 
@@ -221,3 +222,15 @@ class HFBackend(Backend):
             seqs = self.model.generate(input_ids=ids, **inputs["extra"], **kw)
         out = [self.strip_answer(row[ids.shape[1]:].tolist(), cap) for row in seqs]
         return out * n if greedy else out
+
+
+def per_token_extended(extra, prompt_len, total_len):
+    """The processor's extra inputs for prompt + answer: a per-token input of the prompt
+    (shape [1, prompt_len], such as transformers 5's mm_token_type_ids) is extended with
+    zeros (text tokens) over the answer; the others (pixel values, grids) stay."""
+    out = {}
+    for k, v in extra.items():
+        if torch.is_tensor(v) and v.dim() == 2 and v.shape[0] == 1 and v.shape[1] == prompt_len:
+            v = torch.cat([v, v.new_zeros((1, total_len - prompt_len))], dim=1)
+        out[k] = v
+    return out

@@ -109,7 +109,7 @@ class Servicer(pbgrpc.WorkerServicer):
 
     def Configure(self, req, context):
         def do():
-            self.p.configure(req.seed, dict(req.options))
+            self.p.configure(req.seed, map_field(req.options))
             if req.load_path:
                 self.p.load(req.load_path, req.seed)
             return pb.ConfigureResponse(info=self.p.describe())
@@ -220,6 +220,15 @@ _HEALTH = grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
     "Check": grpc.unary_unary_rpc_method_handler(_health_check, request_deserializer=_parse_service,
                                                  response_serializer=lambda b: b),
 })
+
+
+def map_field(m):
+    """A protobuf map field as a dict, also where the runtime reads the map as its
+    entries (older stubs under the pure-Python runtime)."""
+    try:
+        return dict(m.items())
+    except AttributeError:
+        return {e.key: e.value for e in m}
 
 
 class Activity(grpc.ServerInterceptor):

@@ -168,10 +168,9 @@ func TestDrainAtAnEpochsEnd(t *testing.T) {
 }
 
 // stuckWorker never answers Configure until its context ends (a worker pod still
-// pending) and counts Release calls.
+// pending); it counts Release calls as releaseCounter does.
 type stuckWorker struct {
-	workerpb.WorkerClient
-	released atomic.Int32
+	releaseCounter
 }
 
 func (w *stuckWorker) Configure(ctx context.Context, _ *workerpb.ConfigureRequest, _ ...grpc.CallOption) (*workerpb.ConfigureResponse, error) {
@@ -179,15 +178,10 @@ func (w *stuckWorker) Configure(ctx context.Context, _ *workerpb.ConfigureReques
 	return nil, ctx.Err()
 }
 
-func (w *stuckWorker) Release(ctx context.Context, in *workerpb.ReleaseRequest, opts ...grpc.CallOption) (*workerpb.ReleaseResponse, error) {
-	w.released.Add(1)
-	return w.WorkerClient.Release(ctx, in, opts...)
-}
-
 // TestDrainWhileWaitingForWorkers drains a run whose worker never starts: Run stops
 // at once, reports no Error outcome, and releases the worker.
 func TestDrainWhileWaitingForWorkers(t *testing.T) {
-	w := &stuckWorker{WorkerClient: cpuWorkers(1)[0]}
+	w := &stuckWorker{releaseCounter{WorkerClient: cpuWorkers(1)[0]}}
 	drain, rec := make(chan struct{}), &recorder{}
 	close(drain)
 	tr, err := New(smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{w}, Reporter: rec, Drain: drain, Log: logr.Discard()})

@@ -276,7 +276,54 @@ type IntentRewards struct {
 	// n-gram embedder, which needs no service but sees shared words, not meaning.
 	// +optional
 	Embedder *EmbedderSpec `json:"embedder,omitempty"`
+
+	// Match says how a predicted intent is judged. auto (default): slot by slot for
+	// an episode that carries preferences, by embedding similarity for one that does
+	// not. slots: slot by slot always; a run whose data has an item-pool step without
+	// preferences fails at start. embedding: cosine similarity of the embeddings
+	// (embedder, or the built-in one) against threshold, always. Slot by slot, an
+	// intent is right when it names every preference value of the episode and no
+	// other value of the same slots (values matched whole words, ignoring case,
+	// longest first, so "Economy" is not found inside "Premium economy").
+	// +optional
+	// +kubebuilder:default=auto
+	Match IntentMatch `json:"match,omitempty"`
+
+	// SlotScore is the reward of a slot-judged intent. all (default): correct when
+	// the intent is right, else 0. f1: correct times the slot F1 of the intent, a
+	// dense reward (precision over the slot values the intent names, recall over the
+	// episode's preferences). IntentAcc always counts right intents only.
+	// +optional
+	// +kubebuilder:default=all
+	SlotScore IntentSlotScore `json:"slotScore,omitempty"`
 }
+
+// IntentMatch says how a predicted intent is judged.
+// +kubebuilder:validation:Enum=auto;slots;embedding
+type IntentMatch string
+
+// The intent matches.
+const (
+	// IntentMatchAuto judges by slots where the episode carries preferences, else by
+	// embedding similarity.
+	IntentMatchAuto IntentMatch = "auto"
+	// IntentMatchSlots judges by slots; every episode must carry preferences.
+	IntentMatchSlots IntentMatch = "slots"
+	// IntentMatchEmbedding judges by embedding similarity against the threshold.
+	IntentMatchEmbedding IntentMatch = "embedding"
+)
+
+// IntentSlotScore is the reward of a slot-judged intent.
+// +kubebuilder:validation:Enum=all;f1
+type IntentSlotScore string
+
+// The slot scores.
+const (
+	// IntentSlotScoreAll rewards a right intent only.
+	IntentSlotScoreAll IntentSlotScore = "all"
+	// IntentSlotScoreF1 rewards the slot F1 of the intent.
+	IntentSlotScoreF1 IntentSlotScore = "f1"
+)
 
 // The bounds of EmbedderSpec's numbers; the CRD's markers repeat them.
 const (

@@ -46,6 +46,7 @@ func (d *DatasetSource) Default() {
 			d.Synthetic.Channels = []Channel{"food", "hotel", "flight", "movie", "travel"}
 		}
 		setDefault(&d.Synthetic.Episodes, 100)
+		setDefault(&d.Synthetic.Difficulty, DifficultyStandard)
 	}
 }
 
@@ -60,6 +61,7 @@ func (d *DatasetSplit) Default() {
 func (m *ModelSpec) Default() {
 	setDefault(&m.Worker, WorkerCPU)
 	if m.CPU != nil {
+		setDefault(&m.CPU.Architecture, CPUFeatures)
 		setDefault(&m.CPU.HiddenSize, 32)
 		setDefault(&m.CPU.FeatureBits, 15)
 		setDefault(&m.CPU.MaxIntentWords, 40)
@@ -97,6 +99,8 @@ func (r *RewardsSpec) Default() {
 	setDefault(&r.GUI.TextF1Threshold, "0.5")
 	setDefault(&r.Intent.Correct, "0.5")
 	setDefault(&r.Intent.Threshold, "0.75")
+	setDefault(&r.Intent.Match, IntentMatchAuto)
+	setDefault(&r.Intent.SlotScore, IntentSlotScoreAll)
 	if r.Intent.Embedder != nil {
 		r.Intent.Embedder.Default()
 	}

@@ -258,7 +258,32 @@ type SyntheticSource struct {
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	Seed int64 `json:"seed,omitempty"`
+
+	// Difficulty is how hard the generated users are to read, the names of
+	// "espo dataset generate --difficulty". standard (default): every preference
+	// is revealed by a search, a filter or an option page, and a candidate is Yes
+	// exactly when it fits them all. hard: about half of the preferences are
+	// revealed only by behaviour (an item opened then rejected, an item saved, a
+	// hint in the instruction), early choices are later changed, some labels are
+	// noisy, negatives miss only on a weakly revealed preference, and detail pages
+	// and requirements are paraphrased from many templates.
+	// +optional
+	// +kubebuilder:default=standard
+	Difficulty SyntheticDifficulty `json:"difficulty,omitempty"`
 }
+
+// SyntheticDifficulty is how hard generated users are to read.
+// +kubebuilder:validation:Enum=standard;hard
+type SyntheticDifficulty string
+
+// The difficulties of generated data.
+const (
+	// DifficultyStandard reveals every preference by a search, filter or option page.
+	DifficultyStandard SyntheticDifficulty = "standard"
+	// DifficultyHard reveals half the preferences by behaviour only, with
+	// contradictions, label noise, hard negatives and paraphrases.
+	DifficultyHard SyntheticDifficulty = "hard"
+)
 
 // DatasetSplit gives the fractions of the pooled episodes that go to each set; they
 // must add up to 1. Whole episodes are assigned, after a seeded shuffle.

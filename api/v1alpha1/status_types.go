@@ -191,6 +191,13 @@ type TrainingStatus struct {
 	// +optional
 	KL Decimal `json:"kl,omitempty"`
 
+	// IntentMatch is how the intents of the latest evaluation were judged: "slots",
+	// "embedding" (the built-in hashed embedder), "embedding-service", or two of
+	// them joined by "+" when some episodes carried preferences and others did not.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	IntentMatch string `json:"intentMatch,omitempty"`
+
 	// Evaluation holds the metrics of the latest evaluation.
 	// +optional
 	Evaluation *EvaluationStatus `json:"evaluation,omitempty"`

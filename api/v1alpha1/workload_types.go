@@ -99,6 +99,18 @@ type ModelSpec struct {
 // CPUPolicySpec is the shape of the pure-Go reference policy: hashed features of
 // each decision's options and context, one tanh hidden layer, a softmax per decision.
 type CPUPolicySpec struct {
+	// Architecture is what the policy reads. tokens: only what a screen shows (the
+	// words of the instruction, the history's actions and the elements they touched,
+	// the screen and the candidate's page), learning which history words matter and
+	// that equal words match through tied word embeddings and a learned attention.
+	// features (default): also the structured attributes of elements and the
+	// candidate item, with hand-built evidence features that compare the choices the
+	// history made with the candidate's attributes; an upper bound that no model
+	// reading pixels or text has.
+	// +optional
+	// +kubebuilder:default=features
+	Architecture CPUArchitecture `json:"architecture,omitempty"`
+
 	// HiddenSize is the width of the policy's hidden layer. Default 32.
 	// +optional
 	// +kubebuilder:default=32
@@ -122,6 +134,18 @@ type CPUPolicySpec struct {
 	// +kubebuilder:validation:Maximum=1000
 	MaxIntentWords int32 `json:"maxIntentWords,omitempty"`
 }
+
+// CPUArchitecture is what the CPU reference policy reads.
+// +kubebuilder:validation:Enum=features;tokens
+type CPUArchitecture string
+
+// The CPU policy architectures.
+const (
+	// CPUFeatures reads structured attributes through hand-built evidence features.
+	CPUFeatures CPUArchitecture = "features"
+	// CPUTokens reads the words a screen shows, through learned attention.
+	CPUTokens CPUArchitecture = "tokens"
+)
 
 // TrainerSpec describes the trainer pods. Rank 0 runs the training loop; every rank
 // hosts WorkersPerReplica policy workers that work data-parallel on whole episodes.

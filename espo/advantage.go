@@ -288,43 +288,90 @@ const maxStackG = 64
 //
 //	A_episode(j, g) = A_step(j, g) + w * A_COUT(g)
 //
-// with A_step from StepAdvantages over each step's R_step, and A_COUT in episode
-// mode R_COUT of EpisodeCOUT, the same for every step and candidate; in rollout mode
-//
-//	A_COUT(g) = (R_COUT(g) - mean R_COUT(.)) / (std R_COUT(.) + eps)
-//
-// over the G rollouts of RolloutCOUT, 0 if they are all equal. It returns the
-// episode's COUT (in rollout mode, the means over the rollouts) and ErrGroupSize if
-// G < 2 or an error if cfg has an unknown mode or gates. It panics if the lengths of
-// dst and ep disagree. It allocates nothing (for G <= 64 in rollout mode).
+// with A_step from StepAdvantages over each step's R_step and A_COUT from
+// COUTAdvantages. It returns the episode's COUT (in rollout mode, the means over the
+// rollouts) and ErrGroupSize if G < 2 or an error if cfg has an unknown mode or
+// gates. It panics if the lengths of dst and ep disagree. It allocates nothing (for
+// G <= 64).
 func Advantages(dst []float64, ep EpisodeRewards, cfg AdvantageConfig) (COUT, error) {
 	ep.checkLen()
 	if len(dst) != len(ep.Step) {
 		panic("espo: advantage length mismatch")
 	}
-	if cfg.Mode != COUTEpisode && cfg.Mode != COUTRollout ||
-		cfg.Gates != GatesBoth && cfg.Gates != GatesGUI && cfg.Gates != GatesDecision {
-		return COUT{}, cfg.Validate()
+	if err := checkModeGates(&cfg); err != nil {
+		return COUT{}, err
 	}
 	if err := StepAdvantages(dst, ep.Step, ep.G, cfg.Eps); err != nil {
 		return COUT{}, err
 	}
-	G := ep.G
+	var buf [maxStackG]float64
+	a := buf[:]
+	if ep.G > maxStackG {
+		a = make([]float64, ep.G)
+	}
+	a = a[:ep.G]
+	c, err := COUTAdvantages(a, ep, cfg)
+	if err != nil {
+		return COUT{}, err
+	}
+	FuseAdvantages(dst, a, cfg.W)
+	return c, nil
+}
+
+// checkModeGates returns cfg.Validate's error when the mode or the gates are unknown.
+func checkModeGates(cfg *AdvantageConfig) error {
+	if cfg.Mode != COUTEpisode && cfg.Mode != COUTRollout ||
+		cfg.Gates != GatesBoth && cfg.Gates != GatesGUI && cfg.Gates != GatesDecision {
+		return cfg.Validate()
+	}
+	return nil
+}
+
+// COUTAdvantages writes A_COUT(g), the COUT advantage of rollout g, to dst[g]:
+//
+//	episode mode   A_COUT(g) = R_COUT of EpisodeCOUT, the same for every g
+//	rollout mode   A_COUT(g) = (R_COUT(g) - mean R_COUT(.)) / (std R_COUT(.) + eps)
+//
+// over the G rollouts of RolloutCOUT, 0 if they are all equal. It returns the
+// episode's COUT (in rollout mode, the means over the rollouts), ErrGroupSize if
+// G < 2 and an error if cfg has an unknown mode or gates. It panics if len(dst) != G
+// or the lengths of ep disagree. It allocates nothing (for G <= 64).
+//
+// Only rollout mode can carry credit. Under teacher forcing the G candidates of a
+// step are drawn from pi(.|prompt) and, for any constant c,
+//
+//	E[ sum_g c * grad log pi(y_g) ] = c * G * E_y~pi[ grad log pi(y) ] = c * G * grad sum_y pi(y) = 0
+//
+// so an advantage added equally to every candidate, as episode mode's R_COUT is,
+// has zero expected policy gradient: it only sharpens whatever was sampled, and
+// through per-token normalisation favours short or long answers by its sign. It
+// cannot tell a better candidate from a worse one. In rollout mode A_COUT(g)
+// differs between candidates: rollout g is credited for its own GUI actions,
+// intent and decisions.
+func COUTAdvantages(dst []float64, ep EpisodeRewards, cfg AdvantageConfig) (COUT, error) {
+	ep.checkLen()
+	if len(dst) != ep.G {
+		panic("espo: COUT advantage length mismatch")
+	}
+	if err := checkModeGates(&cfg); err != nil {
+		return COUT{}, err
+	}
+	if ep.G < 2 {
+		return COUT{}, ErrGroupSize
+	}
 	if cfg.Mode == COUTEpisode {
 		c := cout(&ep, &cfg, -1)
-		if a := cfg.W * c.Reward; a != 0 {
-			for i := range dst {
-				dst[i] += a
-			}
+		for g := range dst {
+			dst[g] = c.Reward
 		}
 		return c, nil
 	}
-	var rbuf, abuf [maxStackG]float64
-	r, a := rbuf[:], abuf[:]
-	if G > maxStackG {
-		r, a = make([]float64, G), make([]float64, G)
+	var rbuf [maxStackG]float64
+	r := rbuf[:]
+	if ep.G > maxStackG {
+		r = make([]float64, ep.G)
 	}
-	r, a = r[:G], a[:G]
+	r = r[:ep.G]
 	var sum COUT
 	for g := range r {
 		c := cout(&ep, &cfg, g)
@@ -334,13 +381,27 @@ func Advantages(dst []float64, ep EpisodeRewards, cfg AdvantageConfig) (COUT, er
 		sum.Intent += c.Intent
 		sum.Reward += c.Reward
 	}
-	normalise(a, r, cfg.Eps)
+	normalise(dst, r, cfg.Eps)
+	n := float64(ep.G)
+	return COUT{Phi: sum.Phi / n, Psi: sum.Psi / n, Intent: sum.Intent / n, Reward: sum.Reward / n}, nil
+}
+
+// FuseAdvantages adds w * cout[g] to the advantage of candidate g of every step:
+//
+//	dst[j*G + g] += w * cout[g],   G = len(cout)
+//
+// It panics if len(dst) is not a multiple of len(cout). It allocates nothing.
+func FuseAdvantages(dst, cout []float64, w float64) {
+	G := len(cout)
+	if G == 0 || len(dst)%G != 0 {
+		panic("espo: advantages are not a whole number of groups")
+	}
 	for i := 0; i < len(dst); i += G {
 		row := dst[i : i+G]
-		for g, v := range a {
-			row[g] += cfg.W * v
+		for g, v := range cout {
+			if a := w * v; a != 0 {
+				row[g] += a
+			}
 		}
 	}
-	n := float64(G)
-	return COUT{Phi: sum.Phi / n, Psi: sum.Psi / n, Intent: sum.Intent / n, Reward: sum.Reward / n}, nil
 }

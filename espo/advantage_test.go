@@ -465,3 +465,58 @@ func TestAdvantagesAllocs(t *testing.T) {
 		t.Errorf("rollout mode with G = %d: %v, %v", G, dst[G:G+2], err)
 	}
 }
+
+// TestCOUTAdvantagesCredit checks what each mode's A_COUT can say about candidates:
+// episode mode gives every rollout the same value (no credit), rollout mode values
+// that differ by rollout and sum to zero; Advantages equals StepAdvantages fused with
+// them.
+func TestCOUTAdvantagesCredit(t *testing.T) {
+	ep := goldenEpisode()
+	for _, mode := range []COUTMode{COUTEpisode, COUTRollout} {
+		cfg := DefaultAdvantageConfig()
+		cfg.Mode = mode
+		a := make([]float64, ep.G)
+		if _, err := COUTAdvantages(a, ep, cfg); err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		distinct := map[float64]bool{}
+		for _, v := range a {
+			sum += v
+			distinct[v] = true
+		}
+		switch {
+		case mode == COUTEpisode && len(distinct) != 1:
+			t.Errorf("episode mode: A_COUT %v differs between rollouts", a)
+		case mode == COUTRollout && (len(distinct) < 2 || math.Abs(sum) > 1e-9):
+			t.Errorf("rollout mode: A_COUT %v should differ between rollouts and sum to 0", a)
+		}
+		want := make([]float64, len(ep.Step))
+		if err := StepAdvantages(want, ep.Step, ep.G, cfg.Eps); err != nil {
+			t.Fatal(err)
+		}
+		FuseAdvantages(want, a, cfg.W)
+		got := make([]float64, len(ep.Step))
+		if _, err := Advantages(got, ep, cfg); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%s: Advantages[%d] = %v, StepAdvantages + FuseAdvantages = %v", mode, i, got[i], want[i])
+			}
+		}
+	}
+	for name, f := range map[string]func(){
+		"COUTAdvantages length": func() { _, _ = COUTAdvantages(make([]float64, ep.G+1), ep, DefaultAdvantageConfig()) },
+		"FuseAdvantages length": func() { FuseAdvantages(make([]float64, 5), make([]float64, 2), 1) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}

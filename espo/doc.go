@@ -76,6 +76,23 @@ limitations under the License.
 // std is the unbiased (n-1) sample standard deviation, eps = 1e-6, w = 1; a group
 // whose values are all equal gives 0, and G < 2 is refused (ErrGroupSize).
 //
+// # What COUT can carry
+//
+// Training is teacher-forced: the G candidates y_1..y_G of a step are drawn from
+// pi(.|prompt), and for a constant c
+//
+//	E[ sum_g c * grad log pi(y_g) ] = c * G * sum_y pi(y) grad log pi(y) = c * G * grad sum_y pi(y) = 0.
+//
+// Episode mode adds the same R_COUT to every candidate of every step of the
+// episode, so its expected policy gradient is zero: it cannot say which candidate
+// is better. It only sharpens what happened to be sampled (the sampled gradient is
+// not zero) and, through per-token normalisation, pushes answers to be shorter or
+// longer by its sign. Rollout mode's A_COUT(g) differs between candidates and can
+// carry credit: rollout g is rewarded for its own GUI actions, intent and
+// decisions. COUTAdvantages and FuseAdvantages expose the two halves of
+// Advantages, so that a control can swap an episode's COUT advantages for another
+// episode's (R_COUT permuted across episodes).
+//
 // # Policy objective (LossConfig, EasyR1's defaults)
 //
 // For token t of a candidate with advantage A:

@@ -203,7 +203,7 @@ func (t *Trainer) advantages(k Kind, gs []*group, stats *batchStats) error {
 			}
 			continue
 		}
-		cout, err := espo.Advantages(g.adv, ep, t.res.Advantage)
+		cout, err := t.fusedAdvantages(g.adv, ep)
 		if err != nil {
 			return err
 		}
@@ -211,6 +211,30 @@ func (t *Trainer) advantages(k Kind, gs []*group, stats *batchStats) error {
 		stats.cout += cout.Reward / float64(len(gs))
 	}
 	return nil
+}
+
+// fusedAdvantages writes the ESPO advantages of an episode's candidates to dst
+// (espo.Advantages), or, with Options.ShuffleCOUT, the step advantages fused with the
+// COUT advantages of the episode trained before this one.
+func (t *Trainer) fusedAdvantages(dst []float64, ep espo.EpisodeRewards) (espo.COUT, error) {
+	cfg := t.res.Advantage
+	if !t.opts.ShuffleCOUT {
+		return espo.Advantages(dst, ep, cfg)
+	}
+	if err := espo.StepAdvantages(dst, ep.Step, ep.G, cfg.Eps); err != nil {
+		return espo.COUT{}, err
+	}
+	own := make([]float64, ep.G)
+	c, err := espo.COUTAdvantages(own, ep, cfg)
+	if err != nil {
+		return espo.COUT{}, err
+	}
+	if len(t.shuffledCOUT) != ep.G {
+		t.shuffledCOUT = make([]float64, ep.G)
+	}
+	espo.FuseAdvantages(dst, t.shuffledCOUT, cfg.W)
+	t.shuffledCOUT = own
+	return c, nil
 }
 
 // logProbs sets every candidate's log-probs under the current policy (logp) and, when

@@ -95,6 +95,12 @@ type Options struct {
 	// (v1alpha1.EmbedderAPIKeyEnv) when spec.rewards.intent.embedder.apiKeySecretRef is
 	// set; nil is os.Getenv.
 	Getenv func(name string) string
+	// ShuffleCOUT is a control for the comparison of COUT modes (hack/results), not a
+	// training method: each ESPO episode is given the COUT advantages of the episode
+	// trained before it (zeros for the run's first), so R_COUT is permuted across
+	// episodes while its size and spread stay what they were. A resumed run starts
+	// the permutation afresh.
+	ShuffleCOUT bool
 }
 
 // Trainer runs one training job.
@@ -116,6 +122,9 @@ type Trainer struct {
 	epochReward meanAcc
 	// reducesGradients is whether the workers all-reduce gradients themselves.
 	reducesGradients bool
+	// shuffledCOUT holds the COUT advantages of the episode trained last, for
+	// Options.ShuffleCOUT.
+	shuffledCOUT []float64
 }
 
 // New validates the config, loads the datasets and plans the run.

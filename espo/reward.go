@@ -66,7 +66,37 @@ type GroundTruth struct {
 	Screen [2]float64
 	// Intent is the true intent text of the item-pool step.
 	Intent string
+	// Preferences are the user's true preferences (slot: value) on the item-pool
+	// step, when the episode carries them: what a slot-judged intent must name.
+	Preferences map[string]string
 }
+
+// IntentMatch says how the item-pool step's intent is judged.
+type IntentMatch string
+
+// The intent matches. A Score says which of IntentMatchSlots and
+// IntentMatchEmbedding judged it.
+const (
+	// IntentMatchAuto (or "") judges by slots a step whose GroundTruth carries
+	// preferences, by embedding one that does not.
+	IntentMatchAuto IntentMatch = "auto"
+	// IntentMatchSlots judges by slots (SlotMatcher.Match) always: a step without
+	// preferences is never right.
+	IntentMatchSlots IntentMatch = "slots"
+	// IntentMatchEmbedding judges by the cosine of the embeddings against Tau always.
+	IntentMatchEmbedding IntentMatch = "embedding"
+)
+
+// SlotScore is the reward of a slot-judged intent.
+type SlotScore string
+
+// The slot scores.
+const (
+	// SlotScoreAll (or "") gives Intent to a right intent, else 0.
+	SlotScoreAll SlotScore = "all"
+	// SlotScoreF1 gives Intent times the slot F1, a dense reward.
+	SlotScoreF1 SlotScore = "f1"
+)
 
 // RewardConfig holds the stage reward values and thresholds; DefaultRewardConfig
 // returns the paper's.
@@ -82,13 +112,18 @@ type RewardConfig struct {
 	Intent float64
 	// Tau is the cosine similarity at or above which a predicted intent is right.
 	Tau float64
+	// Match is how intents are judged: auto ("" too), slots or embedding.
+	Match IntentMatch
+	// SlotScore is the reward of a slot-judged intent: all ("" too) or f1.
+	SlotScore SlotScore
 	// DecisionRight and DecisionWrong are R_dec.
 	DecisionRight, DecisionWrong float64
 }
 
 // DefaultRewardConfig returns the paper's reward values: R_format 0.5; R_gui +0.5,
 // +0.2, -0.2, -0.5; text F1 threshold 0.5; Intent_acc 0.5 with tau 0.75 (open in
-// the paper); R_dec +0.5 and -0.5.
+// the paper), judged by slots where the episode carries preferences (not in the
+// paper) with the all-or-nothing score; R_dec +0.5 and -0.5.
 func DefaultRewardConfig() RewardConfig {
 	return RewardConfig{
 		Format:  0.5,
@@ -96,12 +131,14 @@ func DefaultRewardConfig() RewardConfig {
 		TextF1:        0.5,
 		Intent:        0.5,
 		Tau:           0.75,
+		Match:         IntentMatchAuto,
+		SlotScore:     SlotScoreAll,
 		DecisionRight: 0.5, DecisionWrong: -0.5,
 	}
 }
 
 // Validate reports whether every value is finite and the thresholds lie in their
-// ranges: TextF1 in [0,1], Tau in [-1,1].
+// ranges: TextF1 in [0,1], Tau in [-1,1], and Match and SlotScore are known.
 func (c RewardConfig) Validate() error {
 	for _, v := range [...]float64{c.Format, c.GUIBoth, c.GUITypeOnly, c.GUIValueOnly, c.GUINeither,
 		c.TextF1, c.Intent, c.Tau, c.DecisionRight, c.DecisionWrong} {
@@ -115,7 +152,36 @@ func (c RewardConfig) Validate() error {
 	if c.Tau < -1 || c.Tau > 1 {
 		return fmt.Errorf("espo: intent threshold tau %v not in [-1,1]", c.Tau)
 	}
+	switch c.Match {
+	case "", IntentMatchAuto, IntentMatchSlots, IntentMatchEmbedding:
+	default:
+		return fmt.Errorf("espo: unknown intent match %q, want auto, slots or embedding", c.Match)
+	}
+	switch c.SlotScore {
+	case "", SlotScoreAll, SlotScoreF1:
+	default:
+		return fmt.Errorf("espo: unknown slot score %q, want all or f1", c.SlotScore)
+	}
 	return nil
+}
+
+// IntentJudge returns how the intent of step gt is judged: IntentMatchSlots or
+// IntentMatchEmbedding on an item-pool step, by c.Match and whether gt carries
+// preferences; "" on other steps.
+func (c RewardConfig) IntentJudge(gt *GroundTruth) IntentMatch {
+	if gt.Stage != StagePool {
+		return ""
+	}
+	switch c.Match {
+	case IntentMatchSlots:
+		return IntentMatchSlots
+	case IntentMatchEmbedding:
+		return IntentMatchEmbedding
+	}
+	if len(gt.Preferences) > 0 {
+		return IntentMatchSlots
+	}
+	return IntentMatchEmbedding
 }
 
 // Score is the reward of one candidate answer at one step.
@@ -126,8 +192,14 @@ type Score struct {
 	Stage float64
 	// TypeOK and ValueOK say whether the action type and its value were right.
 	TypeOK, ValueOK bool
-	// Similarity is the cosine of the predicted and the true intent (pool stage).
+	// Judged is how the intent was judged on the pool stage, IntentMatchSlots or
+	// IntentMatchEmbedding (RewardConfig.IntentJudge); "" on other stages.
+	Judged IntentMatch
+	// Similarity is the cosine of the predicted and the true intent, when judged by
+	// embedding.
 	Similarity float64
+	// Slots is the slot match of the predicted intent, when judged by slots.
+	Slots SlotMatch
 	// Err is the parse error of a malformed answer, nil otherwise.
 	Err error
 }
@@ -141,6 +213,7 @@ func (s Score) Step() float64 { return s.Format + s.Stage }
 type Rewarder struct {
 	cfg         RewardConfig
 	emb         Embedder
+	slots       *SlotMatcher
 	pred, truth []float64
 	intent      string
 	haveIntent  bool
@@ -159,12 +232,19 @@ func NewRewarder(cfg RewardConfig, emb Embedder) (*Rewarder, error) {
 	return &Rewarder{cfg: cfg, emb: emb, pred: make([]float64, emb.Dim()), truth: make([]float64, emb.Dim())}, nil
 }
 
+// SetSlotVocab gives the Rewarder the values of every slot, which slot-judged
+// intents are searched for; it must hold every true preference value (one it lacks
+// is never found). Without it no value is ever found, so no slot-judged intent is
+// right.
+func (r *Rewarder) SetSlotVocab(v SlotVocab) { r.slots = NewSlotMatcher(v) }
+
 // Score parses answer and scores it against gt with ScoreAction. A malformed answer
 // gets R_format = 0, is wrong in type and value, and carries the parse error.
 func (r *Rewarder) Score(gt *GroundTruth, answer string) Score {
 	a, err := ParseAnswer(answer)
 	if err != nil {
 		s := r.judge(gt, false, false)
+		s.Judged = r.cfg.IntentJudge(gt)
 		s.Err = err
 		return s
 	}
@@ -182,8 +262,12 @@ func (r *Rewarder) Score(gt *GroundTruth, answer string) Score {
 //	           text (not "" nor NoText), TokenF1(a.Text, gt.Action.Text) >= TextF1;
 //	           for an action with neither (exit, complete), the value is right when
 //	           the type is
-//	pool       Intent_acc = Intent if a.Type == "pool_found" and
-//	           cos(embed(a.Text), embed(gt.Intent)) >= Tau, else 0
+//	pool       judged as RewardConfig.IntentJudge says:
+//	           by embedding: Intent_acc = Intent if a.Type == "pool_found" and
+//	             cos(embed(a.Text), embed(gt.Intent)) >= Tau, else 0
+//	           by slots (m = SlotMatcher.Match(a.Text, gt.Preferences)):
+//	             SlotScore all: Intent_acc = Intent if a.Type == "pool_found" and
+//	             m.Right, else 0; f1: Intent * m.F1 if a.Type == "pool_found", else 0
 //	recommend  R_dec = DecisionRight if a.Type == "recommendation" and
 //	           a.Text == gt.Action.Text ("Yes" or "No", exact), else DecisionWrong
 //
@@ -205,9 +289,7 @@ func (r *Rewarder) ScoreAction(gt *GroundTruth, a Action) Score {
 			valueOK = typeOK
 		}
 	case StagePool:
-		typeOK = a.Type == ActionPoolFound
-		sim = r.similarity(a.Text, gt.Intent)
-		valueOK = sim >= r.cfg.Tau
+		return r.scoreIntent(gt, a)
 	case StageRecommend:
 		typeOK = a.Type == ActionRecommendation
 		valueOK = a.Text == gt.Action.Text
@@ -215,6 +297,28 @@ func (r *Rewarder) ScoreAction(gt *GroundTruth, a Action) Score {
 	s := r.judge(gt, typeOK, valueOK)
 	s.Format = r.cfg.Format
 	s.Similarity = sim
+	return s
+}
+
+// scoreIntent scores a parsed action on an item-pool step (see ScoreAction).
+func (r *Rewarder) scoreIntent(gt *GroundTruth, a Action) Score {
+	typeOK := a.Type == ActionPoolFound
+	judged := r.cfg.IntentJudge(gt)
+	if judged == IntentMatchEmbedding {
+		sim := r.similarity(a.Text, gt.Intent)
+		s := r.judge(gt, typeOK, sim >= r.cfg.Tau)
+		s.Format, s.Judged, s.Similarity = r.cfg.Format, judged, sim
+		return s
+	}
+	if r.slots == nil {
+		r.slots = NewSlotMatcher(nil)
+	}
+	m := r.slots.Match(a.Text, gt.Preferences)
+	s := r.judge(gt, typeOK, m.Right)
+	s.Format, s.Judged, s.Slots = r.cfg.Format, judged, m
+	if typeOK && r.cfg.SlotScore == SlotScoreF1 {
+		s.Stage = r.cfg.Intent * m.F1
+	}
 	return s
 }
 

@@ -459,7 +459,15 @@ type COUTRewards struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0)",message="must be at least 0"
 	Weight Decimal `json:"weight,omitempty"`
 
-	// Mode is episode (default) or rollout.
+	// Mode is how R_COUT is formed from the G candidates of each step. episode
+	// (default): each step's rewards are averaged over its candidates and one R_COUT
+	// is added to every candidate of the episode. Training is teacher-forced, so a
+	// value added to every candidate of a step has zero expected policy gradient
+	// (E[grad log pi] = 0): episode mode cannot tell a better candidate from a worse
+	// one; it only sharpens what was sampled and, through per-token normalisation,
+	// biases answer length. rollout: candidate g of every step forms rollout g,
+	// R_COUT is computed per rollout and normalised over the G rollouts, so it credits
+	// each candidate for its own rollout's GUI actions, intent and decisions.
 	// +optional
 	// +kubebuilder:default=episode
 	Mode COUTMode `json:"mode,omitempty"`

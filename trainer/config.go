@@ -83,6 +83,8 @@ func Resolve(c *Config) (*Resolved, error) {
 			TextF1:        p.parse("spec.rewards.gui.textF1Threshold", s.Rewards.GUI.TextF1Threshold),
 			Intent:        p.parse("spec.rewards.intent.correct", s.Rewards.Intent.Correct),
 			Tau:           p.parse("spec.rewards.intent.threshold", s.Rewards.Intent.Threshold),
+			Match:         espo.IntentMatch(s.Rewards.Intent.Match),
+			SlotScore:     espo.SlotScore(s.Rewards.Intent.SlotScore),
 			DecisionRight: p.parse("spec.rewards.decision.correct", s.Rewards.Decision.Correct),
 			DecisionWrong: p.parse("spec.rewards.decision.wrong", s.Rewards.Decision.Wrong),
 		},

@@ -44,6 +44,9 @@ type EvalResult struct {
 	IntentAccuracy         float64 `json:"intentAccuracy"`
 	RecommendationAccuracy float64 `json:"recommendationAccuracy"`
 	FormatRate             float64 `json:"formatRate"`
+	// IntentMatch is how the intents were judged (status.training.intentMatch):
+	// "slots", "embedding", "embedding-service", or "slots+" one of the others.
+	IntentMatch string `json:"intentMatch,omitempty"`
 	// Report is the evaluator's full report: per stage and per channel.
 	Report *metrics.Report `json:"report,omitempty"`
 }
@@ -104,13 +107,16 @@ func (t *Trainer) Evaluate(ctx context.Context, split string, eps []dataset.Epis
 		return nil, err
 	}
 	defer t.releaseIntents()
-	ev := metrics.NewEvaluator(metrics.Options{Tau: t.res.Rewards.Tau, TextF1: t.res.Rewards.TextF1, Embedder: t.intentEmbedder()})
+	ev := metrics.NewEvaluator(metrics.Options{Tau: t.res.Rewards.Tau, TextF1: t.res.Rewards.TextF1, Embedder: t.intentEmbedder(),
+		Match: t.res.Rewards.Match, Slots: t.slots})
 	for e := range eps {
 		if err := ev.Add(&eps[e], answers[e]); err != nil {
 			return nil, err
 		}
 	}
-	return evalResult(split, len(eps), ev.Report()), nil
+	r := evalResult(split, len(eps), ev.Report())
+	r.IntentMatch = t.intentMatch(eps)
+	return r, nil
 }
 
 // greedyAnswers returns the policy's greedy answer to every step of ep.
@@ -161,6 +167,7 @@ func (t *Trainer) publishEval(ctx context.Context, ep *epochPlan, r *EvalResult)
 	now := t.now()
 	st.Epoch, st.Step, st.Time = int32(ep.number), t.state.Step, &now
 	t.status.Evaluation = st
+	t.status.IntentMatch = r.IntentMatch
 	if t.state.BestRecommendationAccuracy >= 0 {
 		t.status.BestRecommendationAccuracy = v1alpha1.NewMetric(t.state.BestRecommendationAccuracy)
 	}
@@ -169,7 +176,7 @@ func (t *Trainer) publishEval(ctx context.Context, ep *epochPlan, r *EvalResult)
 		"guiTypeAccuracy", percent(r.GUITypeAccuracy), "elementAccuracy", percent(r.ElementAccuracy),
 		"operationF1", percent(r.OperationF1), "stepSuccessRate", percent(r.StepSuccessRate),
 		"intentAccuracy", percent(r.IntentAccuracy), "recommendationAccuracy", percent(r.RecommendationAccuracy),
-		"formatRate", percent(r.FormatRate))
+		"formatRate", percent(r.FormatRate), "intentMatch", r.IntentMatch)
 	t.report(ctx)
 }
 
@@ -227,6 +234,7 @@ func (t *Trainer) finish(ctx context.Context, outcome v1alpha1.TrainingOutcome, 
 	t.status.Outcome, t.status.Message = outcome, v1alpha1.BoundMessage(msg)
 	t.report(ctx)
 	rep.Status = t.status.DeepCopy()
+	rep.IntentMatch = t.status.IntentMatch
 	if err := writeReport(t.cfg.OutputDir, rep); err != nil {
 		return nil, fmt.Errorf("writing the final report: %w", err)
 	}

@@ -19,6 +19,7 @@ package trainer
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -78,28 +79,136 @@ func embedderAPIKey(spec *v1alpha1.EmbedderSpec, getenv func(string) string) (st
 	return key, nil
 }
 
-// prepareRewards makes the rewarder. With an embedding service it first embeds the
-// requirement (the true intent) of every episode of every split, kept for the whole
-// run: that checks that the service answers, before any step, and learns the
-// dimension of its vectors, which the rewarder needs.
+// matchField is the spec's path of the intent match, the prefix of its errors.
+const matchField = "spec.rewards.intent.match"
+
+// prepareRewards makes the rewarder, with the slot vocabulary of every split. With
+// an embedding service it first embeds the requirement (the true intent) of every
+// item-pool step judged by embedding, kept for the whole run: that checks that the
+// service answers, before any step, and learns the dimension of its vectors, which
+// the rewarder needs. When no step is judged by embedding (every episode carries
+// preferences and spec.rewards.intent.match is auto or slots) the service is not
+// used at all.
 func (t *Trainer) prepareRewards(ctx context.Context) error {
 	if t.intents != nil {
-		reqs := requirementTexts(t.data.Train, t.data.Validation, t.data.Test)
+		reqs := requirementTexts(t.res.Rewards, t.data.Train, t.data.Validation, t.data.Test)
 		if err := t.prefetchIntents(ctx, reqs); err != nil {
 			return err
 		}
 		if !t.intents.Ready() {
-			return fmt.Errorf("%s: no requirement to embed: no episode has an item-pool step with a requirement", embedderField)
+			t.opts.Log.Info("embedding service unused: no item-pool step is judged by embedding (" + matchField + ")")
+			t.intents = nil
+		} else {
+			t.opts.Log.Info("embedding service ready", "endpoint", t.cfg.Spec.Rewards.Intent.Embedder.Endpoint,
+				"dimension", t.intents.Dim(), "poolSteps", len(reqs.Pinned))
 		}
-		t.opts.Log.Info("embedding service ready", "endpoint", t.cfg.Spec.Rewards.Intent.Embedder.Endpoint,
-			"dimension", t.intents.Dim(), "poolSteps", len(reqs.Pinned))
 	}
 	rewarder, err := espo.NewRewarder(t.res.Rewards, t.intentEmbedder())
 	if err != nil {
 		return fmt.Errorf("spec.rewards: %w", err)
 	}
+	rewarder.SetSlotVocab(t.slots)
 	t.rewarder = rewarder
 	return nil
+}
+
+// slotVocab returns every value of each preference slot in the splits' episodes:
+// for every slot k, the union of preferences[k] of every episode and Attrs[k] of
+// every candidate item, so that the vocabulary holds every true value and the other
+// values an intent may name (and be wrong with). A slot's values are in order of
+// first appearance.
+func slotVocab(splits ...[]dataset.Episode) espo.SlotVocab {
+	v := espo.SlotVocab{}
+	seen := map[[2]string]bool{}
+	add := func(slot, value string) {
+		if value != "" && !seen[[2]string{slot, value}] {
+			seen[[2]string{slot, value}] = true
+			v[slot] = append(v[slot], value)
+		}
+	}
+	for _, eps := range splits {
+		for e := range eps {
+			ep := &eps[e]
+			for _, k := range sortedKeys(ep.Preferences) {
+				add(k, ep.Preferences[k])
+			}
+			for j := range ep.Steps {
+				if c := ep.Steps[j].Candidate; c != nil {
+					for _, k := range sortedKeys(c.Attrs) {
+						add(k, c.Attrs[k])
+					}
+				}
+			}
+		}
+	}
+	return v
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// checkSlotsHavePreferences returns an error naming spec.rewards.intent.match when
+// it is slots and an episode has an item-pool step but no preferences: that step
+// could never be judged right.
+func checkSlotsHavePreferences(rc espo.RewardConfig, splits ...[]dataset.Episode) error {
+	if rc.Match != espo.IntentMatchSlots {
+		return nil
+	}
+	for _, eps := range splits {
+		for e := range eps {
+			if ep := &eps[e]; len(ep.Preferences) == 0 && hasPoolStep(ep) {
+				return fmt.Errorf("%s: slots, but episode %s has an item-pool step and no preferences to judge its intent by; "+
+					"give every episode its preferences (slot: value), or set %s to auto (slots where there are preferences, "+
+					"embedding elsewhere) or embedding", matchField, ep.ID, matchField)
+			}
+		}
+	}
+	return nil
+}
+
+func hasPoolStep(ep *dataset.Episode) bool {
+	for j := range ep.Steps {
+		if ep.Steps[j].Stage == dataset.StagePool {
+			return true
+		}
+	}
+	return false
+}
+
+// intentMatch names how the intents of the pool steps of eps are judged, for
+// status.training.intentMatch: "slots", "embedding" (the built-in embedder),
+// "embedding-service", or "slots+" one of the others when both judge; "" when eps
+// has no item-pool step.
+func (t *Trainer) intentMatch(eps []dataset.Episode) string {
+	var bySlots, byEmbedding bool
+	for e := range eps {
+		ep := &eps[e]
+		for j := range ep.Steps {
+			gt := ep.GroundTruth(&ep.Steps[j])
+			switch t.res.Rewards.IntentJudge(&gt) {
+			case espo.IntentMatchSlots:
+				bySlots = true
+			case espo.IntentMatchEmbedding:
+				byEmbedding = true
+			}
+		}
+	}
+	var names []string
+	if bySlots {
+		names = append(names, string(espo.IntentMatchSlots))
+	}
+	if byEmbedding && t.intents != nil {
+		names = append(names, "embedding-service")
+	} else if byEmbedding {
+		names = append(names, string(espo.IntentMatchEmbedding))
+	}
+	return strings.Join(names, "+")
 }
 
 // intentEmbedder returns the Embedder of the intent rewards: the embedding service's
@@ -138,7 +247,7 @@ func (t *Trainer) prefetchBatchIntents(ctx context.Context, gs []*group) error {
 	if t.intents == nil {
 		return nil
 	}
-	return t.prefetchIntents(ctx, batchIntentTexts(gs))
+	return t.prefetchIntents(ctx, batchIntentTexts(t.res.Rewards, gs))
 }
 
 // prefetchEvalIntents embeds what judging answers[e][j], the answer to step j of
@@ -147,19 +256,25 @@ func (t *Trainer) prefetchEvalIntents(ctx context.Context, eps []dataset.Episode
 	if t.intents == nil {
 		return nil
 	}
-	return t.prefetchIntents(ctx, evalIntentTexts(eps, answers))
+	return t.prefetchIntents(ctx, evalIntentTexts(t.res.Rewards, eps, answers))
+}
+
+// byEmbedding reports whether the rewards rc judge step gt's intent by embedding:
+// only those steps' texts are embedded.
+func byEmbedding(rc espo.RewardConfig, gt *espo.GroundTruth) bool {
+	return rc.IntentJudge(gt) == espo.IntentMatchEmbedding
 }
 
 // requirementTexts returns the true intent of every item-pool step of the splits'
-// episodes, as the rewards see it (Episode.GroundTruth).
-func requirementTexts(splits ...[]dataset.Episode) *embedding.Texts {
+// episodes that rc judges by embedding, as the rewards see it (Episode.GroundTruth).
+func requirementTexts(rc espo.RewardConfig, splits ...[]dataset.Episode) *embedding.Texts {
 	ts := &embedding.Texts{}
 	for _, eps := range splits {
 		for e := range eps {
 			ep := &eps[e]
 			for j := range ep.Steps {
-				if s := &ep.Steps[j]; s.Stage == dataset.StagePool {
-					ts.AddIntent(ep.GroundTruth(s).Intent)
+				if gt := ep.GroundTruth(&ep.Steps[j]); byEmbedding(rc, &gt) {
+					ts.AddIntent(gt.Intent)
 				}
 			}
 		}
@@ -168,13 +283,17 @@ func requirementTexts(splits ...[]dataset.Episode) *embedding.Texts {
 }
 
 // batchIntentTexts returns the texts that scoring every candidate of the groups
-// embeds: candidate g of step j is g.samples[j*G+g].
-func batchIntentTexts(gs []*group) *embedding.Texts {
+// embeds: candidate g of step j is g.samples[j*G+g]; steps that rc judges by slots
+// embed nothing.
+func batchIntentTexts(rc espo.RewardConfig, gs []*group) *embedding.Texts {
 	ts := &embedding.Texts{}
 	for _, g := range gs {
 		G := len(g.samples) / len(g.steps)
 		for j, s := range g.steps {
 			gt := g.ep.GroundTruth(&g.ep.Steps[s])
+			if !byEmbedding(rc, &gt) {
+				continue
+			}
 			for _, c := range g.samples[j*G : (j+1)*G] {
 				ts.AddScored(&gt, c.GetAnswer().GetText())
 			}
@@ -184,14 +303,15 @@ func batchIntentTexts(gs []*group) *embedding.Texts {
 }
 
 // evalIntentTexts returns the texts that judging answers[e][j], the answer to step j
-// of eps[e], embeds.
-func evalIntentTexts(eps []dataset.Episode, answers [][]string) *embedding.Texts {
+// of eps[e], embeds; steps that rc judges by slots embed nothing.
+func evalIntentTexts(rc espo.RewardConfig, eps []dataset.Episode, answers [][]string) *embedding.Texts {
 	ts := &embedding.Texts{}
 	for e := range eps {
 		ep := &eps[e]
 		for j, answer := range answers[e] {
-			gt := ep.GroundTruth(&ep.Steps[j])
-			ts.AddScored(&gt, answer)
+			if gt := ep.GroundTruth(&ep.Steps[j]); byEmbedding(rc, &gt) {
+				ts.AddScored(&gt, answer)
+			}
 		}
 	}
 	return ts

@@ -106,9 +106,17 @@ func (s *embeddingService) serve(w http.ResponseWriter, r *http.Request) {
 // noWait makes the embedding client's retries immediate.
 func noWait(context.Context, time.Duration) error { return nil }
 
-// withEmbedder returns smallConfig with spec.rewards.intent.embedder at endpoint.
-func withEmbedder(t *testing.T, endpoint string, batchSize int32) *Config {
+// embeddingConfig returns smallConfig judging every intent by embedding: the generated
+// episodes carry preferences, which auto would judge by slots.
+func embeddingConfig(t *testing.T) *Config {
 	c := smallConfig(t, v1alpha1.AlgorithmESPO)
+	c.Spec.Rewards.Intent.Match = v1alpha1.IntentMatchEmbedding
+	return c
+}
+
+// withEmbedder returns embeddingConfig with spec.rewards.intent.embedder at endpoint.
+func withEmbedder(t *testing.T, endpoint string, batchSize int32) *Config {
+	c := embeddingConfig(t)
 	c.Spec.Rewards.Intent.Embedder = &v1alpha1.EmbedderSpec{Endpoint: endpoint, Model: "sentence-encoder", BatchSize: batchSize}
 	c.Spec.Default()
 	return c
@@ -121,7 +129,7 @@ func withEmbedder(t *testing.T, endpoint string, batchSize int32) *Config {
 // received every requirement and predicted intents besides.
 func TestEmbeddingServiceRunEqualsTheBuiltInEmbeddersRun(t *testing.T) {
 	builtIn := cpuWorkers(1)
-	want, tr := run(t, smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: builtIn})
+	want, tr := run(t, embeddingConfig(t), Options{Workers: builtIn})
 
 	svc := newEmbeddingService(t, -1)
 	served := cpuWorkers(1)
@@ -133,6 +141,12 @@ func TestEmbeddingServiceRunEqualsTheBuiltInEmbeddersRun(t *testing.T) {
 	if !bytes.Equal(savedState(t, served[0]), savedState(t, builtIn[0])) {
 		t.Error("the final weights differ from the built-in embedder's run")
 	}
+	for _, r := range append([]EvalResult{*got.Test, *want.Test}, append(got.Validation, want.Validation...)...) {
+		if r.IntentMatch != "embedding-service" && r.IntentMatch != "embedding" {
+			t.Errorf("%s evaluation judged intents by %q, want embedding(-service)", r.Split, r.IntentMatch)
+		}
+	}
+	sameButTheMatch(got, want)
 	if !reflect.DeepEqual(got.Test, want.Test) || !reflect.DeepEqual(got.Validation, want.Validation) {
 		t.Errorf("evaluations differ:\n service  %+v\n built-in %+v", got.Test, want.Test)
 	}
@@ -159,6 +173,15 @@ func TestEmbeddingServiceRunEqualsTheBuiltInEmbeddersRun(t *testing.T) {
 		if n > 7 || svc.models[i] != "sentence-encoder" {
 			t.Errorf("request %d: %d texts for model %q, want at most 7 for sentence-encoder", i, n, svc.models[i])
 		}
+	}
+}
+
+// sameButTheMatch sets the intent match of got's evaluations to want's, which says
+// embedding where got's says embedding-service.
+func sameButTheMatch(got, want *Report) {
+	got.Test.IntentMatch = want.Test.IntentMatch
+	for i := range got.Validation {
+		got.Validation[i].IntentMatch = want.Validation[i].IntentMatch
 	}
 }
 

@@ -53,6 +53,11 @@ type Report struct {
 	Test       *EvalResult  `json:"test,omitempty"`
 	// BestRecommendationAccuracy is the best validation RecAcc.
 	BestRecommendationAccuracy float64 `json:"bestRecommendationAccuracy"`
+	// IntentMatch is how the intents of the last evaluation were judged, as in
+	// status.training.intentMatch: "slots", "embedding" (the built-in embedder),
+	// "embedding-service", or "slots+" one of the others when some episodes carried
+	// preferences and others did not; "" when no evaluation ran.
+	IntentMatch string `json:"intentMatch,omitempty"`
 	// Status is the final status.training.
 	Status *v1alpha1.TrainingStatus `json:"status"`
 }

@@ -116,6 +116,9 @@ type Trainer struct {
 	// intents serves the intent embeddings of spec.rewards.intent.embedder; nil for
 	// espo's built-in HashEmbedder.
 	intents *embedding.Cache
+	// slots holds every value of each preference slot in the data (slotVocab), for
+	// intents judged by slots.
+	slots espo.SlotVocab
 	// status is the report being built; the loop fills it and sends it.
 	status v1alpha1.TrainingStatus
 	// epochReward accumulates the current epoch's step rewards.
@@ -153,11 +156,15 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSlotsHavePreferences(res.Rewards, data.Train, data.Validation, data.Test); err != nil {
+		return nil, err
+	}
 	intents, err := newIntentCache(cfg.Spec.Rewards.Intent.Embedder, opts)
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, res: res, data: data, plan: p, opts: opts, intents: intents}
+	t := &Trainer{cfg: cfg, res: res, data: data, plan: p, opts: opts, intents: intents,
+		slots: slotVocab(data.Train, data.Validation, data.Test)}
 	t.state.BestRecommendationAccuracy = -1
 	if cfg.CheckpointDir != "" {
 		keep := 0

@@ -180,7 +180,9 @@ func (a *Answer) Espo() espo.Action {
 
 // GroundTruth returns what is right at step s of episode ep, for the espo package's
 // rewards: the stage, the demonstrated action, the target box of a click, the
-// viewport for pixel answers and, on the pool step, the requirement as the intent.
+// viewport for pixel answers and, on the pool step, the requirement as the intent
+// and the preferences (shared with ep, not copied; nil when ep has none) that a
+// slot-judged intent must name.
 func (ep *Episode) GroundTruth(s *Step) espo.GroundTruth {
 	gt := espo.GroundTruth{
 		Stage:  s.Stage.Espo(),
@@ -192,6 +194,7 @@ func (ep *Episode) GroundTruth(s *Step) espo.GroundTruth {
 	}
 	if s.Stage == StagePool {
 		gt.Intent = ep.Requirement
+		gt.Preferences = ep.Preferences
 	}
 	return gt
 }

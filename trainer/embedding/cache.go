@@ -45,7 +45,9 @@ func (ts *Texts) AddIntent(intent string) { ts.Pinned = append(ts.Pinned, intent
 // also those that ScoreAction embeds for the action the answer parses to (the
 // evaluation metrics' way): on an item-pool step, when espo.ParseAnswer accepts the
 // answer, the true intent gt.Intent and the parsed text, whatever the action type;
-// nothing on other steps or for a malformed answer.
+// nothing on other steps or for a malformed answer. It does not know the rewards'
+// intent match: add only the steps they judge by embedding
+// (espo.RewardConfig.IntentJudge); a slot-judged step embeds nothing.
 func (ts *Texts) AddScored(gt *espo.GroundTruth, answer string) {
 	if gt.Stage != espo.StagePool {
 		return

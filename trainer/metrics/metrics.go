@@ -46,6 +46,12 @@ type Options struct {
 	TextF1 float64
 	// Embedder embeds intents for their similarity (an espo.HashEmbedder when nil).
 	Embedder espo.Embedder
+	// Match is how intents are judged (espo.RewardConfig.Match; auto when "").
+	Match espo.IntentMatch
+	// Slots holds every value of each preference slot, for intents judged by slots
+	// (espo.Rewarder.SetSlotVocab). Without it (nil) auto judges every intent by
+	// embedding, as there is no vocabulary to find slot values with.
+	Slots espo.SlotVocab
 }
 
 // Outcome is the judgement of one answer at one step.
@@ -58,8 +64,8 @@ type Outcome struct {
 	// recommendation on recommend steps).
 	TypeOK bool
 	// ValueOK: the value is right by the rewards' rule (espo.Rewarder.ScoreAction):
-	// the point in the box, the text F1 >= TextF1, the intent's cosine >= Tau, the
-	// decision equal.
+	// the point in the box, the text F1 >= TextF1, the intent's cosine >= Tau or its
+	// slots right, the decision equal.
 	ValueOK bool
 	// Pointing: the true action points (a click), so the step counts for element
 	// accuracy; ElementOK: the predicted point lies in the target box.
@@ -68,10 +74,11 @@ type Outcome struct {
 	OpF1 float64
 	// Success: the step is right by its stage's rule: on a GUI step OpF1 = 1 and,
 	// when it points, ElementOK (step success); on the pool step TypeOK and
-	// Similarity >= Tau (intent accuracy); on a recommend step TypeOK and the
+	// the intent right (intent accuracy); on a recommend step TypeOK and the
 	// decision equal (RecAcc).
 	Success bool
-	// Similarity is the cosine of the predicted and the true intent (pool step).
+	// Similarity is the cosine of the predicted and the true intent (pool step
+	// judged by embedding).
 	Similarity float64
 }
 
@@ -83,7 +90,8 @@ type Outcome struct {
 //	EleAcc      point in the target box                    over ElementSteps (GUI clicks)
 //	OpF1        token-set F1 of "type value"               over GUISteps
 //	StepSR      OpF1 = 1 and element right (if it points)  over GUISteps
-//	IntentAcc   pool_found and cos(pred, intent) >= tau    over PoolSteps
+//	IntentAcc   pool_found and the intent right            over PoolSteps
+//	            (cos(pred, intent) >= tau, or every slot right: espo.Rewarder)
 //	RecAcc      recommendation with the right Yes/No       over RecommendSteps
 type Metrics struct {
 	Steps          int     `json:"steps"`
@@ -205,10 +213,15 @@ func NewEvaluator(opts Options) *Evaluator {
 	if opts.TextF1 != 0 {
 		rc.TextF1 = opts.TextF1
 	}
+	rc.Match = opts.Match
+	if opts.Slots == nil && opts.Match != espo.IntentMatchSlots {
+		rc.Match = espo.IntentMatchEmbedding
+	}
 	rw, err := espo.NewRewarder(rc, opts.Embedder)
 	if err != nil {
 		panic("metrics: " + err.Error())
 	}
+	rw.SetSlotVocab(opts.Slots)
 	return &Evaluator{rw: rw, byChannel: map[string]*tally{}, byStage: map[dataset.Stage]*tally{}}
 }
 

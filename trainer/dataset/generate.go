@@ -39,6 +39,31 @@ type GenerateOptions struct {
 	Episodes int
 	// Seed fixes the output: the same options give byte-identical files.
 	Seed uint64
+	// Difficulty is DifficultyStandard (the default, also when empty) or
+	// DifficultyHard; see hard.go and docs/dataset-format.md.
+	Difficulty string
+}
+
+// The difficulties of generated data, the values of GenerateOptions.Difficulty.
+const (
+	// DifficultyStandard reveals every preference by the search, a filter chip or
+	// an option page, and labels a candidate Yes exactly when it fits them all.
+	DifficultyStandard = "standard"
+	// DifficultyHard reveals about half of the preferences by behaviour only,
+	// changes early choices, flips a few labels, makes negatives that miss only a
+	// behaviour-revealed preference and paraphrases pages and requirements.
+	DifficultyHard = "hard"
+)
+
+// hard reports whether o asks for hard data; it fails on an unknown difficulty.
+func (o *GenerateOptions) hard() (bool, error) {
+	switch o.Difficulty {
+	case "", DifficultyStandard:
+		return false, nil
+	case DifficultyHard:
+		return true, nil
+	}
+	return false, fmt.Errorf("dataset: generate: unknown difficulty %q, want %s or %s", o.Difficulty, DifficultyStandard, DifficultyHard)
 }
 
 func (o *GenerateOptions) specs() ([]*channelSpec, error) {
@@ -66,8 +91,12 @@ func GenerateEach(o GenerateOptions, fn func(Episode) error) error {
 	if err != nil {
 		return err
 	}
+	hard, err := o.hard()
+	if err != nil {
+		return err
+	}
 	for i := range o.Episodes {
-		ep := generateEpisode(specs[i%len(specs)], o.Seed, i)
+		ep := generateEpisode(specs[i%len(specs)], o.Seed, i, hard)
 		if err := fn(ep); err != nil {
 			return err
 		}
@@ -124,30 +153,53 @@ type builder struct {
 	pool  []Item // shown on the results page while browsing
 	items int    // items made so far, for ids
 	names map[string]bool
+	// hard is the state of a hard episode; nil for a standard one.
+	hard *hardState
 }
 
 // generateEpisode draws episode i of a channel: a user with latent preferences,
 // the GUI steps that reveal them among noise, the pool step, and one recommend step
-// per candidate labelled by fit.
-func generateEpisode(c *channelSpec, seed uint64, i int) Episode {
-	b := &builder{c: c, rng: rand.New(rand.NewPCG(seed, uint64(i))), names: map[string]bool{}}
+// per candidate labelled by fit. A hard episode (hard.go) is drawn from its own
+// random stream, so standard episodes do not change with it.
+func generateEpisode(c *channelSpec, seed uint64, i int, hard bool) Episode {
+	return buildEpisode(c, seed, i, hard).ep
+}
+
+// buildEpisode draws episode i of a channel and returns its builder, whose state
+// (the preferences and, on hard data, how each is revealed) tests read.
+func buildEpisode(c *channelSpec, seed uint64, i int, hard bool) *builder {
+	stream, id := uint64(i), fmt.Sprintf("%s-s%d-%06d", c.name, seed, i)
+	if hard {
+		stream, id = stream|hardStream, fmt.Sprintf("%s-hard-s%d-%06d", c.name, seed, i)
+	}
+	b := &builder{c: c, rng: rand.New(rand.NewPCG(seed, stream)), names: map[string]bool{}}
 	b.ep = Episode{
 		Format:   FormatVersion,
-		ID:       fmt.Sprintf("%s-s%d-%06d", c.name, seed, i),
+		ID:       id,
 		Channel:  c.name,
 		Viewport: Viewport,
 	}
 	nGUI := b.count(c.guiMean, c.guiSpread)
-	b.choosePrefs(nGUI)
-	b.ep.Preferences = make(map[string]string, len(b.prefs))
-	for _, p := range b.prefs {
-		b.ep.Preferences[p.d.key] = p.v
+	if hard {
+		b.hardEpisode(nGUI)
+		return b
 	}
+	b.choosePrefs(nGUI)
+	b.ep.Preferences = b.preferences()
 	b.ep.Instruction = b.instruction()
 	b.ep.Requirement = b.requirement()
 	b.guiSteps(nGUI)
 	b.poolAndRecommend()
-	return b.ep
+	return b
+}
+
+// preferences returns the user's preferences as the episode records them.
+func (b *builder) preferences() map[string]string {
+	m := make(map[string]string, len(b.prefs))
+	for _, p := range b.prefs {
+		m[p.d.key] = p.v
+	}
+	return m
 }
 
 // count draws floor(mean) + Bernoulli(frac(mean)) + U{-spread..spread}.
@@ -288,12 +340,7 @@ func (b *builder) candidate(yes bool) Item {
 	}
 	for _, j := range b.rng.Perm(len(b.prefs))[:misses] {
 		p := b.prefs[j]
-		var wrong []string
-		for _, v := range p.d.values {
-			if !p.d.fits(p.v, v) {
-				wrong = append(wrong, v)
-			}
-		}
+		wrong := p.misses()
 		if len(wrong) == 0 { // the lowest minimum: every value fits; miss another
 			wrong = nil
 			p = b.prefs[0]
@@ -306,6 +353,17 @@ func (b *builder) candidate(yes bool) Item {
 		it.Attrs[p.d.key] = pick(b.rng, wrong)
 	}
 	return it
+}
+
+// misses returns the values of p's dimension that do not fit p, in order.
+func (p pref) misses() []string {
+	var wrong []string
+	for _, v := range p.d.values {
+		if !p.d.fits(p.v, v) {
+			wrong = append(wrong, v)
+		}
+	}
+	return wrong
 }
 
 // fitsAll reports whether an item fits every preference.
@@ -343,12 +401,43 @@ func (b *builder) results() Screen { return resultsScreen(b.c, &b.st) }
 // preferences and noise (scrolling, browsing an item and going back, a filter
 // clicked and cleared, a change of sort order), shuffled.
 func (b *builder) guiSteps(nGUI int) {
+	b.search()
+	units := make([]func(), 0, nGUI)
+	left := nGUI - searchSteps
+	for _, p := range b.prefs[1:] {
+		units = append(units, func() { b.revealPref(p) })
+		left -= p.cost()
+	}
+	units = b.addNoise(units, left)
+	b.rng.Shuffle(len(units), func(i, j int) { units[i], units[j] = units[j], units[i] })
+	for _, u := range units {
+		u()
+	}
+}
+
+// addNoise appends noise units of 1 or 2 steps, left steps in all.
+func (b *builder) addNoise(units []func(), left int) []func() {
+	for left > 0 {
+		n := 1
+		if left > 1 {
+			n = 1 + b.rng.IntN(2)
+		}
+		units = append(units, b.noise(n))
+		left -= n
+	}
+	return units
+}
+
+// search appends the searchSteps steps of the search (tap the box on the home
+// page, type the query, tap Search) and opens the results page on a pool of 8
+// items.
+func (b *builder) search() {
 	c := b.c
 	q := b.prefs[0].v
 	for range 8 {
-		b.pool = append(b.pool, b.newItem())
+		b.pool = append(b.pool, b.poolItem())
 	}
-	home := homeScreen(c, b.pool[:4])
+	home := homeScreen(c, b.pool[:4], b.hard != nil)
 	b.click(home, home.find("search_box", "Search "+c.noun+"s"))
 	sugg := slices.Clone(c.dims[0].values)
 	b.rng.Shuffle(len(sugg), func(i, j int) { sugg[i], sugg[j] = sugg[j], sugg[i] })
@@ -358,25 +447,7 @@ func (b *builder) guiSteps(nGUI int) {
 	search = searchScreen(c, q, sugg)
 	b.click(search, search.find("button", "Search"))
 
-	b.st = resultsState{query: q, selected: map[string]string{}, chosen: map[string]string{}, sort: c.sorts[0], items: b.pool}
-	units := make([]func(), 0, nGUI)
-	left := nGUI - searchSteps
-	for _, p := range b.prefs[1:] {
-		units = append(units, func() { b.revealPref(p) })
-		left -= p.cost()
-	}
-	for left > 0 {
-		n := 1
-		if left > 1 {
-			n = 1 + b.rng.IntN(2)
-		}
-		units = append(units, b.noise(n))
-		left -= n
-	}
-	b.rng.Shuffle(len(units), func(i, j int) { units[i], units[j] = units[j], units[i] })
-	for _, u := range units {
-		u()
-	}
+	b.st = resultsState{query: q, selected: map[string]string{}, chosen: map[string]string{}, sort: c.sorts[0], items: b.pool, summaries: b.hard != nil}
 }
 
 // revealPref appends the steps that reveal preference p: a click on its chip, or
@@ -410,7 +481,17 @@ func (b *builder) noise(n int) func() {
 	if n == 1 {
 		return b.scroll
 	}
-	return pick(b.rng, []func(){b.browse, b.toggle, b.sort})
+	return pick(b.rng, []func(){b.browseUnit, b.toggle, b.sort})
+}
+
+// browseUnit browses an item: at random (browse) on standard data, one that
+// looks like a fit (browseFit) on hard data.
+func (b *builder) browseUnit() {
+	if b.hard != nil {
+		b.browseFit()
+		return
+	}
+	b.browse()
 }
 
 // scroll scrolls the result list down (or back up), showing other items.
@@ -419,6 +500,11 @@ func (b *builder) scroll() {
 	if b.st.items[0].ID != b.pool[0].ID && b.rng.IntN(2) == 0 {
 		dir = "up"
 	}
+	b.scrollBy(dir)
+}
+
+// scrollBy scrolls the result list by two items in direction dir (down or up).
+func (b *builder) scrollBy(dir string) {
 	b.step(StageGUI, b.results(), Answer{Action: espo.ActionScroll, Point: espo.NoPoint, InputText: dir})
 	if dir == "down" {
 		b.st.items = append(b.st.items[2:], b.st.items[:2]...)
@@ -462,7 +548,7 @@ func (b *builder) toggle() {
 		}
 	}
 	if len(chips) == 0 { // every filter is set: browse instead
-		b.browse()
+		b.browseUnit()
 		return
 	}
 	p := pick(b.rng, chips)
@@ -493,6 +579,25 @@ func (b *builder) sort() {
 // candidates, answered with the requirement) and one recommend step per
 // candidate (its detail page, answered Yes when it fits every preference).
 func (b *builder) poolAndRecommend() {
+	yes := b.drawFits()
+	n := len(yes)
+	cands := make([]Item, n)
+	for i := range cands {
+		cands[i] = b.candidate(yes[i])
+	}
+	b.step(StagePool, poolScreen(b.c, cands, false), Answer{Action: espo.ActionPoolFound, Point: espo.NoPoint, InputText: b.ep.Requirement})
+	for i := range cands {
+		label := No
+		if b.fitsAll(&cands[i]) {
+			label = Yes
+		}
+		b.recommend(detailScreen(b.c, &cands[i]), &cands[i], label)
+	}
+}
+
+// drawFits draws the number of candidates (recMin..recMax of the channel) and
+// whether each is to fit: half at random, at least one of each.
+func (b *builder) drawFits() []bool {
 	n := b.c.recMin + b.rng.IntN(b.c.recMax-b.c.recMin+1)
 	yes := make([]bool, n)
 	for i := range yes {
@@ -502,17 +607,11 @@ func (b *builder) poolAndRecommend() {
 		k := b.rng.IntN(n)
 		yes[k] = !yes[k]
 	}
-	cands := make([]Item, n)
-	for i := range cands {
-		cands[i] = b.candidate(yes[i])
-	}
-	b.step(StagePool, poolScreen(cands), Answer{Action: espo.ActionPoolFound, Point: espo.NoPoint, InputText: b.ep.Requirement})
-	for i := range cands {
-		label := No
-		if b.fitsAll(&cands[i]) {
-			label = Yes
-		}
-		b.step(StageRecommend, detailScreen(b.c, &cands[i]), Answer{Action: espo.ActionRecommendation, Point: espo.NoPoint, InputText: label})
-		b.ep.Steps[len(b.ep.Steps)-1].Candidate = &cands[i]
-	}
+	return yes
+}
+
+// recommend appends the recommend step of candidate it, shown on sc, answered label.
+func (b *builder) recommend(sc Screen, it *Item, label string) {
+	b.step(StageRecommend, sc, Answer{Action: espo.ActionRecommendation, Point: espo.NoPoint, InputText: label})
+	b.ep.Steps[len(b.ep.Steps)-1].Candidate = it
 }

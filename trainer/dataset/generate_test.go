@@ -225,6 +225,6 @@ func TestSampleDataIsCurrent(t *testing.T) {
 func BenchmarkGenerateEpisode(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		generateEpisode(channels[i%len(channels)], 1, i)
+		generateEpisode(channels[i%len(channels)], 1, i, false)
 	}
 }

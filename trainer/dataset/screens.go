@@ -18,6 +18,7 @@ package dataset
 
 import (
 	"strconv"
+	"strings"
 )
 
 // Screens are laid out on a grid of thousandths of the screen (a portrait phone,
@@ -106,18 +107,37 @@ func (s *screenBuilder) chips(texts []string, attrs []map[string]string) []strin
 }
 
 // cards adds item cards until the screen is full; it returns the items shown.
-func (s *screenBuilder) cards(items []Item) []Item {
+// A card carries the item's id and attributes as element attributes; a summary
+// card (hard data) writes the values into its text instead (see cardSummary) and
+// carries only the id.
+func (s *screenBuilder) cards(items []Item, c *channelSpec, summaries bool) []Item {
 	for i, it := range items {
 		if !s.fits(cardH) {
 			return items[:i]
 		}
 		attrs := map[string]string{"item": it.ID}
+		if summaries {
+			s.full("card", cardSummary(c, &it), cardH, attrs)
+			continue
+		}
 		for k, v := range it.Attrs {
 			attrs[k] = v
 		}
 		s.full("card", it.Name, cardH, attrs)
 	}
 	return items
+}
+
+// cardSummary is the text of a summary card: the name and the item's value of
+// every attribute of the channel, in the channel's order, separated by " · ".
+func cardSummary(c *channelSpec, it *Item) string {
+	var b strings.Builder
+	b.WriteString(it.Name)
+	for _, d := range c.dims {
+		b.WriteString(" · ")
+		b.WriteString(it.Attrs[d.key])
+	}
+	return b.String()
 }
 
 func (s *screenBuilder) screen() Screen { return Screen{Page: s.page, Elements: s.elems} }
@@ -143,8 +163,8 @@ func (s Screen) element(id string) *Element {
 }
 
 // homeScreen is the app's start page: a search box, shortcuts, a banner and
-// recommended items.
-func homeScreen(c *channelSpec, featured []Item) Screen {
+// recommended items (summary cards when summaries is set).
+func homeScreen(c *channelSpec, featured []Item, summaries bool) Screen {
 	s := newScreen("home")
 	y1, y2 := s.row(topBarH)
 	s.add("text", c.app, ibox{marginX, y1, 600, y2}, nil)
@@ -158,7 +178,7 @@ func homeScreen(c *channelSpec, featured []Item) Screen {
 	}
 	s.full("image", "Promotion banner", 140, nil)
 	s.full("text", "Recommended for you", 40, nil)
-	s.cards(featured)
+	s.cards(featured, c, summaries)
 	return s.screen()
 }
 
@@ -187,6 +207,8 @@ type resultsState struct {
 	chosen   map[string]string // page dimension -> chosen value
 	sort     string
 	items    []Item
+	// summaries: the cards are summary cards (hard data).
+	summaries bool
 }
 
 // resultsScreen is the results page: the query, the filter chips of every filter
@@ -227,7 +249,7 @@ func resultsScreen(c *channelSpec, st *resultsState) Screen {
 	for _, id := range ids {
 		s.elems[idIndex(id)].Role = "button"
 	}
-	s.cards(st.items)
+	s.cards(st.items, c, st.summaries)
 	return s.screen()
 }
 
@@ -253,24 +275,31 @@ func optionsScreen(title string, values []string, current string) Screen {
 // poolScreen is the result list scrolled down to the item pool: the header with
 // the query and the filters is out of view, so what the user asked for is known
 // only from the earlier steps.
-func poolScreen(items []Item) Screen {
+func poolScreen(c *channelSpec, items []Item, summaries bool) Screen {
 	s := newScreen("pool")
 	s.topBar(strconv.Itoa(len(items)) + " results")
-	s.cards(items)
+	s.cards(items, c, summaries)
 	return s.screen()
 }
 
 // detailScreen is an item's page: its name, its attributes and actions.
 func detailScreen(c *channelSpec, it *Item) Screen {
+	return detailPage(c, it, func(key, v string) string { return key + ": " + v }, "Save")
+}
+
+// detailPage lays out an item's page: its name, a photo, one line per attribute
+// (the channel's, then reviews) written by line(key, value), and the Save button
+// (labelled save) beside Book.
+func detailPage(c *channelSpec, it *Item, line func(key, v string) string, save string) Screen {
 	s := newScreen("detail")
 	s.topBar(it.Name)
 	s.full("image", it.Name+" photo", 200, nil)
 	for _, d := range c.dims {
-		s.full("text", d.key+": "+it.Attrs[d.key], 50, map[string]string{"attr": d.key})
+		s.full("text", line(d.key, it.Attrs[d.key]), 50, map[string]string{"attr": d.key})
 	}
-	s.full("text", "reviews: "+it.Attrs["reviews"], 50, map[string]string{"attr": "reviews"})
+	s.full("text", line("reviews", it.Attrs["reviews"]), 50, map[string]string{"attr": "reviews"})
 	y1, y2 := s.row(80)
-	s.add("button", "Save", ibox{marginX, y1, 480, y2}, nil)
+	s.add("button", save, ibox{marginX, y1, 480, y2}, nil)
 	s.add("button", "Book", ibox{520, y1, screenW - marginX, y2}, nil)
 	return s.screen()
 }

@@ -45,13 +45,22 @@ limitations under the License.
 //	                             -0.2 value only, -0.5 neither
 //	                value: click point in the target box; text and scroll values
 //	                token-set F1 >= 0.5
-//	item-pool step: Intent_acc = 0.5 if type is pool_found and
-//	                             cos(embed(predicted), embed(intent)) >= tau (0.75), else 0
+//	item-pool step: Intent_acc = 0.5 if type is pool_found and the intent is right, else 0
+//	                right, by slots (the step carries the user's preferences):
+//	                  every true value named and no other value of a true slot
+//	                  (SlotMatcher.Match; or, SlotScore f1: Intent_acc = 0.5 * slot F1)
+//	                right, by embedding (no preferences, or Match embedding):
+//	                  cos(embed(predicted), embed(intent)) >= tau (0.75)
 //	decision step:  R_dec      = +0.5 if type recommendation and value (Yes/No) exact, else -0.5
 //	R_step(j, g) = R_format + (R_gui | Intent_acc | R_dec by the stage of step j)
 //
-// The embedding is pluggable (Embedder); the default HashEmbedder hashes words, word
-// pairs and character 3-grams.
+// RewardConfig.Match chooses: auto (slots where the GroundTruth carries
+// Preferences, else embedding), slots or embedding. Slot values are found whole,
+// ignoring case, longest first, so "Economy" is not found in "Premium economy". The
+// embedding is pluggable (Embedder); the default HashEmbedder hashes words, word
+// pairs and character 3-grams, so it rewards shared template words: on generated
+// episodes a requirement with its preference values deleted passes tau, the values
+// alone do not. Judging by slots is the default wherever preferences are known.
 //
 // # COUT reward of episode i (AdvantageConfig)
 //

@@ -30,10 +30,13 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/metrics"
 )
 
+// difficulties are the difficulties of generated data the probes run on.
+var difficulties = []string{dataset.DifficultyStandard, dataset.DifficultyHard}
+
 // probeEpisodes are a few hundred generated episodes of every channel.
-func probeEpisodes(t *testing.T) []dataset.Episode {
+func probeEpisodes(t *testing.T, difficulty string) []dataset.Episode {
 	t.Helper()
-	eps, err := dataset.Generate(dataset.GenerateOptions{Episodes: 360, Seed: 14})
+	eps, err := dataset.Generate(dataset.GenerateOptions{Episodes: 360, Seed: 14, Difficulty: difficulty})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +114,16 @@ func onlyValues(ep *dataset.Episode) string {
 func requirement(ep *dataset.Episode) string { return ep.Requirement }
 
 // TestIntentProbes holds the slot match to the probes of the intent metric on
-// generated episodes of every channel: the requirement without its values fails,
+// generated episodes of every channel, of each difficulty: the requirement without its values fails,
 // the values alone pass, the true requirement passes. It logs what the hashed
 // embedder at tau gives on the same probes.
 func TestIntentProbes(t *testing.T) {
-	eps := probeEpisodes(t)
+	for _, d := range difficulties {
+		t.Run(d, func(t *testing.T) { intentProbes(t, probeEpisodes(t, d)) })
+	}
+}
+
+func intentProbes(t *testing.T, eps []dataset.Episode) {
 	slots := newIntentJudge(t, espo.IntentMatchAuto, slotVocab(eps))
 	emb := newIntentJudge(t, espo.IntentMatchEmbedding, nil)
 	for _, p := range []struct {
@@ -136,12 +144,17 @@ func TestIntentProbes(t *testing.T) {
 	}
 }
 
-// TestAnotherUsersRequirementFails: the requirement of another episode of the same
+// TestAnotherUsersRequirementFails, for each difficulty: the requirement of another episode of the same
 // channel with other preferences is right only when it names every preference of
 // this one with the same values (it may name more: a value of a slot the user has no
 // preference for is not judged); that is counted and logged.
 func TestAnotherUsersRequirementFails(t *testing.T) {
-	eps := probeEpisodes(t)
+	for _, d := range difficulties {
+		t.Run(d, func(t *testing.T) { anotherUsersRequirementFails(t, probeEpisodes(t, d)) })
+	}
+}
+
+func anotherUsersRequirementFails(t *testing.T, eps []dataset.Episode) {
 	j := newIntentJudge(t, espo.IntentMatchAuto, slotVocab(eps))
 	pairs, passed, supersets := 0, 0, 0
 	for a := range eps {
@@ -186,10 +199,15 @@ func covers(super, sub map[string]string) bool {
 	return true
 }
 
-// TestConflictingValueFails: the true requirement followed by another value of one
+// TestConflictingValueFails, for each difficulty: the true requirement followed by another value of one
 // of the true slots is wrong, for every episode and every true slot.
 func TestConflictingValueFails(t *testing.T) {
-	eps := probeEpisodes(t)
+	for _, d := range difficulties {
+		t.Run(d, func(t *testing.T) { conflictingValueFails(t, probeEpisodes(t, d)) })
+	}
+}
+
+func conflictingValueFails(t *testing.T, eps []dataset.Episode) {
 	vocab := slotVocab(eps)
 	j := newIntentJudge(t, espo.IntentMatchAuto, vocab)
 	cases := 0
@@ -210,11 +228,16 @@ func TestConflictingValueFails(t *testing.T) {
 	t.Logf("%d requirements with a conflicting value, all wrong", cases)
 }
 
-// TestLongestValueIsFound: where another value of a true slot contains the true
+// TestLongestValueIsFound, for each difficulty: where another value of a true slot contains the true
 // value ("Premium economy" and "Economy", "Under $100" and "Under $10"), the values
 // with the longer one in place of the true one are wrong.
 func TestLongestValueIsFound(t *testing.T) {
-	eps := probeEpisodes(t)
+	for _, d := range difficulties {
+		t.Run(d, func(t *testing.T) { longestValueIsFound(t, probeEpisodes(t, d)) })
+	}
+}
+
+func longestValueIsFound(t *testing.T, eps []dataset.Episode) {
 	vocab := slotVocab(eps)
 	j := newIntentJudge(t, espo.IntentMatchAuto, vocab)
 	cases := map[string]bool{}
@@ -250,7 +273,7 @@ func TestLongestValueIsFound(t *testing.T) {
 // TestIntentAccuracyCountsRightIntentsOnly: the evaluation's IntentAcc counts an
 // intent naming half the values as wrong, whatever its F1.
 func TestIntentAccuracyCountsRightIntentsOnly(t *testing.T) {
-	eps := probeEpisodes(t)[:60]
+	eps := probeEpisodes(t, dataset.DifficultyStandard)[:60]
 	for _, tc := range []struct {
 		name string
 		text func(*dataset.Episode) string

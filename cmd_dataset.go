@@ -63,6 +63,8 @@ func newDatasetGenerateCommand() *cobra.Command {
 	cmd.Flags().StringVar(&channels, "channels", strings.Join(dataset.Channels(), ","), "comma-separated channels; episodes go round-robin over them")
 	cmd.Flags().IntVar(&opts.Episodes, "episodes", 100, "number of episodes in all")
 	cmd.Flags().Uint64Var(&opts.Seed, "seed", 1, "random seed")
+	cmd.Flags().StringVar(&opts.Difficulty, "difficulty", dataset.DifficultyStandard,
+		"standard (every preference revealed by the search, a filter or an option page) or hard (half of them by behaviour only, changed choices, label noise, hard negatives, paraphrases)")
 	cmd.Flags().StringVarP(&out, "output", "o", "-", "output file (- for standard output)")
 	return cmd
 }

@@ -81,7 +81,7 @@ func loadSource(root string, src *v1alpha1.DatasetSource) ([]dataset.Episode, er
 }
 
 func syntheticOptions(s *v1alpha1.SyntheticSource) dataset.GenerateOptions {
-	o := dataset.GenerateOptions{Episodes: int(s.Episodes), Seed: uint64(s.Seed)}
+	o := dataset.GenerateOptions{Episodes: int(s.Episodes), Seed: uint64(s.Seed), Difficulty: string(s.Difficulty)}
 	for _, ch := range s.Channels {
 		o.Channels = append(o.Channels, string(ch))
 	}

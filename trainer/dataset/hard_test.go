@@ -361,3 +361,10 @@ func TestHardShape(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkGenerateHardEpisode(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		generateEpisode(channels[i%len(channels)], 1, i, true)
+	}
+}

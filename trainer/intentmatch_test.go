@@ -18,6 +18,7 @@ package trainer
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,7 +106,7 @@ func withoutValues(ep *dataset.Episode) string {
 // onlyValues is the preference values and nothing else, joined by ", ".
 func onlyValues(ep *dataset.Episode) string {
 	var vs []string
-	for _, k := range sortedKeys(ep.Preferences) {
+	for _, k := range slices.Sorted(maps.Keys(ep.Preferences)) {
 		vs = append(vs, ep.Preferences[k])
 	}
 	return strings.Join(vs, ", ")
@@ -124,7 +125,7 @@ func TestIntentProbes(t *testing.T) {
 }
 
 func intentProbes(t *testing.T, eps []dataset.Episode) {
-	slots := newIntentJudge(t, espo.IntentMatchAuto, slotVocab(eps))
+	slots := newIntentJudge(t, espo.IntentMatchAuto, dataset.SlotVocab(eps))
 	emb := newIntentJudge(t, espo.IntentMatchEmbedding, nil)
 	for _, p := range []struct {
 		name      string
@@ -155,7 +156,7 @@ func TestAnotherUsersRequirementFails(t *testing.T) {
 }
 
 func anotherUsersRequirementFails(t *testing.T, eps []dataset.Episode) {
-	j := newIntentJudge(t, espo.IntentMatchAuto, slotVocab(eps))
+	j := newIntentJudge(t, espo.IntentMatchAuto, dataset.SlotVocab(eps))
 	pairs, passed, supersets := 0, 0, 0
 	for a := range eps {
 		for b := range eps {
@@ -208,12 +209,12 @@ func TestConflictingValueFails(t *testing.T) {
 }
 
 func conflictingValueFails(t *testing.T, eps []dataset.Episode) {
-	vocab := slotVocab(eps)
+	vocab := dataset.SlotVocab(eps)
 	j := newIntentJudge(t, espo.IntentMatchAuto, vocab)
 	cases := 0
 	for e := range eps {
 		ep := &eps[e]
-		for _, k := range sortedKeys(ep.Preferences) {
+		for _, k := range slices.Sorted(maps.Keys(ep.Preferences)) {
 			other := vocab[k][0]
 			if other == ep.Preferences[k] {
 				other = vocab[k][1]
@@ -238,7 +239,7 @@ func TestLongestValueIsFound(t *testing.T) {
 }
 
 func longestValueIsFound(t *testing.T, eps []dataset.Episode) {
-	vocab := slotVocab(eps)
+	vocab := dataset.SlotVocab(eps)
 	j := newIntentJudge(t, espo.IntentMatchAuto, vocab)
 	cases := map[string]bool{}
 	for e := range eps {
@@ -281,10 +282,10 @@ func TestIntentAccuracyCountsRightIntentsOnly(t *testing.T) {
 	}{
 		{"the values", onlyValues, 1},
 		{"the first value only", func(ep *dataset.Episode) string {
-			return ep.Preferences[sortedKeys(ep.Preferences)[0]]
+			return ep.Preferences[slices.Sorted(maps.Keys(ep.Preferences))[0]]
 		}, 0},
 	} {
-		ev := metrics.NewEvaluator(metrics.Options{Slots: slotVocab(eps)})
+		ev := metrics.NewEvaluator(metrics.Options{Slots: dataset.SlotVocab(eps)})
 		for e := range eps {
 			ep := &eps[e]
 			answers := make([]string, len(ep.Steps))
@@ -311,7 +312,7 @@ func TestSlotVocabIsTheUnionOfPreferencesAndAttributes(t *testing.T) {
 		{Stage: dataset.StageRecommend, Candidate: &dataset.Item{Attrs: map[string]string{"cabin": "Economy", "stops": ""}}},
 	}}
 	b := dataset.Episode{Preferences: map[string]string{"cabin": "First", "seat": "Window"}}
-	got := slotVocab([]dataset.Episode{a}, nil, []dataset.Episode{b})
+	got := dataset.SlotVocab([]dataset.Episode{a}, nil, []dataset.Episode{b})
 	want := espo.SlotVocab{"cabin": {"Economy", "Business", "First"}, "stops": {"Nonstop"}, "seat": {"Window"}}
 	if len(got) != len(want) {
 		t.Fatalf("vocab %v, want %v", got, want)

@@ -19,7 +19,6 @@ package trainer
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -110,47 +109,6 @@ func (t *Trainer) prepareRewards(ctx context.Context) error {
 	rewarder.SetSlotVocab(t.slots)
 	t.rewarder = rewarder
 	return nil
-}
-
-// slotVocab returns every value of each preference slot in the splits' episodes:
-// for every slot k, the union of preferences[k] of every episode and Attrs[k] of
-// every candidate item, so that the vocabulary holds every true value and the other
-// values an intent may name (and be wrong with). A slot's values are in order of
-// first appearance.
-func slotVocab(splits ...[]dataset.Episode) espo.SlotVocab {
-	v := espo.SlotVocab{}
-	seen := map[[2]string]bool{}
-	add := func(slot, value string) {
-		if value != "" && !seen[[2]string{slot, value}] {
-			seen[[2]string{slot, value}] = true
-			v[slot] = append(v[slot], value)
-		}
-	}
-	for _, eps := range splits {
-		for e := range eps {
-			ep := &eps[e]
-			for _, k := range sortedKeys(ep.Preferences) {
-				add(k, ep.Preferences[k])
-			}
-			for j := range ep.Steps {
-				if c := ep.Steps[j].Candidate; c != nil {
-					for _, k := range sortedKeys(c.Attrs) {
-						add(k, c.Attrs[k])
-					}
-				}
-			}
-		}
-	}
-	return v
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // checkSlotsHavePreferences returns an error naming spec.rewards.intent.match when

@@ -32,6 +32,7 @@ import (
 	"github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/checkpoint"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/embedding"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
@@ -116,7 +117,7 @@ type Trainer struct {
 	// intents serves the intent embeddings of spec.rewards.intent.embedder; nil for
 	// espo's built-in HashEmbedder.
 	intents *embedding.Cache
-	// slots holds every value of each preference slot in the data (slotVocab), for
+	// slots holds every value of each preference slot in the data (dataset.SlotVocab), for
 	// intents judged by slots.
 	slots espo.SlotVocab
 	// status is the report being built; the loop fills it and sends it.
@@ -164,7 +165,7 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 		return nil, err
 	}
 	t := &Trainer{cfg: cfg, res: res, data: data, plan: p, opts: opts, intents: intents,
-		slots: slotVocab(data.Train, data.Validation, data.Test)}
+		slots: dataset.SlotVocab(data.Train, data.Validation, data.Test)}
 	t.state.BestRecommendationAccuracy = -1
 	if cfg.CheckpointDir != "" {
 		keep := 0

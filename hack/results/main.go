@@ -14,97 +14,68 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command results runs the paper's comparison on generated SmartSpot data — SFT only,
-// step-wise GRPO, ESPO and its ablations (w = 0, phi only, psi only) — with the same
-// budget each, over several seeds, and writes docs/results.md with the table and a
-// learning-curve plot.
+// Command results runs the comparison of docs/results.md on generated SmartSpot
+// data: SFT only, step-wise GRPO, ESPO in episode and rollout mode, its ablations
+// (w = 0, phi only, psi only, shuffled COUT), the feature policy as an upper bound
+// and the feature policy's evidence as a rule with no weights, with the same data,
+// seeds and optimizer steps for every trained arm. It writes results.md (means over
+// seeds and paired bootstrap intervals of each arm's difference to GRPO),
+// results.json and results-curve.png.
 //
-//	go run ./hack/results -seeds 1,2,3 -episodes 60 -sft-epochs 1 -epochs 3
+//	go run ./hack/results -seeds 1,2,3,4,5 -difficulty hard \
+//	    -train-channels food,hotel,flight,movie,travel -test-channels food,hotel,flight,movie,travel,medicine
+//
+// Every seed seeds the data (training, validation and test users are drawn from
+// separate streams) and the training. A channel named in -test-channels but not in
+// -train-channels is held out: no arm trains or validates on it.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"image/color"
-	"math"
 	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-
 	"github.com/espo-dev/espo-operator/api/v1alpha1"
-	"github.com/espo-dev/espo-operator/trainer"
-	"github.com/espo-dev/espo-operator/trainer/worker"
-	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
-	"github.com/espo-dev/espo-operator/trainer/workerpb"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
 
-// variant is one arm of the comparison.
-type variant struct {
-	name  string
-	apply func(s *v1alpha1.ESPOJobSpec)
-}
-
-var variants = []variant{
-	{"sft", func(s *v1alpha1.ESPOJobSpec) { s.Algorithm.Name = v1alpha1.AlgorithmSFT }},
-	{"grpo", func(s *v1alpha1.ESPOJobSpec) { s.Algorithm.Name = v1alpha1.AlgorithmGRPO }},
-	{"espo", func(s *v1alpha1.ESPOJobSpec) {}},
-	{"espo w=0", func(s *v1alpha1.ESPOJobSpec) { s.Rewards.COUT.Weight = "0" }},
-	{"espo phi only", func(s *v1alpha1.ESPOJobSpec) { s.Rewards.COUT.Gates = v1alpha1.COUTGUIGate }},
-	{"espo psi only", func(s *v1alpha1.ESPOJobSpec) { s.Rewards.COUT.Gates = v1alpha1.COUTDecisionGate }},
-}
-
+// options are the command's flags.
 type options struct {
-	seeds               []int64
-	episodes, sftEpochs int
-	epochs, groupSize   int
-	learningRate, out   string
-	hidden              int
+	seeds                        []int64
+	difficulty                   v1alpha1.SyntheticDifficulty
+	trainChannels, testChannels  []string
+	trainEpisodes, valEpisodes   int
+	testEpisodes                 int
+	sftEpochs, epochs, groupSize int
+	hidden                       int
+	learningRate                 string
+	ablationMode                 v1alpha1.COUTMode
+	arms                         []string
+	resamples                    int
+	out                          string
+	validityEpisodes             int
 }
 
 func main() {
-	o := options{}
-	var seeds string
-	flag.StringVar(&seeds, "seeds", "1,2,3", "comma-separated seeds; each seeds both the data and the training")
-	flag.IntVar(&o.episodes, "episodes", 60, "generated episodes per seed (split 8:1:1)")
-	flag.IntVar(&o.sftEpochs, "sft-epochs", 1, "SFT cold-start epochs (sft runs sft-epochs + epochs of SFT)")
-	flag.IntVar(&o.epochs, "epochs", 3, "epochs of the algorithm")
-	flag.IntVar(&o.groupSize, "group-size", 5, "candidates per step (G)")
-	flag.IntVar(&o.hidden, "hidden", 32, "hidden units of the CPU policy")
-	flag.StringVar(&o.learningRate, "learning-rate", "0.01", "AdamW learning rate of the CPU policy")
-	flag.StringVar(&o.out, "out", "docs", "folder of results.md and results-curve.png")
-	flag.Parse()
-	for _, s := range strings.Split(seeds, ",") {
-		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			fatal(fmt.Errorf("-seeds: %w", err))
-		}
-		o.seeds = append(o.seeds, v)
-	}
-	results := map[string][]*trainer.Report{}
-	for _, v := range variants {
-		for _, seed := range o.seeds {
-			start := time.Now()
-			rep, err := runOne(o, v, seed)
-			if err != nil {
-				fatal(fmt.Errorf("%s seed %d: %w", v.name, seed, err))
-			}
-			fmt.Fprintf(os.Stderr, "%-14s seed %d: RecAcc %.3f IntentAcc %.3f StepSR %.3f (%s)\n", v.name, seed,
-				rep.Test.RecommendationAccuracy, rep.Test.IntentAccuracy, rep.Test.StepSuccessRate, time.Since(start).Round(time.Second))
-			results[v.name] = append(results[v.name], rep)
-		}
-	}
-	if err := writeResults(o, results, os.Args[1:]); err != nil {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
 		fatal(err)
 	}
+	start := time.Now()
+	res, err := run(context.Background(), o, func(format string, args ...any) { fmt.Fprintf(os.Stderr, format, args...) })
+	if err != nil {
+		fatal(err)
+	}
+	res.Wall = time.Since(start).Round(time.Second)
+	if err := writeResults(o, res, os.Args[1:]); err != nil {
+		fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "results: wrote %s/results.md in %s\n", o.out, res.Wall)
 }
 
 func fatal(err error) {
@@ -112,121 +83,115 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-// runOne trains one variant on one seed's data.
-func runOne(o options, v variant, seed int64) (*trainer.Report, error) {
-	c := &trainer.Config{}
-	sft := int32(o.sftEpochs)
-	c.Spec.Datasets.Sources = []v1alpha1.DatasetSource{{Name: "synthetic",
-		Synthetic: &v1alpha1.SyntheticSource{Episodes: int32(o.episodes), Seed: seed}}}
-	c.Spec.Datasets.Split.Seed = seed
-	c.Spec.Algorithm = v1alpha1.AlgorithmSpec{SFTEpochs: &sft, Epochs: int32(o.epochs), GroupSize: int32(o.groupSize),
-		LearningRate: v1alpha1.Decimal(o.learningRate), Seed: seed}
-	c.Spec.Model.CPU = &v1alpha1.CPUPolicySpec{HiddenSize: int32(o.hidden)}
-	v.apply(&c.Spec)
-	c.Spec.Default()
-	t, err := trainer.New(c, trainer.Options{Workers: []workerpb.WorkerClient{worker.LocalClient(cpu.New(0))}, Log: logr.Discard()})
-	if err != nil {
-		return nil, err
+// parseFlags reads the flags; every list is comma-separated.
+func parseFlags(args []string) (options, error) {
+	o := options{}
+	fs := flag.NewFlagSet("results", flag.ContinueOnError)
+	seeds := fs.String("seeds", "1,2,3,4,5", "seeds; each seeds the data and the training")
+	difficulty := fs.String("difficulty", string(v1alpha1.DifficultyHard), "generated data: standard or hard")
+	train := fs.String("train-channels", "food,hotel,flight,movie,travel", "channels of the training and validation users")
+	test := fs.String("test-channels", "food,hotel,flight,movie,travel,medicine", "channels of the test users; one not trained on is held out")
+	fs.IntVar(&o.trainEpisodes, "train-episodes", 200, "training episodes per seed")
+	fs.IntVar(&o.valEpisodes, "validation-episodes", 25, "validation episodes per seed (training channels)")
+	fs.IntVar(&o.testEpisodes, "test-episodes", 60, "test episodes per seed (test channels)")
+	fs.IntVar(&o.validityEpisodes, "validity-episodes", 600, "episodes per seed of the validity checks (no training)")
+	fs.IntVar(&o.sftEpochs, "sft-epochs", 1, "SFT cold-start epochs (sft runs sft-epochs + epochs of SFT)")
+	fs.IntVar(&o.epochs, "epochs", 3, "epochs of each method")
+	fs.IntVar(&o.groupSize, "group-size", 5, "candidates per step (G)")
+	fs.IntVar(&o.hidden, "hidden", 32, "hidden units of the CPU policy")
+	fs.StringVar(&o.learningRate, "learning-rate", "0.01", "AdamW learning rate of the CPU policy")
+	ablation := fs.String("ablation-mode", string(v1alpha1.COUTRollout), "COUT mode of the ablations (w=0, phi only, psi only, shuffled) and the upper bound")
+	armList := fs.String("arms", "", "arms to run (default all): "+strings.Join(armNames(), ", "))
+	fs.IntVar(&o.resamples, "bootstrap", 2000, "bootstrap resamples of the intervals")
+	fs.StringVar(&o.out, "out", "docs", "folder of results.md, results.json and results-curve.png")
+	if err := fs.Parse(args); err != nil {
+		return o, err
 	}
-	return t.Run(context.Background())
+	var err error
+	if o.seeds, err = parseSeeds(*seeds); err != nil {
+		return o, err
+	}
+	o.difficulty = v1alpha1.SyntheticDifficulty(*difficulty)
+	if o.difficulty != v1alpha1.DifficultyStandard && o.difficulty != v1alpha1.DifficultyHard {
+		return o, fmt.Errorf("-difficulty %q: want standard or hard", *difficulty)
+	}
+	o.ablationMode = v1alpha1.COUTMode(*ablation)
+	if o.ablationMode != v1alpha1.COUTEpisode && o.ablationMode != v1alpha1.COUTRollout {
+		return o, fmt.Errorf("-ablation-mode %q: want episode or rollout", *ablation)
+	}
+	if o.trainChannels, err = parseChannels("-train-channels", *train); err != nil {
+		return o, err
+	}
+	if o.testChannels, err = parseChannels("-test-channels", *test); err != nil {
+		return o, err
+	}
+	if o.arms, err = parseArms(*armList); err != nil {
+		return o, err
+	}
+	if o.trainEpisodes < 1 || o.valEpisodes < 1 || o.testEpisodes < 1 {
+		return o, fmt.Errorf("-train-episodes, -validation-episodes and -test-episodes must be at least 1")
+	}
+	return o, nil
 }
 
-// metric reads one test metric of a report.
-type metric struct {
-	name string
-	get  func(r *trainer.EvalResult) float64
-}
-
-var metrics = []metric{
-	{"EleAcc", func(r *trainer.EvalResult) float64 { return r.ElementAccuracy }},
-	{"Op F1", func(r *trainer.EvalResult) float64 { return r.OperationF1 }},
-	{"StepSR", func(r *trainer.EvalResult) float64 { return r.StepSuccessRate }},
-	{"IntentAcc", func(r *trainer.EvalResult) float64 { return r.IntentAccuracy }},
-	{"RecAcc", func(r *trainer.EvalResult) float64 { return r.RecommendationAccuracy }},
-}
-
-// meanStd returns the mean and the unbiased standard deviation of xs.
-func meanStd(xs []float64) (mean, std float64) {
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= float64(len(xs))
-	if len(xs) < 2 {
-		return mean, 0
-	}
-	for _, x := range xs {
-		std += (x - mean) * (x - mean)
-	}
-	return mean, math.Sqrt(std / float64(len(xs)-1))
-}
-
-func writeResults(o options, results map[string][]*trainer.Report, args []string) error {
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
-	}
-	if err := plotCurves(filepath.Join(o.out, "results-curve.png"), results); err != nil {
-		return err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Results: SFT, GRPO, ESPO and its ablations on generated SmartSpot data\n\n")
-	fmt.Fprintf(&b, "Test-split metrics (%%), mean ± standard deviation over seeds %v; %d generated episodes per seed "+
-		"(split 8:1:1 by episode), %d SFT epoch(s) then %d epochs of each algorithm (SFT only: %d epochs of SFT), "+
-		"G = %d, the CPU reference policy (hidden %d), learning rate %s. Every arm takes the same number of optimizer steps.\n\n",
-		o.seeds, o.episodes, o.sftEpochs, o.epochs, o.sftEpochs+o.epochs, o.groupSize, o.hidden, o.learningRate)
-	b.WriteString("| method |")
-	for _, m := range metrics {
-		fmt.Fprintf(&b, " %s |", m.name)
-	}
-	b.WriteString("\n|---|" + strings.Repeat("---|", len(metrics)) + "\n")
-	for _, v := range variants {
-		fmt.Fprintf(&b, "| %s |", v.name)
-		for _, m := range metrics {
-			var xs []float64
-			for _, r := range results[v.name] {
-				xs = append(xs, m.get(r.Test))
-			}
-			mean, std := meanStd(xs)
-			fmt.Fprintf(&b, " %.1f ± %.1f |", 100*mean, 100*std)
+func parseSeeds(list string) ([]int64, error) {
+	var out []int64
+	for _, s := range split(list) {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("-seeds: %q is not a seed (a whole number >= 0)", s)
 		}
-		b.WriteString("\n")
+		out = append(out, v)
 	}
-	fmt.Fprintf(&b, "\nReproduce:\n\n    go run ./hack/results %s\n\n", strings.Join(args, " "))
-	b.WriteString("![Validation RecAcc by optimizer step](results-curve.png)\n\n")
-	b.WriteString("What these numbers do and do not show: [results-discussion.md](results-discussion.md).\n")
-	return os.WriteFile(filepath.Join(o.out, "results.md"), []byte(b.String()), 0o644)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-seeds: give at least one seed")
+	}
+	return out, nil
 }
 
-// plotCurves draws each variant's validation RecAcc after every epoch, averaged over
-// seeds, against the optimizer step.
-func plotCurves(path string, results map[string][]*trainer.Report) error {
-	p := plot.New()
-	p.Title.Text = "Validation recommendation accuracy"
-	p.X.Label.Text = "optimizer step"
-	p.Y.Label.Text = "RecAcc"
-	for i, v := range variants {
-		reps := results[v.name]
-		if len(reps) == 0 || len(reps[0].Validation) == 0 {
-			continue
+func parseChannels(flagName, list string) ([]string, error) {
+	out := split(list)
+	for _, c := range out {
+		if !slices.Contains(dataset.Channels(), c) {
+			return nil, fmt.Errorf("%s: unknown channel %q, want some of %s", flagName, c, strings.Join(dataset.Channels(), ","))
 		}
-		pts := make(plotter.XYs, len(reps[0].Validation))
-		for e := range pts {
-			for _, r := range reps {
-				pts[e].X = float64(r.Validation[e].Step)
-				pts[e].Y += r.Validation[e].RecommendationAccuracy / float64(len(reps))
-			}
-		}
-		line, err := plotter.NewLine(pts)
-		if err != nil {
-			return err
-		}
-		line.Color = plotutil.Color(i)
-		line.Dashes = plotutil.Dashes(i)
-		p.Add(line)
-		p.Legend.Add(v.name, line)
 	}
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.BackgroundColor = color.White
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: give at least one channel", flagName)
+	}
+	return out, nil
+}
+
+func parseArms(list string) ([]string, error) {
+	names := split(list)
+	if len(names) == 0 {
+		return armNames(), nil
+	}
+	for _, n := range names {
+		if armNamed(n) == nil {
+			return nil, fmt.Errorf("-arms: unknown arm %q, want some of %s", n, strings.Join(armNames(), ", "))
+		}
+	}
+	if !slices.Contains(names, armGRPO) {
+		return nil, fmt.Errorf("-arms: the intervals are differences to %s: include it", armGRPO)
+	}
+	return names, nil
+}
+
+func armNames() []string {
+	out := make([]string, len(arms))
+	for i := range arms {
+		out[i] = arms[i].name
+	}
+	return out
+}
+
+func split(list string) []string {
+	var out []string
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

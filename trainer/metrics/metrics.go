@@ -80,6 +80,10 @@ type Outcome struct {
 	// Similarity is the cosine of the predicted and the true intent (pool step
 	// judged by embedding).
 	Similarity float64
+	// BySlots: the pool step was judged slot by slot; SlotF1 is then the slot F1 of
+	// the intent (espo.SlotMatch.F1), 0 for an answer that does not parse.
+	BySlots bool
+	SlotF1  float64
 }
 
 // Metrics are the metrics of a set of steps. Each metric is a mean over its own
@@ -92,6 +96,8 @@ type Outcome struct {
 //	StepSR      OpF1 = 1 and element right (if it points)  over GUISteps
 //	IntentAcc   pool_found and the intent right            over PoolSteps
 //	            (cos(pred, intent) >= tau, or every slot right: espo.Rewarder)
+//	IntentF1    slot F1 of the intent (espo.SlotMatch)      over SlotSteps (pool steps
+//	            judged by slots)
 //	RecAcc      recommendation with the right Yes/No       over RecommendSteps
 type Metrics struct {
 	Steps          int     `json:"steps"`
@@ -104,6 +110,8 @@ type Metrics struct {
 	StepSR         float64 `json:"stepSR"`
 	PoolSteps      int     `json:"poolSteps"`
 	IntentAcc      float64 `json:"intentAcc"`
+	SlotSteps      int     `json:"slotSteps"`
+	IntentF1       float64 `json:"intentF1"`
 	RecommendSteps int     `json:"recommendSteps"`
 	RecAcc         float64 `json:"recAcc"`
 }
@@ -122,6 +130,8 @@ type tally struct {
 	guiSteps, guiOK           int
 	opF1                      float64
 	poolSteps, poolOK         int
+	slotSteps                 int
+	slotF1                    float64
 	recommendSteps, recommend int
 }
 
@@ -141,6 +151,10 @@ func (t *tally) add(o *Outcome) {
 	case dataset.StagePool:
 		t.poolSteps++
 		t.poolOK += b2i(o.Success)
+		if o.BySlots {
+			t.slotSteps++
+			t.slotF1 += o.SlotF1
+		}
 	case dataset.StageRecommend:
 		t.recommendSteps++
 		t.recommend += b2i(o.Success)
@@ -158,6 +172,8 @@ func (t *tally) merge(u *tally) {
 	t.opF1 += u.opF1
 	t.poolSteps += u.poolSteps
 	t.poolOK += u.poolOK
+	t.slotSteps += u.slotSteps
+	t.slotF1 += u.slotF1
 	t.recommendSteps += u.recommendSteps
 	t.recommend += u.recommend
 }
@@ -174,6 +190,8 @@ func (t *tally) metrics() Metrics {
 		StepSR:         ratio(float64(t.guiOK), t.guiSteps),
 		PoolSteps:      t.poolSteps,
 		IntentAcc:      ratio(float64(t.poolOK), t.poolSteps),
+		SlotSteps:      t.slotSteps,
+		IntentF1:       ratio(t.slotF1, t.slotSteps),
 		RecommendSteps: t.recommendSteps,
 		RecAcc:         ratio(float64(t.recommend), t.recommendSteps),
 	}
@@ -197,6 +215,7 @@ func b2i(b bool) int {
 // concurrent use: give each goroutine its own and Merge them.
 type Evaluator struct {
 	rw        *espo.Rewarder
+	cfg       espo.RewardConfig
 	micro     tally
 	byChannel map[string]*tally
 	byStage   map[dataset.Stage]*tally
@@ -222,7 +241,7 @@ func NewEvaluator(opts Options) *Evaluator {
 		panic("metrics: " + err.Error())
 	}
 	rw.SetSlotVocab(opts.Slots)
-	return &Evaluator{rw: rw, byChannel: map[string]*tally{}, byStage: map[dataset.Stage]*tally{}}
+	return &Evaluator{rw: rw, cfg: rc, byChannel: map[string]*tally{}, byStage: map[dataset.Stage]*tally{}}
 }
 
 // Judge returns the outcome of answer (the model's raw output) at step j of ep,
@@ -231,11 +250,17 @@ func (e *Evaluator) Judge(ep *dataset.Episode, j int, answer string) Outcome {
 	s := &ep.Steps[j]
 	gt := ep.GroundTruth(s)
 	o := Outcome{Stage: s.Stage, Pointing: dataset.IsPointing(s.Answer.Action)}
+	if s.Stage == dataset.StagePool {
+		o.BySlots = e.cfg.IntentJudge(&gt) == espo.IntentMatchSlots
+	}
 	a, err := espo.ParseAnswer(answer)
 	if err != nil {
 		return o
 	}
 	sc := e.rw.ScoreAction(&gt, a)
+	if o.BySlots && sc.TypeOK {
+		o.SlotF1 = sc.Slots.F1
+	}
 	o.Parsed, o.TypeOK, o.ValueOK, o.Similarity = true, sc.TypeOK, sc.ValueOK, sc.Similarity
 	o.ElementOK = o.Pointing && sc.ValueOK
 	switch s.Stage {

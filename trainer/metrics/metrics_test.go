@@ -17,8 +17,11 @@ limitations under the License.
 package metrics
 
 import (
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/espo-dev/espo-operator/espo"
@@ -181,4 +184,66 @@ func TestOptions(t *testing.T) {
 		}
 	}()
 	NewEvaluator(Options{Tau: 2})
+}
+
+// TestIntentF1 checks the slot F1 of intents judged by slots: all the values give 1,
+// half of them 2/3 (precision 1, recall 1/2), a conflicting value lowers it, an
+// answer of another type counts 0, and steps judged by embedding do not count.
+func TestIntentF1(t *testing.T) {
+	eps, err := dataset.Generate(dataset.GenerateOptions{Channels: []string{"hotel"}, Episodes: 40, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ep *dataset.Episode
+	for i := range eps {
+		if len(eps[i].Preferences) >= 2 {
+			ep = &eps[i]
+			break
+		}
+	}
+	if ep == nil {
+		t.Fatal("no episode with two preferences")
+	}
+	pool := -1
+	for j := range ep.Steps {
+		if ep.Steps[j].Stage == dataset.StagePool {
+			pool = j
+		}
+	}
+	var values []string
+	for _, k := range slices.Sorted(maps.Keys(ep.Preferences)) {
+		values = append(values, ep.Preferences[k])
+	}
+	intent := func(text string) string {
+		return espo.FormatAnswer("", espo.Action{Type: espo.ActionPoolFound, Point: espo.NoPoint, Text: text})
+	}
+	f1 := func(opts Options, answer string) Metrics {
+		ev := NewEvaluator(opts)
+		answers := make([]string, len(ep.Steps))
+		answers[pool] = answer
+		if err := ev.Add(ep, answers); err != nil {
+			t.Fatal(err)
+		}
+		return ev.Report().Micro
+	}
+	slots := Options{Slots: dataset.SlotVocab(eps)}
+	all := strings.Join(values, ", ")
+	half := values[0]
+	recall := 1 / float64(len(values))
+	for _, tc := range []struct {
+		name, answer string
+		want         float64
+	}{
+		{"every value", intent(all), 1},
+		{"one value", intent(half), 2 * recall / (1 + recall)},
+		{"another type", espo.FormatAnswer("", espo.Action{Type: espo.ActionClick, Point: [2]float64{0.5, 0.5}, Text: all}), 0},
+	} {
+		m := f1(slots, tc.answer)
+		if m.SlotSteps != 1 || math.Abs(m.IntentF1-tc.want) > 1e-12 {
+			t.Errorf("%s: IntentF1 %v over %d slot steps, want %v over 1", tc.name, m.IntentF1, m.SlotSteps, tc.want)
+		}
+	}
+	if m := f1(Options{Match: espo.IntentMatchEmbedding, Slots: slots.Slots}, intent(all)); m.SlotSteps != 0 || m.IntentF1 != 0 {
+		t.Errorf("judged by embedding: IntentF1 %v over %d slot steps, want none", m.IntentF1, m.SlotSteps)
+	}
 }

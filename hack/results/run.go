@@ -1,0 +1,265 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/metrics"
+	"github.com/espo-dev/espo-operator/trainer/worker"
+	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
+	"github.com/espo-dev/espo-operator/trainer/workerpb"
+)
+
+// metric is one test metric, read from an evaluation of one episode as a tally.
+type metric struct {
+	name string
+	get  func(m *metrics.Metrics) tally
+}
+
+// The metrics, in the order of the tables; metricRec and metricIntent index them.
+var metricList = []metric{
+	{"RecAcc", func(m *metrics.Metrics) tally { return count(m.RecAcc, m.RecommendSteps) }},
+	{"IntentAcc", func(m *metrics.Metrics) tally { return count(m.IntentAcc, m.PoolSteps) }},
+	{"StepSR", func(m *metrics.Metrics) tally { return count(m.StepSR, m.GUISteps) }},
+	{"EleAcc", func(m *metrics.Metrics) tally { return count(m.EleAcc, m.ElementSteps) }},
+	{"Op F1", func(m *metrics.Metrics) tally { return tally{m.OpF1 * float64(m.GUISteps), float64(m.GUISteps)} }},
+	{"Intent slot F1", func(m *metrics.Metrics) tally { return tally{m.IntentF1 * float64(m.SlotSteps), float64(m.SlotSteps)} }},
+}
+
+const (
+	metricRec    = 0
+	metricIntent = 1
+	metricStepSR = 2
+)
+
+// count turns a rate over n steps back into a whole count of successes.
+func count(rate float64, n int) tally {
+	return tally{math.Round(rate * float64(n)), float64(n)}
+}
+
+// curvePoint is a validation RecAcc after an epoch.
+type curvePoint struct {
+	Step   int64   `json:"step"`
+	RecAcc float64 `json:"recAcc"`
+}
+
+// armResult is what one arm scored over the seeds.
+type armResult struct {
+	scores scores
+	// curves[seed] is the validation RecAcc after each epoch.
+	curves [][]curvePoint
+	// wall[seed] is the time the seed's run took.
+	wall []time.Duration
+}
+
+// results is what run measured.
+type results struct {
+	arms map[string]*armResult
+	// channels[seed][episode] is the channel of each test user.
+	channels [][]string
+	validity []validity
+	Wall     time.Duration
+}
+
+// progress prints a line of progress.
+type progress func(format string, args ...any)
+
+// run runs every arm on every seed, and the validity checks of every seed.
+func run(ctx context.Context, o options, say progress) (*results, error) {
+	res := &results{arms: map[string]*armResult{}}
+	for _, name := range o.arms {
+		res.arms[name] = &armResult{}
+	}
+	for _, seed := range o.seeds {
+		test, err := testEpisodes(o, seed)
+		if err != nil {
+			return nil, err
+		}
+		v, err := checkValidity(o, seed)
+		if err != nil {
+			return nil, err
+		}
+		res.validity = append(res.validity, v)
+		res.channels = append(res.channels, channelsOf(test))
+		say("seed %d: %d test episodes; validity: %s\n", seed, len(test), v.summary())
+		for _, name := range o.arms {
+			start := time.Now()
+			sc, curve, err := runArm(ctx, o, armNamed(name), seed, test)
+			if err != nil {
+				return nil, fmt.Errorf("%s, seed %d: %w", name, seed, err)
+			}
+			ar := res.arms[name]
+			ar.scores = append(ar.scores, sc)
+			ar.curves = append(ar.curves, curve)
+			ar.wall = append(ar.wall, time.Since(start))
+			last := len(ar.scores) - 1
+			say("  %-20s seed %d: RecAcc %5.1f  IntentAcc %5.1f  StepSR %5.1f  (%s)\n", name, seed,
+				100*ar.scores.seedValue(last, metricRec), 100*ar.scores.seedValue(last, metricIntent),
+				100*ar.scores.seedValue(last, metricStepSR), time.Since(start).Round(time.Second))
+		}
+	}
+	return res, nil
+}
+
+// spec returns the job spec shared by every arm of a seed: three synthetic sources
+// (training and validation users of the training channels, test users of the test
+// channels) from separate seeds, the token policy and ESPO's defaults.
+func spec(o options, seed int64) v1alpha1.ESPOJobSpec {
+	source := func(name string, split v1alpha1.DatasetSplitName, chans []string, n int, stream int64) v1alpha1.DatasetSource {
+		s := &v1alpha1.SyntheticSource{Episodes: int32(n), Seed: seed*10 + stream, Difficulty: o.difficulty}
+		for _, c := range chans {
+			s.Channels = append(s.Channels, v1alpha1.Channel(c))
+		}
+		return v1alpha1.DatasetSource{Name: name, Split: split, Synthetic: s}
+	}
+	sft := int32(o.sftEpochs)
+	s := v1alpha1.ESPOJobSpec{}
+	s.Datasets.Sources = []v1alpha1.DatasetSource{
+		source("train", v1alpha1.SplitTrain, o.trainChannels, o.trainEpisodes, 1),
+		source("validation", v1alpha1.SplitValidation, o.trainChannels, o.valEpisodes, 2),
+		source("test", v1alpha1.SplitTest, o.testChannels, o.testEpisodes, 3),
+	}
+	s.Algorithm = v1alpha1.AlgorithmSpec{SFTEpochs: &sft, Epochs: int32(o.epochs), GroupSize: int32(o.groupSize),
+		LearningRate: v1alpha1.Decimal(o.learningRate), Seed: seed}
+	s.Model.CPU = &v1alpha1.CPUPolicySpec{HiddenSize: int32(o.hidden), Architecture: v1alpha1.CPUTokens}
+	return s
+}
+
+// testEpisodes returns the test users of a seed, as the trainer loads them.
+func testEpisodes(o options, seed int64) ([]dataset.Episode, error) {
+	c := &trainer.Config{Spec: spec(o, seed)}
+	c.Spec.Default()
+	splits, err := trainer.LoadSplits(c, [3]float64{0.8, 0.1, 0.1})
+	if err != nil {
+		return nil, err
+	}
+	return splits.Test, nil
+}
+
+// runArm trains an arm on a seed's data and scores it on each test episode; the
+// rule arm only decides the recommendation steps.
+func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.Episode) ([][]tally, []curvePoint, error) {
+	if !a.trained() {
+		return ruleScores(test), nil, nil
+	}
+	c := &trainer.Config{Spec: spec(o, seed)}
+	opts := trainer.Options{Workers: []workerpb.WorkerClient{worker.LocalClient(cpu.New(0))}, Log: logr.Discard()}
+	a.setup(&c.Spec, &opts, o.ablationMode)
+	c.Spec.Default()
+	t, err := trainer.New(c, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := t.Run(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rep.Outcome != v1alpha1.OutcomeCompleted {
+		return nil, nil, fmt.Errorf("the run ended %s: %s", rep.Outcome, rep.Message)
+	}
+	var curve []curvePoint
+	for _, v := range rep.Validation {
+		curve = append(curve, curvePoint{Step: v.Step, RecAcc: v.RecommendationAccuracy})
+	}
+	out := make([][]tally, len(test))
+	for e := range test {
+		r, err := t.Evaluate(ctx, "test", test[e:e+1])
+		if err != nil {
+			return nil, nil, err
+		}
+		out[e] = tallies(&r.Report.Micro)
+	}
+	return out, curve, nil
+}
+
+// tallies reads every metric of an evaluation.
+func tallies(m *metrics.Metrics) []tally {
+	out := make([]tally, len(metricList))
+	for i, mt := range metricList {
+		out[i] = mt.get(m)
+	}
+	return out
+}
+
+// ruleScores decides every recommendation step of the episodes with the feature
+// policy's evidence rule (cpu.EvidenceRule on the structured prompt); the other
+// metrics have no trials.
+func ruleScores(eps []dataset.Episode) [][]tally {
+	out := make([][]tally, len(eps))
+	for e := range eps {
+		ep := &eps[e]
+		out[e] = make([]tally, len(metricList))
+		for j := range ep.Steps {
+			if ep.Steps[j].Stage != dataset.StageRecommend {
+				continue
+			}
+			t := &out[e][metricRec]
+			t.den++
+			if cpu.EvidenceRule(worker.PromptFromStep(ep, j)) == ep.Steps[j].Answer.InputText {
+				t.num++
+			}
+		}
+	}
+	return out
+}
+
+func channelsOf(eps []dataset.Episode) []string {
+	out := make([]string, len(eps))
+	for i := range eps {
+		out[i] = eps[i].Channel
+	}
+	return out
+}
+
+// heldOut returns the test channels that are not training channels.
+func heldOut(o options) []string {
+	var out []string
+	for _, c := range o.testChannels {
+		if !slices.Contains(o.trainChannels, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// heldOutRecAcc returns an arm's RecAcc on the test users of held-out channels, per
+// seed (NaN for a seed without such users).
+func (res *results) heldOutRecAcc(name string, held []string) []float64 {
+	sc := res.arms[name].scores
+	out := make([]float64, len(sc))
+	for s := range sc {
+		var num, den float64
+		for e, t := range sc[s] {
+			if slices.Contains(held, res.channels[s][e]) {
+				num += t[metricRec].num
+				den += t[metricRec].den
+			}
+		}
+		out[s] = ratio(num, den)
+	}
+	return out
+}

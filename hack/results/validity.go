@@ -1,0 +1,130 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"fmt"
+
+	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/worker"
+	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
+)
+
+// The bounds a test bed must meet before any arm is read: a rule with no weights
+// must fail, an oracle must pass, and a template must not pass as an intent.
+const (
+	maxRuleRecAcc      = 0.70
+	minOracleRecAcc    = 0.95
+	maxTemplateIntents = 0.05
+)
+
+// validity is what the checks of one seed measured on its own users (the test
+// channels, a stream of users no arm sees).
+type validity struct {
+	Seed     int64 `json:"seed"`
+	Episodes int   `json:"episodes"`
+	// Majority is the share of the more frequent label of the recommendation steps.
+	Majority float64 `json:"majority"`
+	// Rule is the RecAcc of the feature policy's evidence rule, Oracle that of a
+	// rule that knows the user's preferences.
+	Rule   float64 `json:"rule"`
+	Oracle float64 `json:"oracle"`
+	// TemplateSlots and TemplateEmbedding are the shares of requirements with every
+	// preference value deleted that pass as intents, judged slot by slot and by the
+	// hashed embedding at tau 0.75.
+	TemplateSlots     float64 `json:"templateSlots"`
+	TemplateEmbedding float64 `json:"templateEmbedding"`
+}
+
+// ok reports whether the checks hold.
+func (v validity) ok() bool {
+	return v.Rule <= maxRuleRecAcc && v.Oracle >= minOracleRecAcc && v.TemplateSlots <= maxTemplateIntents
+}
+
+func (v validity) summary() string {
+	verdict := "holds"
+	if !v.ok() {
+		verdict = "FAILS"
+	}
+	return fmt.Sprintf("majority %.1f%%, rule %.1f%% (<= %.0f%%), oracle %.1f%% (>= %.0f%%), template intent %.1f%% by slots (<= %.0f%%), %.1f%% by hashed embedding: %s",
+		100*v.Majority, 100*v.Rule, 100*maxRuleRecAcc, 100*v.Oracle, 100*minOracleRecAcc,
+		100*v.TemplateSlots, 100*maxTemplateIntents, 100*v.TemplateEmbedding, verdict)
+}
+
+// checkValidity measures the checks of a seed on o.validityEpisodes users of the
+// test channels, drawn from a stream of their own.
+func checkValidity(o options, seed int64) (validity, error) {
+	eps, err := dataset.Generate(dataset.GenerateOptions{Channels: o.testChannels, Episodes: o.validityEpisodes,
+		Seed: uint64(seed*10 + 4), Difficulty: string(o.difficulty)})
+	if err != nil {
+		return validity{}, err
+	}
+	v := validity{Seed: seed, Episodes: len(eps)}
+	var yes, recs, rule, oracle, pools, slots, embedded int
+	vocab := dataset.SlotVocab(eps)
+	emb := espo.NewHashEmbedder(espo.DefaultEmbeddingDim)
+	tau := espo.DefaultRewardConfig().Tau
+	for e := range eps {
+		ep := &eps[e]
+		for j := range ep.Steps {
+			s := &ep.Steps[j]
+			switch s.Stage {
+			case dataset.StageRecommend:
+				recs++
+				label := s.Answer.InputText
+				if label == dataset.Yes {
+					yes++
+				}
+				if cpu.EvidenceRule(worker.PromptFromStep(ep, j)) == label {
+					rule++
+				}
+				if dataset.OracleDecision(ep, s) == label {
+					oracle++
+				}
+			case dataset.StagePool:
+				pools++
+				template := dataset.TemplateOnly(s.Answer.InputText, ep.Preferences)
+				if espo.MatchSlots(template, ep.Preferences, vocab).Right {
+					slots++
+				}
+				if similarity(emb, template, s.Answer.InputText) >= tau {
+					embedded++
+				}
+			}
+		}
+	}
+	v.Majority = max(frac(yes, recs), 1-frac(yes, recs))
+	v.Rule, v.Oracle = frac(rule, recs), frac(oracle, recs)
+	v.TemplateSlots, v.TemplateEmbedding = frac(slots, pools), frac(embedded, pools)
+	return v, nil
+}
+
+func frac(n, d int) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+// similarity is the cosine of the hashed embeddings of two texts.
+func similarity(emb *espo.HashEmbedder, a, b string) float64 {
+	x, y := make([]float64, emb.Dim()), make([]float64, emb.Dim())
+	emb.Embed(x, a)
+	emb.Embed(y, b)
+	return espo.Cosine(x, y)
+}

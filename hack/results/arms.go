@@ -37,14 +37,19 @@ func (a *arm) trained() bool { return a.setup != nil }
 
 // The names of the arms the checks and the intervals refer to.
 const (
-	armGRPO = "grpo"
-	armRule = "no-weights rule"
+	armUntrained = "untrained"
+	armGRPO      = "grpo"
+	armRule      = "no-weights rule"
 )
 
 // arms are the methods compared, in the order of the table. Every trained arm but
 // the feature upper bound uses the token policy; the ablations of ESPO (w = 0, one
 // gate, shuffled COUT) use the COUT mode of -ablation-mode.
 var arms = []arm{
+	{armUntrained, "the token policy after a single SFT step: the floor a method must clear to have learnt", func(s *v1alpha1.ESPOJobSpec, o *trainer.Options, _ v1alpha1.COUTMode) {
+		s.Algorithm.Name = v1alpha1.AlgorithmSFT
+		o.StopAfterSteps = 1
+	}},
 	{"sft", "supervised only, as many optimizer steps as the others", func(s *v1alpha1.ESPOJobSpec, _ *trainer.Options, _ v1alpha1.COUTMode) {
 		s.Algorithm.Name = v1alpha1.AlgorithmSFT
 	}},

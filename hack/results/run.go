@@ -178,12 +178,15 @@ func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.E
 	if err != nil {
 		return nil, nil, err
 	}
-	if rep.Outcome != v1alpha1.OutcomeCompleted {
-		return nil, nil, fmt.Errorf("the run ended %s: %s", rep.Outcome, rep.Message)
-	}
 	var curve []curvePoint
-	for _, v := range rep.Validation {
-		curve = append(curve, curvePoint{Step: v.Step, RecAcc: v.RecommendationAccuracy})
+	switch {
+	case rep == nil && opts.StopAfterSteps > 0: // stopped on purpose, no report
+	case rep.Outcome != v1alpha1.OutcomeCompleted:
+		return nil, nil, fmt.Errorf("the run ended %s: %s", rep.Outcome, rep.Message)
+	default:
+		for _, v := range rep.Validation {
+			curve = append(curve, curvePoint{Step: v.Step, RecAcc: v.RecommendationAccuracy})
+		}
 	}
 	out := make([][]tally, len(test))
 	for e := range test {

@@ -178,6 +178,9 @@ func workerOptions(m *v1alpha1.ModelSpec) map[string]string {
 		o["hidden"] = strconv.Itoa(int(m.CPU.HiddenSize))
 		o["hash_bits"] = strconv.Itoa(int(m.CPU.FeatureBits))
 		o["max_intent_words"] = strconv.Itoa(int(m.CPU.MaxIntentWords))
+		if m.CPU.Architecture != "" {
+			o["arch"] = string(m.CPU.Architecture)
+		}
 	}
 	return o
 }

@@ -47,7 +47,7 @@ func readEvidence(history []*workerpb.Action) evidence {
 	for _, a := range history {
 		switch a.GetType() {
 		case espo.ActionType:
-			if t := strings.TrimSpace(a.GetInputText()); t != "" && t != espo.NoText {
+			if t, ok := typedText(a); ok {
 				ev.typed = append(ev.typed, t)
 			}
 			continue
@@ -74,6 +74,13 @@ func readEvidence(history []*workerpb.Action) evidence {
 		}
 	}
 	return ev
+}
+
+// typedText returns the text a type action entered, trimmed, and whether there
+// is one.
+func typedText(a *workerpb.Action) (string, bool) {
+	t := strings.TrimSpace(a.GetInputText())
+	return t, t != "" && t != espo.NoText
 }
 
 func (ev *evidence) set(key, val string) {
@@ -135,10 +142,12 @@ func firstNumber(s string) (float64, bool) {
 // whether some attribute of the item equals it; and the number of clear misses
 // (other, less, typed-ne), of larger numbers and of pieces of evidence. Each is
 // conjoined with the option, so the network learns which statuses mean Yes for
-// which keys ("gt" is a fit for a minimum rating, a miss for a price band).
+// which keys ("gt" is a fit for a minimum rating, a miss for a price band). The
+// tokens architecture has none of it: only the option and the option with the
+// channel, and the match module adds to the logit of Yes (tokens.go).
 func (v *view) decisionFeatures() func(i int, b *featList) {
 	var ev []uint64
-	if item := v.p.GetItem(); item != nil {
+	if item := v.p.GetItem(); item != nil && !v.screen {
 		attrs := item.GetAttributes()
 		bad, gt, n := 0, 0, 0
 		for _, k := range v.ev.keys {
@@ -184,7 +193,9 @@ func (v *view) decisionFeatures() func(i int, b *featList) {
 // buildVocab collects the words an intent text can use: the lexicon's, then the
 // prompt's (instruction, typed texts, chosen values, clicked texts, screen
 // texts), each once, with where they were found; and the phrase successions
-// (word pairs inside one phrase) of the prompt.
+// (word pairs inside one phrase) of the prompt. The tokens architecture has no
+// chosen values (no evidence): its words' sources are where they appear, and
+// clicked words also carry the roles of the elements clicked.
 func (v *view) buildVocab() {
 	v.vocabIndex = map[string]int{}
 	v.next = map[uint64]uint8{}
@@ -219,6 +230,9 @@ func (v *view) buildVocab() {
 	}
 	for _, a := range v.p.GetHistory() {
 		add(a.GetElementText(), srcClicked, "")
+		if v.screen {
+			v.addClickedRoles(a)
+		}
 	}
 	for _, e := range v.p.GetElements() {
 		add(e.GetText(), srcScreen, "")
@@ -240,6 +254,9 @@ func (v *view) buildVocab() {
 		}
 		for _, k := range w.keys {
 			b.add(hcat(tIKey, k))
+		}
+		for _, r := range w.roles {
+			b.add(hcat(tIRole, r))
 		}
 	})
 }
@@ -308,6 +325,9 @@ func (v *view) dynamicFeatures(st *intentState, dyn [][]feat) {
 		}
 		for _, k := range w.keys {
 			d = append(d, featOf(hcat(tBiKey, st.prev, k), m))
+		}
+		for _, r := range w.roles {
+			d = append(d, featOf(hcat(tBiRole, st.prev, r), m))
 		}
 		if u := st.used[i]; u > 0 {
 			d = append(d, featOf(hcat(tUsed, uint64(u), uint64(w.kinds)), m), featOf(hcat(tUsedW, uint64(u), w.h), m))

@@ -30,13 +30,17 @@ import (
 //	p(o)     = softmax over the decision's options of logit(o)
 //	log p(o) = logit(o) - log sum_o' exp(logit(o'))
 //
-// The parameters are one vector: E (row-major), then b1, then w2.
+// The parameters are one vector: E (row-major), then b1, then w2, then, in the
+// tokens architecture, the match module (tokens.go), whose Delta is added to the
+// logit of Yes.
 
 // netView reads a parameter vector as the network.
 type netView struct {
 	H      int
 	E      []float64
 	b1, w2 []float64
+	// match is the match module, nil in the features architecture.
+	match *matchNet
 }
 
 func newNetView(params []float64, rows, H int) netView {
@@ -46,6 +50,16 @@ func newNetView(params []float64, rows, H int) netView {
 
 // paramCount is the number of parameters of a network with rows and H.
 func paramCount(rows, H int) int { return rows*H + 2*H }
+
+// paramCount is the number of parameters of the policy with options o: the MLP's,
+// then, in the tokens architecture, the match module's.
+func (o Options) paramCount() int {
+	n := paramCount(o.rows(), o.Hidden)
+	if o.tokens() {
+		n += matchParamCount(1<<o.EmbedBits, o.EmbedDim)
+	}
+	return n
+}
 
 // addRow adds sign * E[row] to z.
 func (n netView) addRow(z []float64, f feat) {
@@ -74,6 +88,9 @@ type sums struct {
 	v    *view
 	zs   [][]float64
 	once []sync.Once
+	// match is the match module's forward pass, set with the sums of the
+	// view's Yes/No set when the network has the module.
+	match *matchForward
 }
 
 func newSums(n netView, v *view) *sums {
@@ -93,6 +110,9 @@ func (s *sums) of(set optionSet) []float64 {
 			}
 		}
 		s.zs[set.id] = zs
+		if s.n.match != nil && set.id == s.v.yesno.id {
+			s.match = newMatchForward(s.n.match, s.v.matchInput())
+		}
 	})
 	return s.zs[set.id]
 }
@@ -130,7 +150,17 @@ func (s *scorer) eval(set optionSet, dyn [][]feat) {
 		}
 		s.logits[o] = l
 	}
+	if s.isMatched(set) {
+		s.logits[0] += s.sums.match.delta // Yes
+	}
 	s.lse = logSumExp(s.logits)
+}
+
+// isMatched reports whether the match module adds to the logits of set.
+func (s *scorer) isMatched(set optionSet) bool {
+	// The set first: the module is set with the Yes/No sums, which eval has
+	// computed (synchronised by their sync.Once) before it asks.
+	return set.id == s.sums.v.yesno.id && s.sums.match != nil
 }
 
 // logp returns the log-probability of option o of the last decision.
@@ -168,6 +198,10 @@ type grads struct {
 	blocks [][]float64 // the rows' gradients, blockRows rows per block
 	b1, w2 []float64
 	dz     []float64
+	// dDelta is the derivative of the loss by the match module's Delta, and
+	// match the module's gradient, set from it after the answer.
+	dDelta float64
+	match  *matchGrads
 }
 
 func newGrads(sets, H int) *grads {
@@ -182,12 +216,14 @@ func newGrads(sets, H int) *grads {
 //	dL/dw2     += dL/dlogit_o * h_o
 //	dL/dz_o     = dL/dlogit_o * w2 * (1 - h_o^2)
 //	dL/db1     += dL/dz_o,  dL/dE[f] += sign_f * dL/dz_o for each feature f of o
+//	dL/dDelta  += dL/dlogit_Yes when the match module adds Delta to Yes
 func (g *grads) decision(s *scorer, set optionSet, dyn [][]feat, chosen int, w float64) {
 	H := g.H
 	w2 := s.sums.n.w2
 	if g.dzs[set.id] == nil {
 		g.dzs[set.id] = make([]float64, set.n*H)
 	}
+	matched := s.isMatched(set)
 	for o := range set.n {
 		p := math.Exp(s.logits[o] - s.lse)
 		gl := p
@@ -195,6 +231,9 @@ func (g *grads) decision(s *scorer, set optionSet, dyn [][]feat, chosen int, w f
 			gl--
 		}
 		gl *= w
+		if matched && o == 0 {
+			g.dDelta += gl
+		}
 		if gl == 0 {
 			continue
 		}
@@ -286,5 +325,8 @@ func (g *grads) addTo(dst []float64, rows int) {
 	for k := range H {
 		dst[n+k] += g.b1[k]
 		dst[n+H+k] += g.w2[k]
+	}
+	if g.match != nil {
+		g.match.addTo(dst, paramCount(rows, H))
 	}
 }

@@ -50,8 +50,11 @@ func New(threads int) *Policy {
 
 // Configure initialises the policy from seed: table entries and w2 drawn from
 // normal distributions (standard deviations init_scale and 1/sqrt(H)) by a PCG
-// stream seeded with seed, b1 = 0; the reference equal to the weights; zero
-// moments, step count and gradient.
+// stream seeded with seed, b1 = 0; in the tokens architecture then the word
+// embeddings U, each row a standard normal vector scaled to length embedScale
+// (read as length 1, see tokens.go), and the
+// rest of the match module 0; the reference equal to the weights; zero moments,
+// step count and gradient.
 func (p *Policy) Configure(seed uint64, options map[string]string) error {
 	o, threads, err := parseOptions(options)
 	if err != nil {
@@ -63,38 +66,75 @@ func (p *Policy) Configure(seed uint64, options map[string]string) error {
 	}
 	p.reset(o)
 	rng := rand.New(rand.NewPCG(seed, 0x6573706f2d637075)) // "espo-cpu"
-	net := newNetView(p.params, p.rows, o.Hidden)
+	net := p.net(p.params)
 	for i := range net.E {
 		net.E[i] = rng.NormFloat64() * o.InitScale
 	}
 	for i := range net.w2 {
 		net.w2[i] = rng.NormFloat64() / sqrt(float64(o.Hidden))
 	}
+	if net.match != nil {
+		initEmbeddings(net.match, rng)
+	}
 	copy(p.ref, p.params)
 	return nil
+}
+
+// initEmbeddings draws every row of U as a standard normal vector scaled to
+// length embedScale, so that, read divided by embedScale^2, U_w . U_w = 1 and
+// two different words have a dot product of about N(0, 1/D).
+func initEmbeddings(m *matchNet, rng *rand.Rand) {
+	for r := 0; r*m.D < len(m.U); r++ {
+		u := m.row(int32(r))
+		for k := range u {
+			u[k] = rng.NormFloat64()
+		}
+		addScaled(u, u, embedScale/l2(u)-1)
+	}
 }
 
 // reset allocates a zero state for options o.
 func (p *Policy) reset(o Options) {
 	p.opt, p.rows, p.steps = o, o.rows(), 0
-	n := paramCount(p.rows, o.Hidden)
+	n := o.paramCount()
 	p.params, p.ref = make([]float64, n), make([]float64, n)
 	p.m, p.v, p.grad = make([]float64, n), make([]float64, n), make([]float64, n)
 }
 
-// Describe names the model and its size.
+// Describe names the model, its architecture and its size.
 func (p *Policy) Describe() worker.Description {
+	model := fmt.Sprintf("espo-cpu-mlp arch=features (attributes and evidence features; hashed features 2^%d x %d tanh units, 1 hidden layer)",
+		p.opt.HashBits, p.opt.Hidden)
+	if p.opt.tokens() {
+		model = fmt.Sprintf("espo-cpu-mlp arch=tokens (screen words only; hashed features 2^%d x %d tanh units, 1 hidden layer; "+
+			"Yes/No match module over 2^%d x %d tied word embeddings)", p.opt.HashBits, p.opt.Hidden, p.opt.EmbedBits, p.opt.EmbedDim)
+	}
 	return worker.Description{
-		Model:      fmt.Sprintf("espo-cpu-mlp (hashed features 2^%d x %d tanh units, 1 hidden layer)", p.opt.HashBits, p.opt.Hidden),
+		Model:      model,
 		Device:     fmt.Sprintf("cpu (%d threads)", p.threads),
-		Parameters: int64(paramCount(p.opt.rows(), p.opt.Hidden)),
+		Parameters: int64(p.opt.paramCount()),
 		Steps:      p.steps,
 	}
 }
 
 func (p *Policy) mask() uint64 { return uint64(p.rows - 1) }
 
-func (p *Policy) net(params []float64) netView { return newNetView(params, p.rows, p.opt.Hidden) }
+// net reads params as the network of the policy's architecture.
+func (p *Policy) net(params []float64) netView {
+	n := newNetView(params, p.rows, p.opt.Hidden)
+	if p.opt.tokens() {
+		n.match = newMatchNet(params, paramCount(p.rows, p.opt.Hidden), 1<<p.opt.EmbedBits, p.opt.EmbedDim)
+	}
+	return n
+}
+
+// newView analyses a prompt for the policy's architecture.
+func (p *Policy) newView(pr *workerpb.Prompt) *view {
+	if p.opt.tokens() {
+		return newScreenView(pr, p.mask(), uint64(1<<p.opt.EmbedBits-1))
+	}
+	return newView(pr, p.mask())
+}
 
 // promptSeed keys the sampling stream of a prompt by the call's seed, the
 // episode id and the step index, so a prompt's candidates do not depend on the
@@ -111,7 +151,7 @@ func (p *Policy) Generate(prompts []*workerpb.Prompt, o worker.SampleOptions) ([
 	out := make([]*workerpb.Candidates, len(prompts))
 	net := p.net(p.params)
 	err := parallel(len(prompts), p.threads, func(i int) error {
-		v := newView(prompts[i], p.mask())
+		v := p.newView(prompts[i])
 		s := &scorer{sums: newSums(net, v)}
 		pk := &sampler{rng: rand.New(rand.NewPCG(o.Seed, promptSeed(prompts[i]))), temperature: o.Temperature, greedy: o.Greedy}
 		c := &workerpb.Candidates{Samples: make([]*workerpb.Sample, o.Samples)}
@@ -157,7 +197,7 @@ func (p *Policy) prepare(n int, prompt func(i int) *workerpb.Prompt) ([]*prepare
 	preps := make([]*prepared, len(distinct))
 	cur, rf := p.net(p.params), p.net(p.ref)
 	_ = parallel(len(distinct), p.threads, func(k int) error {
-		v := newView(distinct[k], p.mask())
+		v := p.newView(distinct[k])
 		preps[k] = &prepared{v: v, cur: newSums(cur, v), rf: newSums(rf, v)}
 		return nil
 	})
@@ -266,6 +306,10 @@ func (p *Policy) Backward(items []*workerpb.Weighted) (float64, int64, error) {
 			return fmt.Errorf("item %d: %w", i, err)
 		}
 		g.finish(pp.v)
+		if g.dDelta != 0 {
+			g.match = newMatchGrads(p.opt.EmbedDim)
+			pp.cur.match.backward(pp.cur.n.match, g.match, g.dDelta)
+		}
 		for t, lp := range logps {
 			objectives[i] += weight(t) * lp
 		}

@@ -240,10 +240,19 @@ func TestInvalidAnswers(t *testing.T) {
 // TestDeterministic checks that the same seeds give the same weights, answers
 // and gradients, whatever the number of threads.
 func TestDeterministic(t *testing.T) {
+	checkDeterministic(t, map[string]string{"hash_bits": "12"})
+}
+
+// checkDeterministic runs TestDeterministic's checks with options.
+func checkDeterministic(t *testing.T, options map[string]string) {
 	ep := &episodes(t, 2, 4)[1]
 	ps := prompts(ep)
 	run := func(threads string) ([]*workerpb.Candidates, []float32) {
-		p := configured(t, 11, map[string]string{"threads": threads, "hash_bits": "12"})
+		o := map[string]string{"threads": threads}
+		for k, v := range options {
+			o[k] = v
+		}
+		p := configured(t, 11, o)
 		cands, err := p.Generate(ps, sampleOptions(3, 21))
 		if err != nil {
 			t.Fatal(err)
@@ -333,15 +342,7 @@ func TestSaveLoad(t *testing.T) {
 	if q.Describe().Parameters != p.Describe().Parameters || q.Describe().Steps != 2 {
 		t.Fatalf("loaded %+v, saved %+v", q.Describe(), p.Describe())
 	}
-	pa, _ := p.Generate(ps, sampleOptions(3, 5))
-	qa, _ := q.Generate(ps, sampleOptions(3, 5))
-	for i := range pa {
-		for g := range pa[i].Samples {
-			if !proto2Equal(pa[i].Samples[g], qa[i].Samples[g]) {
-				t.Fatalf("prompt %d: loaded policy answers differently", i)
-			}
-		}
-	}
+	pa, qa := sameGenerate(t, p, q, ps)
 	pl, _ := p.LogProbs(scoredSamples(ps, pa), worker.ScoreOptions{Reference: true})
 	ql, _ := q.LogProbs(scoredSamples(ps, qa), worker.ScoreOptions{Reference: true})
 	for i := range pl {
@@ -365,6 +366,22 @@ func TestSaveLoad(t *testing.T) {
 
 // TestAdamW checks one and two steps against the formulas computed by hand, with
 // clipping, weight decay and an external gradient.
+// sameGenerate samples G = 3 answers per prompt from p and q with the same seed,
+// fails unless they are equal, and returns both.
+func sameGenerate(t *testing.T, p, q *Policy, ps []*workerpb.Prompt) (pa, qa []*workerpb.Candidates) {
+	t.Helper()
+	pa, _ = p.Generate(ps, sampleOptions(3, 5))
+	qa, _ = q.Generate(ps, sampleOptions(3, 5))
+	for i := range pa {
+		for g := range pa[i].Samples {
+			if !proto2Equal(pa[i].Samples[g], qa[i].Samples[g]) {
+				t.Fatalf("prompt %d: the loaded policy answers differently", i)
+			}
+		}
+	}
+	return pa, qa
+}
+
 func TestAdamW(t *testing.T) {
 	p := configured(t, 1, map[string]string{"hash_bits": "4", "hidden": "1"})
 	theta0 := slices.Clone(p.params)

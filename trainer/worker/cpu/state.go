@@ -65,7 +65,11 @@ func (p *Policy) Load(r io.Reader) error {
 	if err := s.Options.validate(); err != nil {
 		return fmt.Errorf("cpu policy state: %w", err)
 	}
-	n := paramCount(s.Options.rows(), s.Options.Hidden)
+	if p.params != nil && s.Options.arch() != p.opt.arch() {
+		return fmt.Errorf("cpu policy state: the checkpoint is of architecture %q and the policy is configured with arch=%q; "+
+			"configure arch=%s to load it, or load a checkpoint trained with arch=%s", s.Options.arch(), p.opt.arch(), s.Options.arch(), p.opt.arch())
+	}
+	n := s.Options.paramCount()
 	for _, x := range [][]float64{s.Params, s.Ref, s.Moment1, s.Moment2} {
 		if len(x) != n {
 			return errors.New("cpu policy state: vector lengths do not match the options")

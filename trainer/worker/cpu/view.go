@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
@@ -59,8 +60,12 @@ type vocabWord struct {
 	text  string
 	h     uint64
 	kinds uint8
-	// keys are the hashed attribute keys of the evidence the word belongs to.
+	// keys are the hashed attribute keys of the evidence the word belongs to
+	// (features architecture only).
 	keys []uint64
+	// roles are the hashed roles of the elements whose clicked text holds the
+	// word (tokens architecture only).
+	roles []uint64
 }
 
 type view struct {
@@ -84,6 +89,14 @@ type view struct {
 	next map[uint64]uint8
 	ch   uint64
 	ev   evidence
+	// screen is set in the tokens architecture: the view reads only what a screen
+	// shows (no attribute map) and has no feature that compares two strings.
+	screen bool
+	// embedMask is the mask of the match module's tables (tokens only); match
+	// its input, built on first use by matchInput.
+	embedMask uint64
+	matchOnce sync.Once
+	match     *matchInput
 }
 
 // Feature tags: the first part of every feature's hash.
@@ -106,10 +119,32 @@ var (
 	hBOS                            = hs("<s>")
 )
 
-// newView analyses prompt p for a table with mask+1 rows.
+// newView analyses prompt p for a table with mask+1 rows, in the features
+// architecture.
 func newView(p *workerpb.Prompt, mask uint64) *view {
 	v := &view{p: p, mask: mask, ch: hs(p.GetChannel()), ev: readEvidence(p.GetHistory())}
-	ctx := contextFeatures(p, &v.ev)
+	v.build(contextFeatures(p, &v.ev))
+	return v
+}
+
+// newScreenView analyses prompt p in the tokens architecture, for a feature
+// table with mask+1 rows and match tables with embedMask+1 rows.
+func newScreenView(p *workerpb.Prompt, mask, embedMask uint64) *view {
+	v := &view{p: p, mask: mask, ch: hs(p.GetChannel()), ev: evidence{typed: typedTexts(p.GetHistory())},
+		screen: true, embedMask: embedMask}
+	v.build(screenContext(p, len(v.ev.typed)))
+	return v
+}
+
+// matchInput returns the match module's input, built on first use.
+func (v *view) matchInput() *matchInput {
+	v.matchOnce.Do(func() { v.match = newMatchInput(v.p, v.embedMask) })
+	return v.match
+}
+
+// build adds the option sets of every decision, with the context features ctx.
+func (v *view) build(ctx []uint64) {
+	p := v.p
 	v.types = v.choiceOptions(len(actionTypes), func(i int, b *featList) {
 		t := hs(actionTypes[i])
 		b.add(hcat(tType, t))
@@ -129,7 +164,6 @@ func newView(p *workerpb.Prompt, mask uint64) *view {
 	v.buildTextOptions()
 	v.yesno = v.choiceOptions(len(decisions), v.decisionFeatures())
 	v.buildVocab()
-	return v
 }
 
 // featList collects the features of one option.
@@ -165,26 +199,17 @@ func contextFeatures(p *workerpb.Prompt, ev *evidence) []uint64 {
 	if h := p.GetHistory(); len(h) > 0 {
 		last = h[len(h)-1]
 	}
-	scrolls, focused := 0, false
-	for _, a := range p.GetHistory() {
-		if a.GetType() == espo.ActionScroll {
-			scrolls++
-		}
-	}
+	focused := false
 	for _, e := range p.GetElements() {
 		focused = focused || e.GetAttributes()["focused"] == "true"
 	}
+	s := screenContext(p, 0)
 	return []uint64{
-		hcat(hs("stage"), uint64(p.GetStage())),
-		hcat(hs("channel"), hs(p.GetChannel())),
-		hcat(hs("page"), pageSignature(p.GetElements())),
-		hcat(hs("last"), hs(last.GetType())),
-		hcat(hs("lastrole"), hs(last.GetElementRole())),
-		hcat(hs("lasttext"), hs(strings.ToLower(last.GetElementText()))),
+		s[0], s[1], s[2], s[3], s[4], s[5], // stage, channel, page, last, lastrole, lasttext
 		hcat(hs("lastopens"), hs(last.GetElementAttributes()["opens"])),
-		hcat(hs("hlen"), uint64(bucket(len(p.GetHistory())))),
+		s[6], // hlen
 		hcat(hs("focused"), b2u(focused)),
-		hcat(hs("scrolls"), uint64(min(scrolls, 3))),
+		s[7], // scrolls
 		hcat(hs("evidence"), uint64(min(len(ev.keys)+len(ev.typed), 4))),
 	}
 }
@@ -233,22 +258,16 @@ func lastScroll(h []*workerpb.Action) string {
 
 // elementFeatures are the features of element i as a click target: its role,
 // selection state, text, words, vertical position, whether it repeats the last
-// clicked text or a typed one, and each of those conjoined with the context.
+// clicked text or a typed one, and each of those conjoined with the context. The
+// tokens architecture has neither the selection state (an attribute) nor the
+// repetitions (string comparisons).
 func (v *view) elementFeatures(b *featList, i int, ctx []uint64) {
 	e := v.p.GetElements()[i]
 	role := hs(e.GetRole())
 	text := strings.ToLower(e.GetText())
-	local := []uint64{
-		hcat(tRole, role),
-		hcat(tRoleSel, role, hs(e.GetAttributes()["selected"])),
-		hcat(tText, hs(text)),
-		hcat(tOpens, hs(e.GetAttributes()["opens"])),
-	}
-	if h := v.p.GetHistory(); len(h) > 0 && text != "" && strings.EqualFold(h[len(h)-1].GetElementText(), text) {
-		local = append(local, hcat(tEqLast, role))
-	}
-	if slices.ContainsFunc(v.ev.typed, func(t string) bool { return strings.EqualFold(t, text) }) {
-		local = append(local, hcat(tEqTyped, role))
+	local := []uint64{hcat(tRole, role), hcat(tText, hs(text))}
+	if !v.screen {
+		local = v.attributeElementFeatures(e, role, text)
 	}
 	for _, l := range local {
 		b.add(l)
@@ -265,6 +284,22 @@ func (v *view) elementFeatures(b *featList, i int, ctx []uint64) {
 		}
 		b.add(hcat(tEW, role, hs(w)))
 	}
+}
+
+// attributeElementFeatures returns the local features of an element in the
+// features architecture: besides its role and text, those that read attributes
+// or compare texts: the selection state and the page an element opens, whether
+// it repeats the last clicked text or a typed one.
+func (v *view) attributeElementFeatures(e *workerpb.Element, role uint64, text string) []uint64 {
+	local := []uint64{hcat(tRole, role), hcat(tRoleSel, role, hs(e.GetAttributes()["selected"])), hcat(tText, hs(text)),
+		hcat(tOpens, hs(e.GetAttributes()["opens"]))}
+	if h := v.p.GetHistory(); len(h) > 0 && text != "" && strings.EqualFold(h[len(h)-1].GetElementText(), text) {
+		local = append(local, hcat(tEqLast, role))
+	}
+	if slices.ContainsFunc(v.ev.typed, func(t string) bool { return strings.EqualFold(t, text) }) {
+		local = append(local, hcat(tEqTyped, role))
+	}
+	return local
 }
 
 // textSource is one place a text option was found.
@@ -309,8 +344,8 @@ func (v *view) buildTextOptions() {
 			v.textOptions = append(v.textOptions, t)
 			srcs = append(srcs, nil)
 		}
-		if !slices.Contains(srcs[k], f.src) {
-			srcs[k] = append(srcs[k], f.src)
+		if !slices.Contains(srcs[k], f.src) && (!v.screen || !ok) {
+			srcs[k] = append(srcs[k], f.src) // tokens: the first source only
 		}
 	}
 	chips := map[string]bool{}
@@ -330,7 +365,13 @@ func (v *view) buildTextOptions() {
 			b.add(hcat(tTW, hs(w)))
 			allLex = allLex && inLexicon[w]
 		}
-		b.add(hcat(tTCap, b2u(t[0] >= 'A' && t[0] <= 'Z' && !strings.HasPrefix(v.p.GetInstruction(), t))))
+		capital := t[0] >= 'A' && t[0] <= 'Z'
+		if v.screen {
+			b.add(hcat(tTCap, b2u(capital)))
+			b.add(hcat(tTLex, b2u(allLex)))
+			return
+		}
+		b.add(hcat(tTCap, b2u(capital && !strings.HasPrefix(v.p.GetInstruction(), t))))
 		b.add(hcat(tTLex, b2u(allLex)))
 		b.add(hcat(tTChip, b2u(chips[strings.ToLower(t)])))
 	})

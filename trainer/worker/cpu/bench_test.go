@@ -36,8 +36,8 @@ func benchEpisode(b *testing.B) *dataset.Episode {
 // benchPolicy returns a fresh policy, or one after two epochs of SFT on 12
 // episodes (which answers like a trained policy: intent texts on pool steps
 // only).
-func benchPolicy(b *testing.B, sft bool) *Policy {
-	p := configured(b, 1, nil)
+func benchPolicy(b *testing.B, arch string, sft bool) *Policy {
+	p := configured(b, 1, map[string]string{"arch": arch})
 	if sft {
 		for range 2 {
 			sftEpoch(b, p, episodes(b, 12, 5), 3e-3)
@@ -46,9 +46,9 @@ func benchPolicy(b *testing.B, sft bool) *Policy {
 	return p
 }
 
-func benchmarkGenerate(b *testing.B, sft bool) {
+func benchmarkGenerate(b *testing.B, arch string, sft bool) {
 	ps := prompts(benchEpisode(b))
-	p := benchPolicy(b, sft)
+	p := benchPolicy(b, arch, sft)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -58,17 +58,28 @@ func benchmarkGenerate(b *testing.B, sft bool) {
 	}
 }
 
+// archs are the architectures every benchmark runs in.
+var archs = []string{ArchFeatures, ArchTokens}
+
 // BenchmarkGenerate samples G = 5 answers for every step of one 17-step episode.
 func BenchmarkGenerate(b *testing.B) {
-	b.Run("fresh", func(b *testing.B) { benchmarkGenerate(b, false) })
-	b.Run("sft", func(b *testing.B) { benchmarkGenerate(b, true) })
+	for _, arch := range archs {
+		b.Run(arch+"/fresh", func(b *testing.B) { benchmarkGenerate(b, arch, false) })
+		b.Run(arch+"/sft", func(b *testing.B) { benchmarkGenerate(b, arch, true) })
+	}
 }
 
 // BenchmarkBackwardStep accumulates the gradient of G = 5 sampled answers per
 // step of one 17-step episode, with token weights, then takes an AdamW step:
 // the worker's share of one ESPO training step besides Generate and LogProbs.
 func BenchmarkBackwardStep(b *testing.B) {
-	ps, p, cands := benchSamples(b)
+	for _, arch := range archs {
+		b.Run(arch, func(b *testing.B) { benchmarkBackwardStep(b, arch) })
+	}
+}
+
+func benchmarkBackwardStep(b *testing.B, arch string) {
+	ps, p, cands := benchSamples(b, arch)
 	var items []*workerpb.Weighted
 	for i, c := range cands {
 		for _, s := range c.Samples {
@@ -94,7 +105,13 @@ func BenchmarkBackwardStep(b *testing.B) {
 // BenchmarkLogProbs scores G = 5 answers per step of one episode under the
 // current and the reference weights.
 func BenchmarkLogProbs(b *testing.B) {
-	ps, p, cands := benchSamples(b)
+	for _, arch := range archs {
+		b.Run(arch, func(b *testing.B) { benchmarkLogProbs(b, arch) })
+	}
+}
+
+func benchmarkLogProbs(b *testing.B, arch string) {
+	ps, p, cands := benchSamples(b, arch)
 	scored := scoredSamples(ps, cands)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -107,9 +124,9 @@ func BenchmarkLogProbs(b *testing.B) {
 
 // benchSamples returns the benchmark episode's prompts, the SFT policy and G = 5
 // samples of it per prompt.
-func benchSamples(b *testing.B) ([]*workerpb.Prompt, *Policy, []*workerpb.Candidates) {
+func benchSamples(b *testing.B, arch string) ([]*workerpb.Prompt, *Policy, []*workerpb.Candidates) {
 	ps := prompts(benchEpisode(b))
-	p := benchPolicy(b, true)
+	p := benchPolicy(b, arch, true)
 	cands, err := p.Generate(ps, sampleOptions(5, 1))
 	if err != nil {
 		b.Fatal(err)

@@ -20,6 +20,29 @@ limitations under the License.
 // espo.FormatAnswer. It implements worker.Policy; serve it with
 // worker.NewServer, worker.LocalClient or worker.NewGRPCServer.
 //
+// # Architectures
+//
+// The option arch selects what the policy reads:
+//
+//	features  (default) the prompt's structured attributes too: the selection
+//	          state and group of filter chips, the page an opener opens, the
+//	          candidate item's attribute map. Hand-built evidence features rebuild
+//	          the user's choices from the clicked elements' attributes and compare
+//	          them with the candidate's; a policy trained on five channels scores
+//	          100% on the Yes/No decisions of the sixth, so it learns nothing there.
+//	          It stays as a labelled upper bound.
+//	tokens    only what a screen shows: the words of the instruction, of the
+//	          history's actions (type, input text, the touched element's role and
+//	          text, the point clicked) and of the current screen (role, text,
+//	          box), and the candidate's title. It never reads an attribute map and
+//	          has no feature that compares two strings; its Yes/No decision comes
+//	          from a learned match module (see below). Removing or scrambling every
+//	          attribute map of a prompt leaves its answers and log-probs unchanged.
+//
+// Both share the decisions, the token ids and the MLP below; Describe and the
+// saved state name the architecture, and a policy refuses the state of the
+// other one.
+//
 // # Decisions
 //
 // The first token chooses the action type among click, type, scroll, exit,
@@ -45,7 +68,8 @@ limitations under the License.
 //
 // # Network
 //
-// Every option of every decision is scored by one MLP over hashed features:
+// Every option of every decision is scored by one MLP over hashed features
+// (in the tokens architecture, plus the match module's Delta on Yes):
 //
 //	x     = sparse +-1 vector of the option's feature hashes (2^hash_bits rows)
 //	h     = tanh(b1 + E^T x)                      H = hidden units (32)
@@ -63,10 +87,36 @@ limitations under the License.
 // a page) compared with the item's value (equal, larger, smaller, other), and
 // each typed text matched against the item's values, with the count of misses.
 //
+// The tokens architecture drops every feature that reads an attribute or tests
+// two strings for equality: the selection state, the page an element opens, a
+// focused field, "repeats the last click", "equals a typed text", "a chip shows
+// this text", the evidence and its keys. A text option keeps the first place it
+// was found; an intent word keeps its sources (lexicon, instruction, typed,
+// clicked, screen) and the roles of the elements whose clicked text held it.
+// Its Yes and No options have only a bias and a bias per channel; the match
+// module adds to the logit of Yes
+//
+//	Delta = beta + sum_i g_i (p_i m_i + q_i)
+//
+// over the occurrences i of the words of the instruction and the history. Each
+// occurrence has hashed context features c_i (the action's type and role, how
+// many actions came after it, the next and the previous action's type, role and
+// first word, the word, its place in the text, the cell of the screen clicked):
+// a relevance gate g_i = sigmoid(sum A[c_i] + alpha rho_i), a weight p_i =
+// sum B[c_i] for being found on the page and q_i = sum C[c_i] for being there
+// at all. m_i says whether the word is on the current screen or in the
+// candidate's title, rho_i how often it recurs in the other history actions (a
+// chip clicked twice is cleared), both through soft counts
+// sum sigma(20 (U_w . U_v - 0.5)) over tied word embeddings U (rows of unit
+// length at the start, so a word matches itself, seen in training or not, and
+// two different words about 0). A, B, C, alpha and beta start at 0: which words
+// matter, and that a preference must be found on the page, is learnt. tokens.go
+// gives the formulas and the backward pass.
+//
 // # Training
 //
 // Backward computes exact gradients by hand-written back-propagation (checked
-// against finite differences): per answer in parallel, each into its own sparse
+// against finite differences, the match module's included): per answer in parallel, each into its own sparse
 // buffer, added to the accumulator in item order, so the result does not depend
 // on the threads. Step is AdamW with bias correction, decoupled weight decay and
 // global-norm clipping (worker.StepOptions). The reference policy is a copy of

@@ -83,6 +83,16 @@ func TestTokensGradientFiniteDifference(t *testing.T) {
 	ep := &episodes(t, 2, 5)[1]
 	items := gradientItems(t, p, ep)
 	checkGradient(t, p, items, len(p.params)-matchParamCount(16, 3))
+	base := m.base
+	for _, b := range []struct {
+		name     string
+		from, to int
+	}{{"U", 0, len(m.U)}, {"A", len(m.U), len(m.U) + 16}, {"B", len(m.U) + 16, len(m.U) + 32},
+		{"C", len(m.U) + 32, len(m.U) + 48}, {"alpha", len(m.U) + 48, len(m.U) + 49}, {"beta", len(m.U) + 49, len(m.U) + 50}} {
+		if l2(p.grad[base+b.from:base+b.to]) == 0 {
+			t.Errorf("no gradient on block %s: the check covers nothing there", b.name)
+		}
+	}
 }
 
 // stripAttributes returns a copy of p without any attribute map.

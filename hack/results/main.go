@@ -55,6 +55,7 @@ type options struct {
 	hidden                       int
 	learningRate                 string
 	ablationMode                 v1alpha1.COUTMode
+	slotScore                    v1alpha1.IntentSlotScore
 	arms                         []string
 	resamples                    int
 	out                          string
@@ -101,6 +102,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.hidden, "hidden", 32, "hidden units of the CPU policy")
 	fs.StringVar(&o.learningRate, "learning-rate", "0.01", "AdamW learning rate of the CPU policy")
 	ablation := fs.String("ablation-mode", string(v1alpha1.COUTRollout), "COUT mode of the ablations (w=0, phi only, psi only, shuffled) and the upper bound")
+	slotScore := fs.String("slot-score", string(v1alpha1.IntentSlotScoreF1), "spec.rewards.intent.slotScore of every arm: all or f1 (dense, so that COUT's Intent_acc is not almost always 0)")
 	armList := fs.String("arms", "", "arms to run (default all): "+strings.Join(armNames(), ", "))
 	fs.IntVar(&o.resamples, "bootstrap", 2000, "bootstrap resamples of the intervals")
 	fs.StringVar(&o.out, "out", "docs", "folder of results.md, results.json and results-curve.png")
@@ -118,6 +120,10 @@ func parseFlags(args []string) (options, error) {
 	o.ablationMode = v1alpha1.COUTMode(*ablation)
 	if o.ablationMode != v1alpha1.COUTEpisode && o.ablationMode != v1alpha1.COUTRollout {
 		return o, fmt.Errorf("-ablation-mode %q: want episode or rollout", *ablation)
+	}
+	o.slotScore = v1alpha1.IntentSlotScore(*slotScore)
+	if o.slotScore != v1alpha1.IntentSlotScoreAll && o.slotScore != v1alpha1.IntentSlotScoreF1 {
+		return o, fmt.Errorf("-slot-score %q: want all or f1", *slotScore)
 	}
 	if o.trainChannels, err = parseChannels("-train-channels", *train); err != nil {
 		return o, err

@@ -127,7 +127,8 @@ func run(ctx context.Context, o options, say progress) (*results, error) {
 
 // spec returns the job spec shared by every arm of a seed: three synthetic sources
 // (training and validation users of the training channels, test users of the test
-// channels) from separate seeds, the token policy and ESPO's defaults.
+// channels) from separate seeds, the token policy, intents rewarded by o.slotScore
+// and ESPO's defaults otherwise.
 func spec(o options, seed int64) v1alpha1.ESPOJobSpec {
 	source := func(name string, split v1alpha1.DatasetSplitName, chans []string, n int, stream int64) v1alpha1.DatasetSource {
 		s := &v1alpha1.SyntheticSource{Episodes: int32(n), Seed: seed*10 + stream, Difficulty: o.difficulty}
@@ -146,6 +147,7 @@ func spec(o options, seed int64) v1alpha1.ESPOJobSpec {
 	s.Algorithm = v1alpha1.AlgorithmSpec{SFTEpochs: &sft, Epochs: int32(o.epochs), GroupSize: int32(o.groupSize),
 		LearningRate: v1alpha1.Decimal(o.learningRate), Seed: seed}
 	s.Model.CPU = &v1alpha1.CPUPolicySpec{HiddenSize: int32(o.hidden), Architecture: v1alpha1.CPUTokens}
+	s.Rewards.Intent.SlotScore = o.slotScore
 	return s
 }
 

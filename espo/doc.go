@@ -55,8 +55,9 @@ limitations under the License.
 //	R_step(j, g) = R_format + (R_gui | Intent_acc | R_dec by the stage of step j)
 //
 // RewardConfig.Match chooses: auto (slots where the GroundTruth carries
-// Preferences, else embedding), slots or embedding. Slot values are found whole,
-// ignoring case, longest first, so "Economy" is not found in "Premium economy". The
+// Preferences, else embedding), slots or embedding. Slot values are found as whole
+// word sequences (words are runs of letters and digits, ignoring case and
+// punctuation), longest first, so "Economy" is not found in "Premium economy". The
 // embedding is pluggable (Embedder); the default HashEmbedder hashes words, word
 // pairs and character 3-grams, so it rewards shared template words: on generated
 // episodes a requirement with its preference values deleted passes tau, the values

@@ -50,23 +50,25 @@ type SlotMatch struct {
 // longest text, so one SlotMatcher must not be used by two goroutines at once.
 type SlotMatcher struct {
 	phrases []slotPhrase
-	// byFirst holds, for each first byte of a lower-cased value, the indices of the
-	// phrases starting with it, longest first.
-	byFirst [256][]int32
-	buf     []byte  // the lower-cased text
-	seen    []int32 // the distinct phrases found in the text
+	// byFirst holds, for each first word of a value, the indices of the phrases
+	// starting with it, longest first.
+	byFirst map[string][]int32
+	buf     []byte     // the lower-cased text
+	words   [][2]int32 // the text's words, as spans of buf
+	seen    []int32    // the distinct phrases found in the text
 }
 
-// slotPhrase is one distinct value (ignoring case) and the slots it belongs to.
+// slotPhrase is one distinct value (by its words) and the slots it belongs to.
 type slotPhrase struct {
-	text  string   // lower-cased
+	words []string // lower-cased
 	value string   // as first spelled in the vocab
 	slots []string // the slots it is a value of, without repeats
 }
 
-// NewSlotMatcher returns a SlotMatcher of vocab's values. Empty values are ignored.
+// NewSlotMatcher returns a SlotMatcher of vocab's values. Values without a letter or
+// digit are ignored.
 func NewSlotMatcher(vocab SlotVocab) *SlotMatcher {
-	m := &SlotMatcher{}
+	m := &SlotMatcher{byFirst: map[string][]int32{}}
 	index := map[string]int{}
 	for _, slot := range sortedKeys(vocab) {
 		for _, v := range vocab[slot] {
@@ -74,32 +76,64 @@ func NewSlotMatcher(vocab SlotVocab) *SlotMatcher {
 		}
 	}
 	for i := range m.phrases {
-		b := m.phrases[i].text[0]
-		m.byFirst[b] = append(m.byFirst[b], int32(i))
+		first := m.phrases[i].words[0]
+		m.byFirst[first] = append(m.byFirst[first], int32(i))
 	}
-	for b := range m.byFirst {
-		slices.SortStableFunc(m.byFirst[b], func(x, y int32) int {
-			return cmp.Compare(len(m.phrases[y].text), len(m.phrases[x].text))
+	for _, ps := range m.byFirst {
+		slices.SortStableFunc(ps, func(x, y int32) int {
+			return cmp.Compare(len(m.phrases[y].words), len(m.phrases[x].words))
 		})
 	}
 	return m
 }
 
-// addValue adds value v of slot to the phrases, merging equal values.
+// addValue adds value v of slot to the phrases, merging values with the same words.
 func (m *SlotMatcher) addValue(index map[string]int, slot, v string) {
-	low := strings.ToLower(strings.TrimSpace(v))
-	if low == "" {
+	words := slotWords(v)
+	if len(words) == 0 {
 		return
 	}
-	i, ok := index[low]
+	key := strings.Join(words, " ")
+	i, ok := index[key]
 	if !ok {
 		i = len(m.phrases)
-		index[low] = i
-		m.phrases = append(m.phrases, slotPhrase{text: low, value: strings.TrimSpace(v)})
+		index[key] = i
+		m.phrases = append(m.phrases, slotPhrase{words: words, value: strings.TrimSpace(v)})
 	}
 	if p := &m.phrases[i]; !slices.Contains(p.slots, slot) {
 		p.slots = append(p.slots, slot)
 	}
+}
+
+// slotWords returns the lower-cased words of s: its runs of letters and digits.
+func slotWords(s string) []string {
+	low := []byte(strings.ToLower(s))
+	var out []string
+	for _, w := range appendWords(nil, low) {
+		out = append(out, string(low[w[0]:w[1]]))
+	}
+	return out
+}
+
+// appendWords appends the spans of the runs of letters and digits of b to dst.
+func appendWords(dst [][2]int32, b []byte) [][2]int32 {
+	start := -1
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		inWord := unicode.IsLetter(r) || unicode.IsDigit(r)
+		switch {
+		case inWord && start < 0:
+			start = i
+		case !inWord && start >= 0:
+			dst = append(dst, [2]int32{int32(start), int32(i)})
+			start = -1
+		}
+		i += size
+	}
+	if start >= 0 {
+		dst = append(dst, [2]int32{int32(start), int32(len(b))})
+	}
+	return dst
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -128,14 +162,14 @@ func MatchSlots(text string, truth map[string]string, vocab SlotVocab) SlotMatch
 // Match judges text against the true preferences truth (slot: value), whose values
 // must be in the matcher's vocabulary (a true value that is not is never found).
 //
-// Finding values: the text and the values are lower-cased; scanning the text from
-// the left, at each position the longest value that starts there as a whole phrase
-// is taken and the scan resumes after it, so matches never overlap ("Premium
-// economy" is found, not "Economy" inside it). A phrase is whole when it is not
-// glued to a letter or digit on either side (the side of a value that begins or
-// ends with punctuation, as "$20-40" or "4.5+" do, needs no gap), and a number is
-// not cut out of a decimal ("$10" is not found in "$10.50"). A value of several
-// slots is a value of each.
+// Finding values: the text and every value are read as words, the runs of letters
+// and digits, lower-cased; spaces and punctuation only separate words, so "$20-40"
+// is the words "20 40", "4.5+" is "4 5" and "Red-eye" is "red eye", which is also
+// how a policy that writes word by word spells them. Scanning the text's words from
+// the left, at each word the value with the most words that follow there is taken
+// and the scan resumes after it, so matches never overlap ("Premium economy" is
+// found, not "Economy" inside it) and never cut a word ("$10-20" is not found in
+// "$10-200", "4.5+" not in "14.5+"). A value of several slots is a value of each.
 //
 // Judging, over the true slots only (a value of a slot the user has no preference
 // for is ignored, since the vocabulary mixes channels whose values share words):
@@ -147,7 +181,7 @@ func MatchSlots(text string, truth map[string]string, vocab SlotVocab) SlotMatch
 //	precision   = Found / (Found + Conflicting),  recall = Found / True
 //	F1          = 2 * precision * recall / (precision + recall),  0 when Found = 0
 //
-// Values compare ignoring case. A truth with no slot gives Right false and F1 0: a
+// Values compare by their words. A truth with no slot gives Right false and F1 0: a
 // text cannot be right about preferences that are not known.
 func (m *SlotMatcher) Match(text string, truth map[string]string) SlotMatch {
 	m.find(text)
@@ -158,7 +192,7 @@ func (m *SlotMatcher) Match(text string, truth map[string]string) SlotMatch {
 			want, ok := truth[slot]
 			switch {
 			case !ok:
-			case strings.EqualFold(strings.TrimSpace(want), p.value):
+			case sameWords(want, p.words):
 				r.Found++
 			default:
 				r.Conflicting++
@@ -174,18 +208,30 @@ func (m *SlotMatcher) Match(text string, truth map[string]string) SlotMatch {
 	return r
 }
 
+// sameWords reports whether value v has exactly the given lower-cased words.
+func sameWords(v string, words []string) bool {
+	i := 0
+	for w := range strings.FieldsFuncSeq(v, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if i == len(words) || !strings.EqualFold(w, words[i]) {
+			return false
+		}
+		i++
+	}
+	return i == len(words)
+}
+
 // find sets m.seen to the distinct phrases named in text, leftmost longest first.
 func (m *SlotMatcher) find(text string) {
 	m.buf = m.buf[:0]
 	for _, r := range text {
 		m.buf = utf8.AppendRune(m.buf, unicode.ToLower(r))
 	}
+	m.words = appendWords(m.words[:0], m.buf)
 	m.seen = m.seen[:0]
-	for i := 0; i < len(m.buf); {
+	for i := 0; i < len(m.words); {
 		p, n := m.longestAt(i)
 		if n == 0 {
-			_, size := utf8.DecodeRune(m.buf[i:])
-			i += size
+			i++
 			continue
 		}
 		if !slices.Contains(m.seen, p) {
@@ -195,46 +241,27 @@ func (m *SlotMatcher) find(text string) {
 	}
 }
 
-// longestAt returns the longest phrase that starts at byte i of m.buf as a whole
-// phrase, and its length; n is 0 when none does.
+// word returns word i of the text.
+func (m *SlotMatcher) word(i int) []byte { return m.buf[m.words[i][0]:m.words[i][1]] }
+
+// longestAt returns the phrase with the most words that starts at word i of the
+// text, and its number of words; n is 0 when none does.
 func (m *SlotMatcher) longestAt(i int) (p int32, n int) {
-	for _, j := range m.byFirst[m.buf[i]] {
-		t := m.phrases[j].text
-		end := i + len(t)
-		if end <= len(m.buf) && string(m.buf[i:end]) == t && m.wholeAt(i, end, t) {
-			return j, len(t)
+	for _, j := range m.byFirst[string(m.word(i))] {
+		ws := m.phrases[j].words
+		if i+len(ws) <= len(m.words) && m.wordsAt(i, ws) {
+			return j, len(ws)
 		}
 	}
 	return 0, 0
 }
 
-// wholeAt reports whether phrase t, found at m.buf[i:end], stands as a whole phrase.
-func (m *SlotMatcher) wholeAt(i, end int, t string) bool {
-	first, _ := utf8.DecodeRuneInString(t)
-	last, _ := utf8.DecodeLastRuneInString(t)
-	before, _ := utf8.DecodeLastRune(m.buf[:i])
-	after, _ := utf8.DecodeRune(m.buf[end:])
-	if i > 0 && isWordRune(first) && (isWordRune(before) || unicode.IsDigit(first) && m.decimalBefore(i)) {
-		return false
-	}
-	if end < len(m.buf) && isWordRune(last) && (isWordRune(after) || unicode.IsDigit(last) && m.decimalAfter(end)) {
-		return false
+// wordsAt reports whether the text's words from word i are ws.
+func (m *SlotMatcher) wordsAt(i int, ws []string) bool {
+	for k, w := range ws {
+		if string(m.word(i+k)) != w {
+			return false
+		}
 	}
 	return true
 }
-
-// decimalBefore reports whether m.buf[:i] ends with a digit and a decimal point or
-// comma ("7." before "5 days").
-func (m *SlotMatcher) decimalBefore(i int) bool {
-	return i >= 2 && isDecimalMark(m.buf[i-1]) && isDigit(m.buf[i-2])
-}
-
-// decimalAfter reports whether m.buf[end:] starts with a decimal point or comma and
-// a digit (".50" after "$10").
-func (m *SlotMatcher) decimalAfter(end int) bool {
-	return end+1 < len(m.buf) && isDecimalMark(m.buf[end]) && isDigit(m.buf[end+1])
-}
-
-func isDecimalMark(b byte) bool { return b == '.' || b == ',' }
-
-func isDigit(b byte) bool { return b >= '0' && b <= '9' }

@@ -283,8 +283,9 @@ type IntentRewards struct {
 	// preferences fails at start. embedding: cosine similarity of the embeddings
 	// (embedder, or the built-in one) against threshold, always. Slot by slot, an
 	// intent is right when it names every preference value of the episode and no
-	// other value of the same slots (values matched whole words, ignoring case,
-	// longest first, so "Economy" is not found inside "Premium economy").
+	// other value of the same slots (values matched as whole word sequences,
+	// ignoring case and punctuation, longest first, so "Economy" is not found
+	// inside "Premium economy" and "$10-20" not inside "$10-200").
 	// +optional
 	// +kubebuilder:default=auto
 	Match IntentMatch `json:"match,omitempty"`

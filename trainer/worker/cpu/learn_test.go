@@ -41,6 +41,7 @@ func evaluate(t testing.TB, p *Policy, eps []dataset.Episode) *stageAccuracy {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rw.SetSlotVocab(dataset.SlotVocab(eps))
 	var acc stageAccuracy
 	for i := range eps {
 		ep := &eps[i]

@@ -24,6 +24,7 @@ import (
 	"testing"
 
 	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
@@ -190,7 +191,9 @@ func TestTokenizeTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ep := range episodes(t, 12, 8) {
+	eps := episodes(t, 12, 8)
+	rw.SetSlotVocab(dataset.SlotVocab(eps))
+	for _, ep := range eps {
 		for j := range ep.Steps {
 			v := newView(worker.PromptFromStep(&ep, j), p.mask())
 			toks, err := v.tokenize(truth(&ep, j), p.opt.MaxIntentWords)

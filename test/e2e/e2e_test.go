@@ -259,6 +259,8 @@ func TestEmbeddingServiceWithAnAPIKeyFromASecret(t *testing.T) {
 	job := builders.MakeESPOJob("e2e-embedder", ns).
 		Embedder(srv.URL+"/v1/embeddings").EmbedderAPIKey("embeddings", "api-key").Obj()
 	job.Spec.Algorithm.Epochs = 1
+	// The generated users carry preferences, which auto would judge slot by slot.
+	job.Spec.Rewards.Intent.Match = v1.IntentMatchEmbedding
 	manifest, err := yaml.Marshal(job)
 	g.Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(t.TempDir(), "job.yaml")

@@ -17,6 +17,7 @@ limitations under the License.
 package cpu
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/espo-dev/espo-operator/espo"
@@ -62,4 +63,19 @@ func truth(ep *dataset.Episode, j int) string {
 // sampleOptions samples G answers at temperature 1 with seed.
 func sampleOptions(G int, seed uint64) worker.SampleOptions {
 	return worker.SampleOptions{Samples: G, Temperature: 1, Seed: seed}
+}
+
+// reloaded saves p and loads the state into a new policy; it returns the new
+// policy and the saved state.
+func reloaded(t testing.TB, p *Policy) (*Policy, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := p.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	q := New(1)
+	if err := q.Load(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	return q, buf.Bytes()
 }

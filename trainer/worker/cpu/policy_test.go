@@ -334,14 +334,7 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	train(p)
-	var buf bytes.Buffer
-	if err := p.Save(&buf); err != nil {
-		t.Fatal(err)
-	}
-	q := New(1)
-	if err := q.Load(bytes.NewReader(buf.Bytes())); err != nil {
-		t.Fatal(err)
-	}
+	q, state := reloaded(t, p)
 	if q.Describe().Parameters != p.Describe().Parameters || q.Describe().Steps != 2 {
 		t.Fatalf("loaded %+v, saved %+v", q.Describe(), p.Describe())
 	}
@@ -359,7 +352,7 @@ func TestSaveLoad(t *testing.T) {
 	if !slices.Equal(p.params, q.params) || p.steps != q.steps || p.steps != 3 {
 		t.Fatalf("after one more step the weights differ (steps %d, %d)", p.steps, q.steps)
 	}
-	if err := q.Load(bytes.NewReader(buf.Bytes()[:buf.Len()/2])); err == nil {
+	if err := q.Load(bytes.NewReader(state[:len(state)/2])); err == nil {
 		t.Error("a truncated state loaded")
 	}
 	if !slices.Equal(p.params, q.params) {

@@ -223,20 +223,13 @@ func TestTokensSaveLoad(t *testing.T) {
 	if d := p.Describe().Model; !strings.Contains(d, "arch=tokens") {
 		t.Errorf("Describe: %q does not name the architecture", d)
 	}
-	var buf bytes.Buffer
-	if err := p.Save(&buf); err != nil {
-		t.Fatal(err)
-	}
-	q := New(1)
-	if err := q.Load(bytes.NewReader(buf.Bytes())); err != nil {
-		t.Fatal(err)
-	}
+	q, state := reloaded(t, p)
 	if dq, dp := q.Describe(), p.Describe(); dq.Model != dp.Model || dq.Parameters != dp.Parameters || dq.Steps != dp.Steps {
 		t.Errorf("loaded %+v, saved %+v", q.Describe(), p.Describe())
 	}
 	sameGenerate(t, p, q, ps)
 	f := configured(t, 2, map[string]string{"hash_bits": "10", "hidden": "8"})
-	err := f.Load(bytes.NewReader(buf.Bytes()))
+	err := f.Load(bytes.NewReader(state))
 	if err == nil || !strings.Contains(err.Error(), `architecture "tokens"`) || !strings.Contains(err.Error(), "arch=tokens") {
 		t.Errorf("a features policy loading a tokens state: %v, want an error naming both architectures", err)
 	}

@@ -90,7 +90,7 @@ func DefaultAdvantageConfig() AdvantageConfig {
 }
 
 // Validate reports whether c is usable: a known mode and gates, finite K and W,
-// positive GUIMax and DecisionMax, EmptyGate in [0,1] and Eps >= 0.
+// positive GUIMax and DecisionMax, EmptyGate in [0,1] and Eps > 0.
 func (c AdvantageConfig) Validate() error {
 	if c.Mode != COUTEpisode && c.Mode != COUTRollout {
 		return fmt.Errorf("espo: unknown COUT mode %q, want episode or rollout", c.Mode)
@@ -105,8 +105,8 @@ func (c AdvantageConfig) Validate() error {
 		return errors.New("espo: R_gui_max and R_dec_max per step must be positive and finite")
 	case !(c.EmptyGate >= 0 && c.EmptyGate <= 1):
 		return errors.New("espo: the empty gate must lie in [0,1]")
-	case !(c.Eps >= 0) || !finite(c.Eps):
-		return errors.New("espo: eps must be non-negative and finite")
+	case !(c.Eps > 0) || !finite(c.Eps):
+		return errors.New("espo: eps must be positive and finite")
 	}
 	return nil
 }

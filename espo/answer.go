@@ -21,6 +21,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Action types of the GUI-R1 answer format. The GUI stage uses the first five
@@ -110,7 +111,7 @@ func answerBody(s string) (string, error) {
 	if !ok {
 		return "", ErrNoThink
 	}
-	rest, ok = strings.CutPrefix(strings.TrimLeft(rest, spaces), "<answer>")
+	rest, ok = strings.CutPrefix(strings.TrimLeftFunc(rest, isPythonSpace), "<answer>")
 	if !ok {
 		return "", ErrNoAnswer
 	}
@@ -125,6 +126,11 @@ func answerBody(s string) (string, error) {
 }
 
 const spaces = " \t\n\r\v\f"
+
+// isPythonSpace reports whether r is white space to Python's str.isspace, which a
+// GUI-R1 pattern's \s matches on str: Go's unicode.IsSpace and the separators
+// U+001C..U+001F.
+func isPythonSpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
 
 // parser reads the Python literal inside the answer block.
 type parser struct {
@@ -271,8 +277,12 @@ func (p *parser) str(notString error) (string, error) {
 	return "", ErrUnterminated
 }
 
-// unescape resolves the backslash escapes of a Python string literal that can occur
-// in an answer; an unknown escape keeps its backslash, as Python does.
+// unescape resolves the backslash escapes of a Python string literal as Python
+// decodes them: \\ \' \" \a \b \f \n \r \t \v, a backslash before a line break
+// (which drops both), octal \ooo (one to three digits), \xhh, \uhhhh and
+// \Uhhhhhhhh. An unknown or malformed escape keeps its backslash, as Python does
+// with an unknown one (where it refuses a malformed \x or \u, the answer keeps the
+// text as written).
 func unescape(v string) string {
 	var b strings.Builder
 	b.Grow(len(v))
@@ -282,20 +292,60 @@ func unescape(v string) string {
 			b.WriteByte(c)
 			continue
 		}
-		i++
-		switch v[i] {
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case '\\', '\'', '"':
-			b.WriteByte(v[i])
-		default:
-			b.WriteByte('\\')
-			b.WriteByte(v[i])
+		if n := writeEscape(&b, v[i+1:]); n > 0 {
+			i += n
+			continue
 		}
+		b.WriteByte('\\')
 	}
 	return b.String()
+}
+
+// simpleEscapes maps the letter of a one-character escape to its byte.
+var simpleEscapes = map[byte]byte{'\\': '\\', '\'': '\'', '"': '"', 'a': '\a', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}
+
+// writeEscape writes the character of the escape whose text (after the backslash)
+// starts rest, and returns how many bytes of rest it used; 0 for no valid escape.
+func writeEscape(b *strings.Builder, rest string) int {
+	c := rest[0]
+	if x, ok := simpleEscapes[c]; ok {
+		b.WriteByte(x)
+		return 1
+	}
+	switch c {
+	case '\n':
+		return 1
+	case 'x':
+		return writeCode(b, rest, 2, 16)
+	case 'u':
+		return writeCode(b, rest, 4, 16)
+	case 'U':
+		return writeCode(b, rest, 8, 16)
+	}
+	if c >= '0' && c <= '7' {
+		n := 1
+		for n < 3 && n < len(rest) && rest[n] >= '0' && rest[n] <= '7' {
+			n++
+		}
+		code, _ := strconv.ParseUint(rest[:n], 8, 32)
+		b.WriteRune(rune(code))
+		return n
+	}
+	return 0
+}
+
+// writeCode writes the code point of exactly digits hex digits after rest[0] and
+// returns 1+digits, or 0 when they are missing or the code point is not valid.
+func writeCode(b *strings.Builder, rest string, digits, base int) int {
+	if len(rest) < 1+digits {
+		return 0
+	}
+	code, err := strconv.ParseUint(rest[1:1+digits], base, 32)
+	if err != nil || code > unicode.MaxRune {
+		return 0
+	}
+	b.WriteRune(rune(code))
+	return 1 + digits
 }
 
 // point parses [x, y] or (x, y).

@@ -41,6 +41,12 @@ func TestParseAnswer(t *testing.T) {
 			Action{Type: "pool_found", Point: [2]float64{-100, -100}, Text: `a user's "cheap" hotel\`}},
 		{"other quote inside", `<think>t</think><answer>[{'action': 'type', 'point': [-100, -100], 'input_text': "Macy's"}]</answer>`,
 			Action{Type: "type", Point: [2]float64{-100, -100}, Text: "Macy's"}},
+		{"Python escapes", `<think>t</think><answer>[{'action': 'type', 'point': [-100, -100], 'input_text': 'caf\u00e9 \x41\U0001F600 \101\r\n\t\a\b\f\v \q \xZZ'}]</answer>`,
+			Action{Type: "type", Point: [2]float64{-100, -100}, Text: "café A😀 A\r\n\t\a\b\f\v \\q \\xZZ"}},
+		{"a backslash before a line break drops both", "<think>t</think><answer>[{'action': 'type', 'point': [-100, -100], 'input_text': 'new \\\nyork'}]</answer>",
+			Action{Type: "type", Point: [2]float64{-100, -100}, Text: "new york"}},
+		{"Unicode spaces between the blocks", "<think>t</think>\u00a0\u3000\u2003\x1c<answer>[{'action': 'exit', 'point': [-100, -100], 'input_text': 'no input text'}]</answer>",
+			Action{Type: "exit", Point: [2]float64{-100, -100}, Text: "no input text"}},
 		{"think holds tags", `<think>I could answer <answer>x</answer> but</think><answer>[{'action': 'exit', 'point': [-100, -100], 'input_text': 'no input text'}]</answer>`,
 			Action{Type: "exit", Point: [2]float64{-100, -100}, Text: "no input text"}},
 	} {

@@ -259,7 +259,8 @@ func (r *Rewarder) Score(gt *GroundTruth, answer string) Score {
 //	           type right: a.Type == gt.Action.Type
 //	           value right, by the true action: for click and long_press, the point
 //	           (NormalisePoint with gt.Screen) lies in gt.Box; for an action with a
-//	           text (not "" nor NoText), TokenF1(a.Text, gt.Action.Text) >= TextF1;
+//	           text (not "" nor NoText), TokenF1(a.Text, gt.Action.Text) >= TextF1
+//	           (within f1Tolerance, so an F1 of exactly TextF1 passes despite rounding);
 //	           for an action with neither (exit, complete), the value is right when
 //	           the type is
 //	pool       judged as RewardConfig.IntentJudge says:
@@ -284,7 +285,7 @@ func (r *Rewarder) ScoreAction(gt *GroundTruth, a Action) Score {
 			q, ok := NormalisePoint(a.Point, gt.Screen)
 			valueOK = ok && PointInBox(q, gt.Box)
 		case hasText(gt.Action.Text):
-			valueOK = TokenF1(a.Text, gt.Action.Text) >= r.cfg.TextF1
+			valueOK = TokenF1(a.Text, gt.Action.Text) >= r.cfg.TextF1-f1Tolerance
 		default:
 			valueOK = typeOK
 		}
@@ -362,6 +363,10 @@ func (r *Rewarder) similarity(pred, intent string) float64 {
 	r.emb.Embed(r.pred, pred)
 	return Cosine(r.pred, r.truth)
 }
+
+// f1Tolerance absorbs the rounding of TokenF1: 7 tokens shared of 8 predicted and
+// 20 true is an F1 of exactly 0.5, computed as 0.4999999999999999.
+const f1Tolerance = 1e-9
 
 func isPointing(typ string) bool { return typ == ActionClick || typ == "long_press" }
 

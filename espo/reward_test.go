@@ -123,6 +123,7 @@ func TestConfigs(t *testing.T) {
 		advantages(func(c *AdvantageConfig) { c.Gates = "none" }),
 		advantages(func(c *AdvantageConfig) { c.GUIMax = 0 }),
 		advantages(func(c *AdvantageConfig) { c.EmptyGate = 2 }),
+		advantages(func(c *AdvantageConfig) { c.Eps = 0 }),
 		advantages(func(c *AdvantageConfig) { c.K = math.Inf(1) }),
 		advantages(func(c *AdvantageConfig) { c.Eps = -1 }),
 		loss(func(c *LossConfig) { c.KL = "k4" }),
@@ -161,5 +162,26 @@ func TestConfigs(t *testing.T) {
 	}
 	if _, err := Advantages(nil, EpisodeRewards{G: 1}, DefaultAdvantageConfig()); !errors.Is(err, ErrGroupSize) {
 		t.Errorf("Advantages with G = 1: %v", err)
+	}
+}
+
+// TestTextF1AtTheThreshold: 7 tokens shared of 8 predicted and 20 true is an F1 of
+// exactly 0.5, which floating point computes just below 0.5; it is a right value.
+func TestTextF1AtTheThreshold(t *testing.T) {
+	truth := "a b c d e f g h i j k l m n o p q r s t"
+	pred := "a b c d e f g z"
+	if f := TokenF1(pred, truth); f >= 0.5 || f < 0.5-1e-12 {
+		t.Fatalf("TokenF1 = %.17g, want just below 0.5 (the rounding this test is about)", f)
+	}
+	r, err := NewRewarder(DefaultRewardConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt := &GroundTruth{Stage: StageGUI, Action: Action{Type: ActionType, Point: NoPoint, Text: truth}}
+	if s := r.ScoreAction(gt, Action{Type: ActionType, Point: NoPoint, Text: pred}); !s.ValueOK {
+		t.Errorf("an F1 of exactly the threshold 0.5 was judged wrong: %+v", s)
+	}
+	if s := r.ScoreAction(gt, Action{Type: ActionType, Point: NoPoint, Text: "a b c d e f z y"}); s.ValueOK {
+		t.Errorf("an F1 below the threshold was judged right: %+v", s)
 	}
 }

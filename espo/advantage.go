@@ -72,8 +72,8 @@ type AdvantageConfig struct {
 	Eps float64
 }
 
-// DefaultAdvantageConfig returns the paper's values and the defaults of ESPO.md for
-// its open choices: mode episode, both gates, k = 1, R_gui_max = 0.5 per GUI step,
+// DefaultAdvantageConfig returns the paper's values and this project's defaults for
+// its open choices (docs/algorithm.md): mode episode, both gates, k = 1, R_gui_max = 0.5 per GUI step,
 // R_dec_max = 0.5 per decision step, an empty gate of sigmoid(0) = 0.5, w = 1 and
 // eps = 1e-6.
 func DefaultAdvantageConfig() AdvantageConfig {

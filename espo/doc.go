@@ -19,8 +19,9 @@ limitations under the License.
 // answer parsing, stage rewards, the Chain-of-User-Thought (COUT) reward, advantage
 // fusion, the per-token weights of the clipped, KL-penalised policy objective, and
 // the episodic batch sampler. It is pure computation: no I/O, no global state, no
-// randomness but what the caller seeds. The specification, with the paper's values
-// and the choices it leaves open, is ESPO.md in the design documents.
+// randomness but what the caller seeds. docs/algorithm.md in the repository gives
+// the same formulas with the paper's values and the reasons for the choices it
+// leaves open.
 //
 // # The path of one episode
 //

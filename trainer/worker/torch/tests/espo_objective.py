@@ -4,7 +4,7 @@
 This is the independent side of the cross-language check of the loss weights
 (trainer/worker/torch/torch_test.go): the Go trainer turns log-probs into per-token
 weights w_t = dJ/dlogp_t (espo.LossWeights) and the worker back-propagates
--sum w_t logp_t; here J itself is written from the formulas of ESPO.md, per token t
+-sum w_t logp_t; here J itself is written from the formulas of docs/algorithm.md, per token t
 of candidate s with advantage A_s:
 
     rho    = exp(clamp(logp - logp_old, -20, 20))

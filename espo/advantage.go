@@ -73,16 +73,28 @@ type AdvantageConfig struct {
 }
 
 // DefaultAdvantageConfig returns the paper's values and this project's defaults for
-// its open choices (docs/algorithm.md): mode episode, both gates, k = 1, R_gui_max = 0.5 per GUI step,
-// R_dec_max = 0.5 per decision step, an empty gate of sigmoid(0) = 0.5, w = 1 and
-// eps = 1e-6.
+// its open choices (docs/algorithm.md): mode episode, both gates, k = 1,
+// R_gui_max = 0.5 per GUI step, R_dec_max = 0.5 per decision step, an empty gate of
+// sigmoid(0) = 0.5, w = 1 and eps = 1e-6. It is AdvantageConfigFor(DefaultRewardConfig()).
 func DefaultAdvantageConfig() AdvantageConfig {
+	return AdvantageConfigFor(DefaultRewardConfig())
+}
+
+// AdvantageConfigFor returns the defaults of DefaultAdvantageConfig with the gates'
+// normalisers taken from the stage rewards r gives:
+//
+//	GUIMax = r.GUIBoth, DecisionMax = r.DecisionRight
+//
+// the rewards of a right GUI action and of a right decision, so that the normalised
+// sums of the gates lie in [-1, 1] whenever no reward of a step exceeds the right
+// one in size.
+func AdvantageConfigFor(r RewardConfig) AdvantageConfig {
 	return AdvantageConfig{
 		Mode:        COUTEpisode,
 		Gates:       GatesBoth,
 		K:           1,
-		GUIMax:      0.5,
-		DecisionMax: 0.5,
+		GUIMax:      r.GUIBoth,
+		DecisionMax: r.DecisionRight,
 		EmptyGate:   0.5,
 		W:           1,
 		Eps:         1e-6,

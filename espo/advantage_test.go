@@ -520,3 +520,28 @@ func TestCOUTAdvantagesCredit(t *testing.T) {
 		}()
 	}
 }
+
+// TestAdvantageConfigFor: the gates' normalisers follow the configured rewards of a
+// right step, so a direct user who changes the rewards keeps sums in [-1, 1].
+func TestAdvantageConfigFor(t *testing.T) {
+	r := DefaultRewardConfig()
+	r.GUIBoth, r.GUITypeOnly, r.GUIValueOnly, r.GUINeither = 1, 0.4, -0.4, -1
+	r.DecisionRight, r.DecisionWrong = 2, -2
+	c := AdvantageConfigFor(r)
+	if c.GUIMax != 1 || c.DecisionMax != 2 {
+		t.Errorf("GUIMax %v, DecisionMax %v; want 1 and 2", c.GUIMax, c.DecisionMax)
+	}
+	if c.Validate() != nil {
+		t.Error(c.Validate())
+	}
+	// A perfect episode under those rewards saturates both gates equally.
+	ep := EpisodeRewards{G: 2, Stages: []Stage{StageGUI, StagePool, StageRecommend},
+		Step: make([]float64, 6), Stage: []float64{1, 1, 0.5, 0.5, 2, 2}}
+	got := EpisodeCOUT(ep, c)
+	if want := 1 / (1 + math.Exp(-1)); math.Abs(got.Phi-want) > 1e-15 || math.Abs(got.Psi-want) > 1e-15 {
+		t.Errorf("phi %v, psi %v; want both sigmoid(1) = %v", got.Phi, got.Psi, want)
+	}
+	if DefaultAdvantageConfig() != AdvantageConfigFor(DefaultRewardConfig()) {
+		t.Error("DefaultAdvantageConfig is not AdvantageConfigFor(DefaultRewardConfig())")
+	}
+}

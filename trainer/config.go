@@ -105,13 +105,12 @@ func Resolve(c *Config) (*Resolved, error) {
 			p.parse("spec.datasets.split.test", s.Datasets.Split.Test),
 		},
 	}
-	adv := espo.DefaultAdvantageConfig()
+	adv := espo.AdvantageConfigFor(r.Rewards)
 	adv.K = p.parse("spec.rewards.cout.temperature", s.Rewards.COUT.Temperature)
 	adv.W = p.parse("spec.rewards.cout.weight", s.Rewards.COUT.Weight)
 	adv.Mode = espo.COUTMode(s.Rewards.COUT.Mode)
 	adv.Gates = espo.Gates(s.Rewards.COUT.Gates)
 	adv.EmptyGate = p.parse("spec.rewards.cout.emptyGate", s.Rewards.COUT.EmptyGate)
-	adv.GUIMax, adv.DecisionMax = r.Rewards.GUIBoth, r.Rewards.DecisionRight
 	r.Advantage = adv
 	if p.err != nil {
 		return nil, p.err

@@ -120,7 +120,7 @@ func appendWords(dst [][2]int32, b []byte) [][2]int32 {
 	start := -1
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		inWord := unicode.IsLetter(r) || unicode.IsDigit(r)
+		inWord := isWordRune(r)
 		switch {
 		case inWord && start < 0:
 			start = i
@@ -208,10 +208,12 @@ func (m *SlotMatcher) Match(text string, truth map[string]string) SlotMatch {
 	return r
 }
 
+func isNotWordRune(r rune) bool { return !isWordRune(r) }
+
 // sameWords reports whether value v has exactly the given lower-cased words.
 func sameWords(v string, words []string) bool {
 	i := 0
-	for w := range strings.FieldsFuncSeq(v, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+	for w := range strings.FieldsFuncSeq(v, isNotWordRune) {
 		if i == len(words) || !strings.EqualFold(w, words[i]) {
 			return false
 		}

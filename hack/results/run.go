@@ -166,7 +166,7 @@ func testEpisodes(o options, seed int64) ([]dataset.Episode, error) {
 // rule arm only decides the recommendation steps.
 func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.Episode) ([][]tally, []curvePoint, error) {
 	if !a.trained() {
-		return ruleScores(test), nil, nil
+		return decisionScores(test, evidenceRule), nil, nil
 	}
 	c := &trainer.Config{Spec: spec(o, seed)}
 	opts := trainer.Options{Workers: []workerpb.WorkerClient{worker.LocalClient(cpu.New(0))}, Log: logr.Discard()}
@@ -210,10 +210,24 @@ func tallies(m *metrics.Metrics) []tally {
 	return out
 }
 
-// ruleScores decides every recommendation step of the episodes with the feature
-// policy's evidence rule (cpu.EvidenceRule on the structured prompt); the other
-// metrics have no trials.
-func ruleScores(eps []dataset.Episode) [][]tally {
+// decider decides the recommendation (dataset.Yes or dataset.No) of step j of ep.
+type decider func(ep *dataset.Episode, j int) string
+
+// evidenceRule is the feature policy's evidence as a rule (cpu.EvidenceRule on the
+// structured prompt).
+func evidenceRule(ep *dataset.Episode, j int) string {
+	return cpu.EvidenceRule(worker.PromptFromStep(ep, j))
+}
+
+// oracle decides as a rule that knows the user's preferences.
+func oracle(ep *dataset.Episode, j int) string { return dataset.OracleDecision(ep, &ep.Steps[j]) }
+
+// alwaysYes answers Yes to every candidate.
+func alwaysYes(*dataset.Episode, int) string { return dataset.Yes }
+
+// decisionScores decides every recommendation step of the episodes with decide;
+// the other metrics have no trials.
+func decisionScores(eps []dataset.Episode, decide decider) [][]tally {
 	out := make([][]tally, len(eps))
 	for e := range eps {
 		ep := &eps[e]
@@ -224,12 +238,17 @@ func ruleScores(eps []dataset.Episode) [][]tally {
 			}
 			t := &out[e][metricRec]
 			t.den++
-			if cpu.EvidenceRule(worker.PromptFromStep(ep, j)) == ep.Steps[j].Answer.InputText {
+			if decide(ep, j) == ep.Steps[j].Answer.InputText {
 				t.num++
 			}
 		}
 	}
 	return out
+}
+
+// recAcc is the RecAcc of decide over every recommendation step of the episodes.
+func recAcc(eps []dataset.Episode, decide decider) float64 {
+	return scores{decisionScores(eps, decide)}.seedValue(0, metricRec)
 }
 
 func channelsOf(eps []dataset.Episode) []string {

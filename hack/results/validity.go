@@ -21,8 +21,6 @@ import (
 
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
-	"github.com/espo-dev/espo-operator/trainer/worker"
-	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
 )
 
 // The bounds a test bed must meet before any arm is read: a rule with no weights
@@ -74,8 +72,10 @@ func checkValidity(o options, seed int64) (validity, error) {
 	if err != nil {
 		return validity{}, err
 	}
-	v := validity{Seed: seed, Episodes: len(eps)}
-	var yes, recs, rule, oracle, pools, slots, embedded int
+	yes := recAcc(eps, alwaysYes)
+	v := validity{Seed: seed, Episodes: len(eps), Majority: max(yes, 1-yes),
+		Rule: recAcc(eps, evidenceRule), Oracle: recAcc(eps, oracle)}
+	var pools, slots, embedded int
 	vocab := dataset.SlotVocab(eps)
 	emb := espo.NewHashEmbedder(espo.DefaultEmbeddingDim)
 	tau := espo.DefaultRewardConfig().Tau
@@ -83,33 +83,19 @@ func checkValidity(o options, seed int64) (validity, error) {
 		ep := &eps[e]
 		for j := range ep.Steps {
 			s := &ep.Steps[j]
-			switch s.Stage {
-			case dataset.StageRecommend:
-				recs++
-				label := s.Answer.InputText
-				if label == dataset.Yes {
-					yes++
-				}
-				if cpu.EvidenceRule(worker.PromptFromStep(ep, j)) == label {
-					rule++
-				}
-				if dataset.OracleDecision(ep, s) == label {
-					oracle++
-				}
-			case dataset.StagePool:
-				pools++
-				template := dataset.TemplateOnly(s.Answer.InputText, ep.Preferences)
-				if espo.MatchSlots(template, ep.Preferences, vocab).Right {
-					slots++
-				}
-				if similarity(emb, template, s.Answer.InputText) >= tau {
-					embedded++
-				}
+			if s.Stage != dataset.StagePool {
+				continue
+			}
+			pools++
+			template := dataset.TemplateOnly(s.Answer.InputText, ep.Preferences)
+			if espo.MatchSlots(template, ep.Preferences, vocab).Right {
+				slots++
+			}
+			if similarity(emb, template, s.Answer.InputText) >= tau {
+				embedded++
 			}
 		}
 	}
-	v.Majority = max(frac(yes, recs), 1-frac(yes, recs))
-	v.Rule, v.Oracle = frac(rule, recs), frac(oracle, recs)
 	v.TemplateSlots, v.TemplateEmbedding = frac(slots, pools), frac(embedded, pools)
 	return v, nil
 }

@@ -55,15 +55,6 @@ func majorityRate(eps []dataset.Episode) float64 {
 	return float64(max(yes, n-yes)) / float64(max(n, 1))
 }
 
-func generate(t testing.TB, o dataset.GenerateOptions) []dataset.Episode {
-	t.Helper()
-	eps, err := dataset.Generate(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return eps
-}
-
 // TestTokensGradientFiniteDifference checks every parameter of a small tokens
 // network, the match module's U, A, B, C, alpha and beta included, against
 // central differences of the objective, as TestGradientFiniteDifference does.

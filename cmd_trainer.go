@@ -36,7 +36,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/hack/localnode/hosts"
 	"github.com/espo-dev/espo-operator/trainer"
@@ -151,8 +151,8 @@ func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, lo
 }
 
 // succeeded reports whether a training outcome is a success.
-func succeeded(o v1alpha1.TrainingOutcome) bool {
-	return o == v1alpha1.OutcomeCompleted || o == v1alpha1.OutcomeTargetReached
+func succeeded(o trainingv1alpha1.TrainingOutcome) bool {
+	return o == trainingv1alpha1.OutcomeCompleted || o == trainingv1alpha1.OutcomeTargetReached
 }
 
 // newReporter returns the Kubernetes reporter when asked for (or, with auto, when the
@@ -189,13 +189,13 @@ func newReporter(o trainerOptions, cfg *trainer.Config) (trainer.Reporter, error
 func connectWorkers(cfg *trainer.Config) ([]workerpb.WorkerClient, io.Closer, error) {
 	var workers []workerpb.WorkerClient
 	var closers closeAll
-	if cfg.Spec.Model.Worker == v1alpha1.WorkerCPU {
+	if cfg.Spec.Model.Worker == trainingv1alpha1.WorkerCPU {
 		for range cfg.Spec.Trainer.WorkersPerReplica {
 			workers = append(workers, worker.LocalClient(cpu.New(0)))
 		}
 	}
 	addrs := cfg.Workers
-	if cfg.Spec.Model.Worker == v1alpha1.WorkerExternal && cfg.Spec.Model.Endpoint != "" {
+	if cfg.Spec.Model.Worker == trainingv1alpha1.WorkerExternal && cfg.Spec.Model.Endpoint != "" {
 		addrs = append([]string{cfg.Spec.Model.Endpoint}, addrs...)
 	}
 	for _, addr := range addrs {

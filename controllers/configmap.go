@@ -23,19 +23,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // buildRunConfig resolves the job into the trainer's run config: its spec with every
 // default applied, where the datasets, checkpoints and output are mounted, and the
 // addresses of the remote policy workers. spec.runPolicy.suspend is left out (false):
 // it is not the trainer's business, and suspending must not rewrite the config.
-func buildRunConfig(job *v1.ESPOJob) *v1.RunConfig {
+func buildRunConfig(job *trainingv1alpha1.ESPOJob) *trainingv1alpha1.RunConfig {
 	spec := job.Spec.DeepCopy()
 	spec.Default()
 	spec.RunPolicy.Suspend = false
-	rc := &v1.RunConfig{
-		Job:       v1.JobRef{Namespace: job.Namespace, Name: job.Name},
+	rc := &trainingv1alpha1.RunConfig{
+		Job:       trainingv1alpha1.JobRef{Namespace: job.Namespace, Name: job.Name},
 		Spec:      *spec,
 		DataRoot:  DataRoot,
 		Workers:   workerAddresses(job),
@@ -45,7 +45,7 @@ func buildRunConfig(job *v1.ESPOJob) *v1.RunConfig {
 		rc.CheckpointDir = path.Join(CheckpointMountPath, spec.Checkpoint.PersistentVolumeClaim.Path)
 	}
 	if ic := spec.Model.InitialCheckpoint; ic != nil {
-		rc.InitialCheckpoint = path.Join(v1.InitialCheckpointMountPath, ic.Path)
+		rc.InitialCheckpoint = path.Join(trainingv1alpha1.InitialCheckpointMountPath, ic.Path)
 	}
 	return rc
 }
@@ -55,10 +55,10 @@ func buildRunConfig(job *v1.ESPOJob) *v1.RunConfig {
 // <pod hostname>.<service>.<namespace>.svc:<port>, and with cuda also rank 0's own
 // worker container on localhost. A cuda worker container runs one worker process per
 // GPU, spec.trainer.workersPerReplica of them on ports WorkerPort, WorkerPort+1, ...
-func workerAddresses(job *v1.ESPOJob) []string {
+func workerAddresses(job *trainingv1alpha1.ESPOJob) []string {
 	var addrs []string
 	perPod := workerProcesses(job)
-	if job.Spec.Model.Worker == v1.WorkerCUDA {
+	if job.Spec.Model.Worker == trainingv1alpha1.WorkerCUDA {
 		for k := range perPod {
 			addrs = append(addrs, fmt.Sprintf("localhost:%d", WorkerPort+k))
 		}
@@ -73,30 +73,30 @@ func workerAddresses(job *v1.ESPOJob) []string {
 
 // workerProcesses is the number of worker processes (and ports) of a worker
 // container: spec.trainer.workersPerReplica with cuda, one per GPU; else 1.
-func workerProcesses(job *v1.ESPOJob) int32 {
-	if job.Spec.Model.Worker != v1.WorkerCUDA {
+func workerProcesses(job *trainingv1alpha1.ESPOJob) int32 {
+	if job.Spec.Model.Worker != trainingv1alpha1.WorkerCUDA {
 		return 1
 	}
 	return max(job.Spec.Trainer.WorkersPerReplica, 1)
 }
 
 // podFQDN is the DNS name of a rank's pod through the job's headless Service.
-func podFQDN(job *v1.ESPOJob, rank int32) string {
+func podFQDN(job *trainingv1alpha1.ESPOJob, rank int32) string {
 	return fmt.Sprintf("%s.%s.%s.svc", podName(job, rank), serviceName(job), job.Namespace)
 }
 
 // replicas is the number of trainer pods (at least 1, whether or not defaulted).
-func replicas(job *v1.ESPOJob) int32 { return max(job.Spec.Trainer.Replicas, 1) }
+func replicas(job *trainingv1alpha1.ESPOJob) int32 { return max(job.Spec.Trainer.Replicas, 1) }
 
 // buildConfigMap builds the ConfigMap that holds the job's run config, as YAML under
-// v1.RunConfigKey. It fails only if the config cannot be marshalled.
-func buildConfigMap(job *v1.ESPOJob) (*corev1.ConfigMap, error) {
+// trainingv1alpha1.RunConfigKey. It fails only if the config cannot be marshalled.
+func buildConfigMap(job *trainingv1alpha1.ESPOJob) (*corev1.ConfigMap, error) {
 	raw, err := yaml.Marshal(buildRunConfig(job))
 	if err != nil {
 		return nil, fmt.Errorf("marshalling the run config: %w", err)
 	}
 	return &corev1.ConfigMap{
 		ObjectMeta: childMeta(job, configMapName(job)),
-		Data:       map[string]string{v1.RunConfigKey: string(raw)},
+		Data:       map[string]string{trainingv1alpha1.RunConfigKey: string(raw)},
 	}, nil
 }

@@ -22,48 +22,50 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 func TestBuildRunConfig(t *testing.T) {
 	cases := map[string]struct {
-		job  *v1.ESPOJob
-		want func(*v1.RunConfig)
+		job  *trainingv1alpha1.ESPOJob
+		want func(*trainingv1alpha1.RunConfig)
 	}{
 		"one replica: no remote workers, no checkpoints": {
 			job:  makeJob().Obj(),
-			want: func(*v1.RunConfig) {},
+			want: func(*trainingv1alpha1.RunConfig) {},
 		},
 		"three replicas: ranks 1 and 2 are remote workers": {
 			job: makeJob().Replicas(3).Obj(),
-			want: func(rc *v1.RunConfig) {
+			want: func(rc *trainingv1alpha1.RunConfig) {
 				rc.Workers = []string{"demo-trainer-1.demo.ns.svc:50051", "demo-trainer-2.demo.ns.svc:50051"}
 			},
 		},
 		"cuda: rank 0's own worker container too": {
 			job: makeJob().Replicas(2).CUDA("m").Obj(),
-			want: func(rc *v1.RunConfig) {
+			want: func(rc *trainingv1alpha1.RunConfig) {
 				rc.Workers = []string{"localhost:50051", "demo-trainer-1.demo.ns.svc:50051"}
 			},
 		},
 		"cuda with two GPUs per pod: one worker process per GPU, on consecutive ports": {
 			job: makeJob().Replicas(2).CUDA("m").WorkersPerReplica(2).Obj(),
-			want: func(rc *v1.RunConfig) {
+			want: func(rc *trainingv1alpha1.RunConfig) {
 				rc.Workers = []string{"localhost:50051", "localhost:50052",
 					"demo-trainer-1.demo.ns.svc:50051", "demo-trainer-1.demo.ns.svc:50052"}
 			},
 		},
 		"checkpoints in a folder of the claim": {
 			job:  makeJob().Checkpoint("ckpt", "runs/demo", 20).Obj(),
-			want: func(rc *v1.RunConfig) { rc.CheckpointDir = "/checkpoints/runs/demo" },
+			want: func(rc *trainingv1alpha1.RunConfig) { rc.CheckpointDir = "/checkpoints/runs/demo" },
 		},
 		"an initial checkpoint under its mount": {
-			job:  makeJob().InitialCheckpoint("ckpts", "run-1/step-000000000600").Obj(),
-			want: func(rc *v1.RunConfig) { rc.InitialCheckpoint = "/initial-checkpoint/run-1/step-000000000600" },
+			job: makeJob().InitialCheckpoint("ckpts", "run-1/step-000000000600").Obj(),
+			want: func(rc *trainingv1alpha1.RunConfig) {
+				rc.InitialCheckpoint = "/initial-checkpoint/run-1/step-000000000600"
+			},
 		},
 		"suspend is not part of the run config": {
 			job:  makeJob().Suspend(true).Obj(),
-			want: func(*v1.RunConfig) {},
+			want: func(*trainingv1alpha1.RunConfig) {},
 		},
 	}
 	for name, tc := range cases {
@@ -71,7 +73,7 @@ func TestBuildRunConfig(t *testing.T) {
 			spec := tc.job.Spec.DeepCopy()
 			spec.Default()
 			spec.RunPolicy.Suspend = false
-			want := &v1.RunConfig{Job: v1.JobRef{Namespace: "ns", Name: "demo"}, Spec: *spec,
+			want := &trainingv1alpha1.RunConfig{Job: trainingv1alpha1.JobRef{Namespace: "ns", Name: "demo"}, Spec: *spec,
 				DataRoot: "/data", OutputDir: "/var/run/espo/output"}
 			tc.want(want)
 			if diff := cmp.Diff(want, buildRunConfig(tc.job)); diff != "" {
@@ -91,8 +93,8 @@ func TestBuildConfigMapHoldsTheRunConfigAsYAML(t *testing.T) {
 	if cm.Name != "demo-config" || cm.Namespace != "ns" || cm.Labels[LabelJobName] != "demo" || len(cm.OwnerReferences) != 1 {
 		t.Errorf("metadata: %+v", cm.ObjectMeta)
 	}
-	got := &v1.RunConfig{}
-	if err := yaml.UnmarshalStrict([]byte(cm.Data[v1.RunConfigKey]), got); err != nil {
+	got := &trainingv1alpha1.RunConfig{}
+	if err := yaml.UnmarshalStrict([]byte(cm.Data[trainingv1alpha1.RunConfigKey]), got); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(buildRunConfig(w.Obj()), got); diff != "" {

@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"time"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // The deadline policy: spec.runPolicy.activeDeadlineSeconds bounds the time from the
@@ -31,7 +31,7 @@ import (
 
 // timeToDeadline returns how long the job has left before its deadline, and false
 // when the job has no deadline (none set, not started yet).
-func timeToDeadline(job *v1.ESPOJob, now time.Time) (time.Duration, bool) {
+func timeToDeadline(job *trainingv1alpha1.ESPOJob, now time.Time) (time.Duration, bool) {
 	ads := job.Spec.RunPolicy.ActiveDeadlineSeconds
 	if ads == nil || job.Status.StartTime == nil {
 		return 0, false
@@ -49,7 +49,7 @@ func applyDeadlinePolicy(u *statusUpdate) time.Duration {
 	if left > 0 {
 		return left
 	}
-	finish(u, false, v1.ReasonDeadlineExceeded, fmt.Sprintf(
+	finish(u, false, trainingv1alpha1.ReasonDeadlineExceeded, fmt.Sprintf(
 		"the job was active longer than activeDeadlineSeconds (%ds) since %s",
 		*u.job.Spec.RunPolicy.ActiveDeadlineSeconds, u.status().StartTime.UTC().Format(time.RFC3339)))
 	return 0

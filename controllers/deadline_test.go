@@ -24,13 +24,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 func TestApplyDeadlinePolicy(t *testing.T) {
 	started := now.Add(-30 * time.Second)
 	cases := map[string]struct {
-		job       *v1.ESPOJob
+		job       *trainingv1alpha1.ESPOJob
 		after     time.Duration // the clock moves on by this much
 		wantWake  time.Duration
 		wantConds []metav1.Condition
@@ -40,7 +40,7 @@ func TestApplyDeadlinePolicy(t *testing.T) {
 		"wake at the deadline": {job: makeJob().ActiveDeadlineSeconds(60).StartTime(started).Obj(), wantWake: 30 * time.Second},
 		"at the deadline": {
 			job: makeJob().ActiveDeadlineSeconds(60).StartTime(started).Obj(), after: 30 * time.Second,
-			wantConds: []metav1.Condition{cond(v1.ConditionFailed, true, v1.ReasonDeadlineExceeded,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonDeadlineExceeded,
 				"the job was active longer than activeDeadlineSeconds (60s) since 2026-11-30T11:59:30Z")},
 		},
 	}

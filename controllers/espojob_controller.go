@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // FieldManager is the field manager of the controller's writes.
@@ -96,7 +96,7 @@ func NewESPOJobReconciler(mgr ctrl.Manager, o Options) *ESPOJobReconciler {
 // Reconcile brings one ESPOJob's children in line with its spec and writes its
 // status, once, when it changed; the events of the change follow the write.
 func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	job := &v1.ESPOJob{}
+	job := &trainingv1alpha1.ESPOJob{}
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -134,16 +134,16 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctr
 	// 3. Make sure the companions exist: the ConfigMap with the current run config,
 	//    the headless Service, and the trainer's ServiceAccount, Role and RoleBinding.
 	if err := r.ensureCompanions(ctx, job); err != nil {
-		u.setCondition(v1.ConditionCreated, false, v1.ReasonCreateFailed, err.Error())
+		u.setCondition(trainingv1alpha1.ConditionCreated, false, trainingv1alpha1.ReasonCreateFailed, err.Error())
 		return ctrl.Result{}, err
 	}
 
 	// 4. Suspended: no pods. Resumed: recreate them below from the current spec.
 	if job.IsSuspended() {
-		u.setCondition(v1.ConditionSuspended, true, v1.ReasonSuspended, "the job is suspended: its trainer pods are deleted")
+		u.setCondition(trainingv1alpha1.ConditionSuspended, true, trainingv1alpha1.ReasonSuspended, "the job is suspended: its trainer pods are deleted")
 		return ctrl.Result{}, r.deletePods(ctx, append(pods.ranks(), pods.stale...))
 	}
-	u.clearCondition(v1.ConditionSuspended, v1.ReasonResumed, "the job was resumed")
+	u.clearCondition(trainingv1alpha1.ConditionSuspended, trainingv1alpha1.ReasonResumed, "the job was resumed")
 
 	// 5. Delete the pods of earlier restart attempts.
 	if err := r.deletePods(ctx, pods.stale); err != nil {
@@ -194,7 +194,7 @@ func summarize(u *statusUpdate) {
 // writeStatus writes the recomputed status if it differs from the job's: a merge
 // patch of the controller's fields only, so status.training, the trainer's, is left
 // alone, guarded by the resourceVersion the status was computed from.
-func (r *ESPOJobReconciler) writeStatus(ctx context.Context, old, updated *v1.ESPOJob) error {
+func (r *ESPOJobReconciler) writeStatus(ctx context.Context, old, updated *trainingv1alpha1.ESPOJob) error {
 	if equality.Semantic.DeepEqual(old.Status, updated.Status) {
 		return nil
 	}
@@ -205,7 +205,7 @@ func (r *ESPOJobReconciler) writeStatus(ctx context.Context, old, updated *v1.ES
 
 // emit sends the events of the status change just written and counts it in the
 // operator's metrics.
-func (r *ESPOJobReconciler) emit(old *v1.ESPOJob, u *statusUpdate) {
+func (r *ESPOJobReconciler) emit(old *trainingv1alpha1.ESPOJob, u *statusUpdate) {
 	for _, e := range u.events {
 		r.recorder.Eventf(u.job, nil, e.Type, e.Reason, e.Reason, "%s", e.Message)
 	}
@@ -264,7 +264,7 @@ func (r *ESPOJobReconciler) cleanUpFinished(ctx context.Context, u *statusUpdate
 // they are missing, and brings the ConfigMap's run config up to date. They are
 // created in parallel, but for the RoleBinding: the API server checks it against the
 // Role, which must exist first.
-func (r *ESPOJobReconciler) ensureCompanions(ctx context.Context, job *v1.ESPOJob) error {
+func (r *ESPOJobReconciler) ensureCompanions(ctx context.Context, job *trainingv1alpha1.ESPOJob) error {
 	cm, err := buildConfigMap(job)
 	if err != nil {
 		return err
@@ -289,7 +289,7 @@ func (r *ESPOJobReconciler) ensureCompanions(ctx context.Context, job *v1.ESPOJo
 // ensure creates want if the cache has no object of its kind and name; a ConfigMap
 // whose data differs is updated. An object of that name that the job does not
 // control is an error: the job will not use someone else's object.
-func (r *ESPOJobReconciler) ensure(ctx context.Context, job *v1.ESPOJob, want client.Object) error {
+func (r *ESPOJobReconciler) ensure(ctx context.Context, job *trainingv1alpha1.ESPOJob, want client.Object) error {
 	have := want.DeepCopyObject().(client.Object)
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), have)
 	if apierrors.IsNotFound(err) {
@@ -313,7 +313,7 @@ func (r *ESPOJobReconciler) ensure(ctx context.Context, job *v1.ESPOJob, want cl
 // create creates a child. If its name is taken, the holder is looked up past the
 // cache: the job's own child that the cache has not seen yet is fine, anything else
 // is an error.
-func (r *ESPOJobReconciler) create(ctx context.Context, job *v1.ESPOJob, obj client.Object) error {
+func (r *ESPOJobReconciler) create(ctx context.Context, job *trainingv1alpha1.ESPOJob, obj client.Object) error {
 	err := r.client.Create(ctx, obj, client.FieldOwner(FieldManager))
 	if !apierrors.IsAlreadyExists(err) {
 		if err != nil {
@@ -374,17 +374,17 @@ func (r *ESPOJobReconciler) createPods(ctx context.Context, u *statusUpdate, pod
 		}
 	}
 	if err := errors.Join(append(errs, ctx.Err())...); err != nil { // a cancelled ctx skips pieces
-		u.setCondition(v1.ConditionCreated, false, v1.ReasonCreateFailed, err.Error())
+		u.setCondition(trainingv1alpha1.ConditionCreated, false, trainingv1alpha1.ReasonCreateFailed, err.Error())
 		return err
 	}
 	n := replicas(u.job)
 	if int32(have) < n {
 		return nil // pods being deleted hold some names; their deletion requeues the job
 	}
-	u.setCondition(v1.ConditionCreated, true, v1.ReasonChildrenCreated,
+	u.setCondition(trainingv1alpha1.ConditionCreated, true, trainingv1alpha1.ReasonChildrenCreated,
 		fmt.Sprintf("created the run config, the headless Service and %d trainer pods", n))
-	if c := meta.FindStatusCondition(u.status().Conditions, v1.ConditionRestarting); c != nil {
-		u.clearCondition(v1.ConditionRestarting, v1.ReasonRestarted, fmt.Sprintf("recreated the %d trainer pods for %s", n, c.Message))
+	if c := meta.FindStatusCondition(u.status().Conditions, trainingv1alpha1.ConditionRestarting); c != nil {
+		u.clearCondition(trainingv1alpha1.ConditionRestarting, trainingv1alpha1.ReasonRestarted, fmt.Sprintf("recreated the %d trainer pods for %s", n, c.Message))
 	}
 	return nil
 }
@@ -430,7 +430,7 @@ const ownerUIDKey = ".metadata.controller.uid"
 // indexByOwner is the index function of ownerUIDKey.
 func indexByOwner(obj client.Object) []string {
 	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.APIVersion != v1.GroupVersion.String() || ref.Kind != "ESPOJob" {
+	if ref == nil || ref.APIVersion != trainingv1alpha1.GroupVersion.String() || ref.Kind != "ESPOJob" {
 		return nil
 	}
 	return []string{string(ref.UID)}
@@ -446,7 +446,7 @@ func (r *ESPOJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reader := client.Reader(mgr.GetCache())
 	phaseReader.Store(&reader)
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.ESPOJob{}).
+		For(&trainingv1alpha1.ESPOJob{}).
 		Watches(&corev1.Pod{}, podEventHandler(mgr, r.opts.PodEventBatchPeriod)).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).

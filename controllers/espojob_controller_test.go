@@ -33,19 +33,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/test/builders"
 )
 
 // create creates the job and returns it as stored.
-func create(g Gomega, job *v1.ESPOJob) *v1.ESPOJob {
+func create(g Gomega, job *trainingv1alpha1.ESPOJob) *trainingv1alpha1.ESPOJob {
 	g.Expect(env.Client.Create(context.Background(), job)).To(Succeed())
 	return job
 }
 
 // condition returns the job's condition of a type, or nil.
-func condition(g Gomega, job *v1.ESPOJob, typ string) func() *metav1.Condition {
+func condition(g Gomega, job *trainingv1alpha1.ESPOJob, typ string) func() *metav1.Condition {
 	return func() *metav1.Condition { return meta.FindStatusCondition(getJob(g, job).Status.Conditions, typ) }
 }
 
@@ -57,19 +57,19 @@ func trueWithReason(reason string) OmegaMatcher {
 func TestCreatesEveryChildWithTheRightFields(t *testing.T) {
 	ctx, g, ns := setup(t)
 	job := create(g, builders.MakeESPOJob("children", ns).Replicas(2).
-		PVCDataset("logs", "user-logs", "smartspot/train.jsonl", v1.SplitTrain).
+		PVCDataset("logs", "user-logs", "smartspot/train.jsonl", trainingv1alpha1.SplitTrain).
 		Checkpoint("ckpt", "runs/children", 50).NodeSelector("pool", "cpu").Obj())
 
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(2))
-	owner := metav1.OwnerReference{APIVersion: v1.GroupVersion.String(), Kind: "ESPOJob", Name: job.Name,
+	owner := metav1.OwnerReference{APIVersion: trainingv1alpha1.GroupVersion.String(), Kind: "ESPOJob", Name: job.Name,
 		UID: job.UID, Controller: new(true), BlockOwnerDeletion: new(true)}
 
 	cm := &corev1.ConfigMap{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "children-config"}, cm)).To(Succeed())
 	g.Expect(cm.OwnerReferences).To(ConsistOf(owner))
-	rc := &v1.RunConfig{}
-	g.Expect(yaml.UnmarshalStrict([]byte(cm.Data[v1.RunConfigKey]), rc)).To(Succeed())
-	g.Expect(rc.Job).To(Equal(v1.JobRef{Namespace: ns, Name: "children"}))
+	rc := &trainingv1alpha1.RunConfig{}
+	g.Expect(yaml.UnmarshalStrict([]byte(cm.Data[trainingv1alpha1.RunConfigKey]), rc)).To(Succeed())
+	g.Expect(rc.Job).To(Equal(trainingv1alpha1.JobRef{Namespace: ns, Name: "children"}))
 	g.Expect(rc.Workers).To(Equal([]string{fmt.Sprintf("children-trainer-1.children.%s.svc:50051", ns)}))
 	g.Expect(rc.CheckpointDir).To(Equal("/checkpoints/runs/children"))
 	g.Expect(rc.DataRoot).To(Equal("/data"))
@@ -101,9 +101,9 @@ func TestCreatesEveryChildWithTheRightFields(t *testing.T) {
 	g.Expect(p0.Spec.Volumes).To(ContainElement(HaveField("Name", "checkpoints")))
 	g.Expect(p1.Spec.Volumes).NotTo(ContainElement(HaveField("Name", "checkpoints")))
 
-	g.Eventually(condition(g, job, v1.ConditionCreated), reconcileTimeout, poll).Should(trueWithReason(v1.ReasonChildrenCreated))
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionCreated), reconcileTimeout, poll).Should(trueWithReason(trainingv1alpha1.ReasonChildrenCreated))
 	st := getJob(g, job).Status
-	g.Expect(st.Phase).To(Equal(v1.PhasePending))
+	g.Expect(st.Phase).To(Equal(trainingv1alpha1.PhasePending))
 	g.Expect(st.Active).To(Equal(int32(2)))
 	g.Expect(st.ObservedGeneration).To(Equal(getJob(g, job).Generation))
 }
@@ -112,16 +112,16 @@ func TestSucceedsWhenRankZeroExitsZero(t *testing.T) {
 	_, g, ns := setup(t)
 	job := create(g, builders.MakeESPOJob("succeeds", ns).Replicas(2).Obj())
 	runAll(g, job)
-	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseRunning))
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseRunning))
 	g.Expect(getJob(g, job).Status.StartTime).NotTo(BeNil())
 
-	reportOutcome(g, job, &v1.TrainingStatus{Step: 10, Outcome: v1.OutcomeTargetReached, Message: "recommendationAccuracy 0.41"})
+	reportOutcome(g, job, &trainingv1alpha1.TrainingStatus{Step: 10, Outcome: trainingv1alpha1.OutcomeTargetReached, Message: "recommendationAccuracy 0.41"})
 	p0 := pod(g, job, 0)
 	setPodStatus(g, p0, exited(p0, 0, ""))
 
-	g.Eventually(condition(g, job, v1.ConditionSucceeded), reconcileTimeout, poll).Should(trueWithReason(v1.ReasonTargetReached))
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionSucceeded), reconcileTimeout, poll).Should(trueWithReason(trainingv1alpha1.ReasonTargetReached))
 	st := getJob(g, job).Status
-	g.Expect(st.Phase).To(Equal(v1.PhaseSucceeded))
+	g.Expect(st.Phase).To(Equal(trainingv1alpha1.PhaseSucceeded))
 	g.Expect(st.CompletionTime).NotTo(BeNil())
 	g.Expect(st.Training.Step).To(Equal(int64(10)), "the trainer's report is kept")
 	// The worker never exits by itself: the controller deletes it, and keeps rank 0.
@@ -147,19 +147,19 @@ func TestPodFailureRestartsTheGangThenSucceeds(t *testing.T) {
 	g.Expect(pod(g, job, 0).UID).NotTo(Equal(before), "rank 0 was recreated too")
 	st := getJob(g, job).Status
 	g.Expect(st.Restarts).To(Equal(int32(1)))
-	g.Eventually(condition(g, job, v1.ConditionRestarting), reconcileTimeout, poll).Should(And(
-		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1.ReasonRestarted),
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionRestarting), reconcileTimeout, poll).Should(And(
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", trainingv1alpha1.ReasonRestarted),
 		HaveField("Message", Equal("recreated the 2 trainer pods for restart 1 of at most 3 after "+
 			"pod restarts-trainer-1, container worker: exit code 137 (Error): OOMKilled"))))
 
 	runAll(g, job)
-	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseRunning))
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseRunning))
 	p0 := pod(g, job, 0)
 	setPodStatus(g, p0, exited(p0, 0, ""))
-	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseSucceeded))
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseSucceeded))
 	g.Expect(getJob(g, job).Status.Restarts).To(Equal(int32(1)))
 	g.Eventually(func() []string { return eventReasons(g, job) }, reconcileTimeout, poll).Should(ContainElements(
-		v1.ReasonChildrenCreated, v1.ReasonPodsRunning, v1.ReasonPodFailed, v1.ReasonRestarted, v1.ReasonCompleted))
+		trainingv1alpha1.ReasonChildrenCreated, trainingv1alpha1.ReasonPodsRunning, trainingv1alpha1.ReasonPodFailed, trainingv1alpha1.ReasonRestarted, trainingv1alpha1.ReasonCompleted))
 }
 
 func TestDisruptionRestartsWithoutSpendingTheBackoffLimit(t *testing.T) {
@@ -176,9 +176,9 @@ func TestDisruptionRestartsWithoutSpendingTheBackoffLimit(t *testing.T) {
 	st := getJob(g, job).Status
 	g.Expect(st.Restarts).To(Equal(int32(1)))
 	g.Expect(st.Disruptions).To(Equal(int32(1)))
-	g.Expect(meta.FindStatusCondition(st.Conditions, v1.ConditionFailed)).To(BeNil())
-	g.Eventually(condition(g, job, v1.ConditionRestarting), reconcileTimeout, poll).Should(And(
-		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1.ReasonRestarted),
+	g.Expect(meta.FindStatusCondition(st.Conditions, trainingv1alpha1.ConditionFailed)).To(BeNil())
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionRestarting), reconcileTimeout, poll).Should(And(
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", trainingv1alpha1.ReasonRestarted),
 		HaveField("Message", Equal("recreated the 2 trainer pods for pod disrupted-trainer-1 was disrupted "+
 			"(DisruptionTarget: TerminationByKubelet: The node was low on resource: memory.); container worker: "+
 			"exit code 137 (Error); restarting the gang, not counted against backoffLimit (disruption 1)"))))
@@ -186,18 +186,18 @@ func TestDisruptionRestartsWithoutSpendingTheBackoffLimit(t *testing.T) {
 	runAll(g, job)
 	p1 = pod(g, job, 1)
 	setPodStatus(g, p1, exited(p1, 1, "worker crashed"))
-	g.Eventually(condition(g, job, v1.ConditionFailed), reconcileTimeout, poll).Should(trueWithReason(v1.ReasonBackoffLimitExceeded))
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionFailed), reconcileTimeout, poll).Should(trueWithReason(trainingv1alpha1.ReasonBackoffLimitExceeded))
 	st = getJob(g, job).Status
-	g.Expect(meta.FindStatusCondition(st.Conditions, v1.ConditionFailed).Message).To(Equal(
+	g.Expect(meta.FindStatusCondition(st.Conditions, trainingv1alpha1.ConditionFailed).Message).To(Equal(
 		"pod disrupted-trainer-1, container worker: exit code 1 (Error): worker crashed; " +
 			"the job was restarted 0 times after failures and 1 times after disruptions (backoffLimit 0)"))
 	g.Expect(st.Restarts).To(Equal(int32(1)))
 	g.Expect(st.Disruptions).To(Equal(int32(1)))
-	g.Expect(st.Phase).To(Equal(v1.PhaseFailed))
+	g.Expect(st.Phase).To(Equal(trainingv1alpha1.PhaseFailed))
 }
 
 // eventReasons are the reasons of the events about the job.
-func eventReasons(g Gomega, job *v1.ESPOJob) []string {
+func eventReasons(g Gomega, job *trainingv1alpha1.ESPOJob) []string {
 	var list eventsv1.EventList
 	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(job.Namespace))).To(Succeed())
 	var reasons []string
@@ -217,11 +217,11 @@ func TestBackoffLimitExhaustedFailsWithAClearReason(t *testing.T) {
 		p0 := pod(g, job, 0)
 		setPodStatus(g, p0, exited(p0, 2, "dataset smartspot: no episodes"))
 	}
-	g.Eventually(condition(g, job, v1.ConditionFailed), reconcileTimeout, poll).Should(trueWithReason(v1.ReasonBackoffLimitExceeded))
-	msg := meta.FindStatusCondition(getJob(g, job).Status.Conditions, v1.ConditionFailed).Message
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionFailed), reconcileTimeout, poll).Should(trueWithReason(trainingv1alpha1.ReasonBackoffLimitExceeded))
+	msg := meta.FindStatusCondition(getJob(g, job).Status.Conditions, trainingv1alpha1.ConditionFailed).Message
 	g.Expect(msg).To(Equal("pod backoff-trainer-0, container trainer: exit code 2 (Error): dataset smartspot: no episodes; " +
 		"the job was restarted 1 times (backoffLimit 1)"))
-	g.Expect(getJob(g, job).Status.Phase).To(Equal(v1.PhaseFailed))
+	g.Expect(getJob(g, job).Status.Phase).To(Equal(trainingv1alpha1.PhaseFailed))
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(1), "the running worker is deleted")
 }
 
@@ -229,10 +229,10 @@ func TestNonFiniteLossFailsWithoutRestart(t *testing.T) {
 	_, g, ns := setup(t)
 	job := create(g, builders.MakeESPOJob("nan", ns).Obj())
 	runAll(g, job)
-	reportOutcome(g, job, &v1.TrainingStatus{Outcome: v1.OutcomeNonFiniteLoss, Message: "step 7: the loss is not finite"})
+	reportOutcome(g, job, &trainingv1alpha1.TrainingStatus{Outcome: trainingv1alpha1.OutcomeNonFiniteLoss, Message: "step 7: the loss is not finite"})
 	p0 := pod(g, job, 0)
 	setPodStatus(g, p0, exited(p0, 1, ""))
-	g.Eventually(condition(g, job, v1.ConditionFailed), reconcileTimeout, poll).Should(trueWithReason(v1.ReasonNonFiniteLoss))
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionFailed), reconcileTimeout, poll).Should(trueWithReason(trainingv1alpha1.ReasonNonFiniteLoss))
 	g.Expect(getJob(g, job).Status.Restarts).To(BeZero())
 }
 
@@ -240,7 +240,7 @@ func TestActiveDeadlineFailsTheJob(t *testing.T) {
 	_, g, ns := setup(t)
 	job := create(g, builders.MakeESPOJob("deadline", ns).Replicas(2).ActiveDeadlineSeconds(1).Obj())
 	runAll(g, job)
-	g.Eventually(condition(g, job, v1.ConditionFailed), reconcileTimeout, poll).Should(trueWithReason(v1.ReasonDeadlineExceeded))
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionFailed), reconcileTimeout, poll).Should(trueWithReason(trainingv1alpha1.ReasonDeadlineExceeded))
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(BeZero(), "running pods are deleted")
 }
 
@@ -250,17 +250,17 @@ func TestTTLDeletesTheFinishedJob(t *testing.T) {
 	runAll(g, job)
 	p0 := pod(g, job, 0)
 	setPodStatus(g, p0, exited(p0, 0, ""))
-	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseSucceeded))
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseSucceeded))
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(job), &v1.ESPOJob{}))
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(job), &trainingv1alpha1.ESPOJob{}))
 	}, reconcileTimeout, poll).Should(BeTrue())
 }
 
 func TestSuspendAndResumeWithAChangedNodeSelector(t *testing.T) {
 	ctx, g, ns := setup(t)
 	job := create(g, builders.MakeESPOJob("suspend", ns).Replicas(2).Suspend(true).Obj())
-	g.Eventually(condition(g, job, v1.ConditionSuspended), reconcileTimeout, poll).Should(trueWithReason(v1.ReasonSuspended))
-	g.Expect(getJob(g, job).Status.Phase).To(Equal(v1.PhaseSuspended))
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionSuspended), reconcileTimeout, poll).Should(trueWithReason(trainingv1alpha1.ReasonSuspended))
+	g.Expect(getJob(g, job).Status.Phase).To(Equal(trainingv1alpha1.PhaseSuspended))
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "suspend-config"}, &corev1.ConfigMap{})).To(Succeed())
 	g.Consistently(func() int { return len(pods(g, job)) }, quietPeriod/2, poll).Should(BeZero())
 
@@ -276,11 +276,11 @@ func TestSuspendAndResumeWithAChangedNodeSelector(t *testing.T) {
 	}
 	setSuspend(false, nil)
 	runAll(g, job)
-	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseRunning))
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseRunning))
 
 	setSuspend(true, map[string]string{"cloud.google.com/gke-nodepool": "a100"})
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(BeZero())
-	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseSuspended))
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseSuspended))
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "suspend"}, &corev1.Service{})).To(Succeed())
 
 	setSuspend(false, nil)
@@ -288,8 +288,8 @@ func TestSuspendAndResumeWithAChangedNodeSelector(t *testing.T) {
 	for _, p := range pods(g, job) {
 		g.Expect(p.Spec.NodeSelector).To(Equal(map[string]string{"cloud.google.com/gke-nodepool": "a100"}))
 	}
-	g.Eventually(condition(g, job, v1.ConditionSuspended), reconcileTimeout, poll).Should(And(
-		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", v1.ReasonResumed)))
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionSuspended), reconcileTimeout, poll).Should(And(
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", trainingv1alpha1.ReasonResumed)))
 	g.Expect(getJob(g, job).Status.Restarts).To(BeZero(), "a resume is no restart")
 }
 
@@ -305,7 +305,7 @@ func TestASuspendAndResumeTooQuickToObserveRecreatesThePods(t *testing.T) {
 	first := startManager(t, ns, nil)
 	job := create(g, builders.MakeESPOJob("quick", ns).Replicas(2).NodeSelector("pool", "cpu").Obj())
 	runAll(g, job)
-	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseRunning))
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseRunning))
 	oldHash := pod(g, job, 0).Labels[controllers.LabelPodTemplateHash]
 	g.Expect(oldHash).NotTo(BeEmpty())
 
@@ -345,11 +345,11 @@ func TestASuspendAndResumeTooQuickToObserveRecreatesThePods(t *testing.T) {
 	g.Eventually(func() []string { return eventMessages(g, job, controllers.ReasonPodTemplateChanged) }, reconcileTimeout, poll).
 		Should(ContainElement(ContainSubstring("pod template hash %s, now %s", oldHash, newHash)))
 	runAll(g, job)
-	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseRunning))
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseRunning))
 	st := getJob(g, job).Status
 	g.Expect(st.Restarts).To(BeZero(), "a changed spec is no failure")
-	g.Expect(meta.FindStatusCondition(st.Conditions, v1.ConditionRestarting)).To(BeNil())
-	g.Expect(meta.FindStatusCondition(st.Conditions, v1.ConditionSuspended)).To(BeNil(), "the suspension was never seen")
+	g.Expect(meta.FindStatusCondition(st.Conditions, trainingv1alpha1.ConditionRestarting)).To(BeNil())
+	g.Expect(meta.FindStatusCondition(st.Conditions, trainingv1alpha1.ConditionSuspended)).To(BeNil(), "the suspension was never seen")
 
 	h100 := map[string]string{"cloud.google.com/gke-nodepool": "h100"}
 	update(true, h100)
@@ -359,7 +359,7 @@ func TestASuspendAndResumeTooQuickToObserveRecreatesThePods(t *testing.T) {
 }
 
 // describePods is a line per pod of the job, for failure messages.
-func describePods(g Gomega, job *v1.ESPOJob) string {
+func describePods(g Gomega, job *trainingv1alpha1.ESPOJob) string {
 	out := ""
 	for _, p := range pods(g, job) {
 		out += fmt.Sprintf("%s attempt=%s hash=%s nodeSelector=%v\n", p.Name, p.Labels[controllers.LabelRestartAttempt],
@@ -369,7 +369,7 @@ func describePods(g Gomega, job *v1.ESPOJob) string {
 }
 
 // eventMessages are the messages of the events about the job with the reason.
-func eventMessages(g Gomega, job *v1.ESPOJob, reason string) []string {
+func eventMessages(g Gomega, job *trainingv1alpha1.ESPOJob, reason string) []string {
 	var list eventsv1.EventList
 	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(job.Namespace))).To(Succeed())
 	var msgs []string
@@ -404,7 +404,7 @@ func TestDeletingTheJobDeletesItsChildren(t *testing.T) {
 	g.Expect(children).To(Equal(7))
 	g.Expect(env.Client.Delete(ctx, job)).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(job), &v1.ESPOJob{}))
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(job), &trainingv1alpha1.ESPOJob{}))
 	}, reconcileTimeout, poll).Should(BeTrue())
 }
 
@@ -446,12 +446,12 @@ func TestTrainerReportSurvivesControllerStatusWrites(t *testing.T) {
 	ctx, g, ns := setup(t)
 	job := create(g, builders.MakeESPOJob("report", ns).Replicas(2).Obj())
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(2))
-	report := &v1.TrainingStatus{Stage: v1.StageESPO, Epoch: 2, Step: 40, MeanStepReward: "0.125"}
+	report := &trainingv1alpha1.TrainingStatus{Stage: trainingv1alpha1.StageESPO, Epoch: 2, Step: 40, MeanStepReward: "0.125"}
 	reportOutcome(g, job, report)
 
 	// The controller writes the status several times: running, then a restart.
 	runAll(g, job)
-	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseRunning))
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseRunning))
 	p1 := pod(g, job, 1)
 	setPodStatus(g, p1, exited(p1, 1, ""))
 	g.Eventually(podsOfAttempt(g, job, 1), reconcileTimeout, poll).Should(Equal(2))
@@ -465,7 +465,7 @@ func TestTrainerReportSurvivesControllerStatusWrites(t *testing.T) {
 			managers[f.Manager] = true
 		}
 	}
-	g.Expect(managers).To(HaveKey(v1.TrainerFieldManager))
+	g.Expect(managers).To(HaveKey(trainingv1alpha1.TrainerFieldManager))
 	g.Expect(managers).To(HaveKey(controllers.FieldManager))
 
 	// The trainer's identity can write its own job's status and no other job's.
@@ -478,7 +478,7 @@ func TestTrainerReportSurvivesControllerStatusWrites(t *testing.T) {
 func TestBadInputGivesAReadableConditionWithoutAHotLoop(t *testing.T) {
 	_, g, ns := setup(t)
 	job := create(g, builders.MakeESPOJob("badinput", ns).Replicas(2).
-		PVCDataset("logs", "missing-claim", "", v1.SplitTrain).Image("registry.invalid/espo:nope").Obj())
+		PVCDataset("logs", "missing-claim", "", trainingv1alpha1.SplitTrain).Image("registry.invalid/espo:nope").Obj())
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(2))
 
 	// The scheduler's verdict on rank 0, which mounts the missing claim.
@@ -487,8 +487,8 @@ func TestBadInputGivesAReadableConditionWithoutAHotLoop(t *testing.T) {
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 		Message: `0/3 nodes are available: persistentvolumeclaim "missing-claim" not found.`,
 	}}})
-	g.Eventually(condition(g, job, v1.ConditionRunning), reconcileTimeout, poll).Should(And(
-		HaveField("Reason", v1.ReasonVolumeUnavailable),
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionRunning), reconcileTimeout, poll).Should(And(
+		HaveField("Reason", trainingv1alpha1.ReasonVolumeUnavailable),
 		HaveField("Message", ContainSubstring(`badinput-trainer-0: a volume is unavailable: 0/3 nodes are available: persistentvolumeclaim "missing-claim" not found`))))
 	quiet(g, job)
 
@@ -499,10 +499,10 @@ func TestBadInputGivesAReadableConditionWithoutAHotLoop(t *testing.T) {
 			Reason: "ImagePullBackOff", Message: `Back-off pulling image "registry.invalid/espo:nope"`,
 		}},
 	}}})
-	g.Eventually(condition(g, job, v1.ConditionRunning), reconcileTimeout, poll).Should(And(
-		HaveField("Reason", v1.ReasonImagePullFailed),
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionRunning), reconcileTimeout, poll).Should(And(
+		HaveField("Reason", trainingv1alpha1.ReasonImagePullFailed),
 		HaveField("Message", ContainSubstring(`badinput-trainer-0, container trainer: cannot pull image "registry.invalid/espo:nope"`))))
-	g.Expect(getJob(g, job).Status.Phase).To(Equal(v1.PhasePending))
+	g.Expect(getJob(g, job).Status.Phase).To(Equal(trainingv1alpha1.PhasePending))
 	quiet(g, job)
 }
 
@@ -520,7 +520,7 @@ func finishDeletions(g Gomega, ns string) {
 }
 
 // quiet checks that a settled job is left alone: no status write for quietPeriod.
-func quiet(g Gomega, job *v1.ESPOJob) {
+func quiet(g Gomega, job *trainingv1alpha1.ESPOJob) {
 	rv := getJob(g, job).ResourceVersion
 	g.Consistently(func() string { return getJob(g, job).ResourceVersion }, quietPeriod, poll).Should(Equal(rv))
 }

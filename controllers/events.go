@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // event is an event to emit once the status that caused it has been written. Its
@@ -42,26 +42,26 @@ type event struct {
 const ReasonPodTemplateChanged = "PodTemplateChanged"
 
 // quietReasons change a condition without an event: the ordinary waiting states.
-var quietReasons = map[string]bool{v1.ReasonPodsPending: true}
+var quietReasons = map[string]bool{trainingv1alpha1.ReasonPodsPending: true}
 
 // warningReasons are emitted as Warning events; all others as Normal.
 var warningReasons = map[string]bool{
-	v1.ReasonCreateFailed:         true,
-	v1.ReasonPodsUnschedulable:    true,
-	v1.ReasonImagePullFailed:      true,
-	v1.ReasonVolumeUnavailable:    true,
-	v1.ReasonPodFailed:            true,
-	v1.ReasonRewardCollapsed:      true,
-	v1.ReasonNonFiniteLoss:        true,
-	v1.ReasonTrainerError:         true,
-	v1.ReasonBackoffLimitExceeded: true,
-	v1.ReasonDeadlineExceeded:     true,
+	trainingv1alpha1.ReasonCreateFailed:         true,
+	trainingv1alpha1.ReasonPodsUnschedulable:    true,
+	trainingv1alpha1.ReasonImagePullFailed:      true,
+	trainingv1alpha1.ReasonVolumeUnavailable:    true,
+	trainingv1alpha1.ReasonPodFailed:            true,
+	trainingv1alpha1.ReasonRewardCollapsed:      true,
+	trainingv1alpha1.ReasonNonFiniteLoss:        true,
+	trainingv1alpha1.ReasonTrainerError:         true,
+	trainingv1alpha1.ReasonBackoffLimitExceeded: true,
+	trainingv1alpha1.ReasonDeadlineExceeded:     true,
 }
 
 // statusUpdate is the status being recomputed in one reconcile, with the clock
 // reading of that reconcile and the events its changes call for.
 type statusUpdate struct {
-	job    *v1.ESPOJob // a copy of the job whose status is recomputed
+	job    *trainingv1alpha1.ESPOJob // a copy of the job whose status is recomputed
 	now    time.Time
 	events []event
 	// pods are the job's pods as listed, plus those created in this reconcile;
@@ -71,12 +71,12 @@ type statusUpdate struct {
 }
 
 // newStatusUpdate starts recomputing the status of a copy of job at now.
-func newStatusUpdate(job *v1.ESPOJob, now time.Time) *statusUpdate {
+func newStatusUpdate(job *trainingv1alpha1.ESPOJob, now time.Time) *statusUpdate {
 	return &statusUpdate{job: job.DeepCopy(), now: now}
 }
 
 // status is the status being recomputed.
-func (u *statusUpdate) status() *v1.ESPOJobStatus { return &u.job.Status }
+func (u *statusUpdate) status() *trainingv1alpha1.ESPOJobStatus { return &u.job.Status }
 
 // setCondition sets a condition of the job and reports whether it changed. A change
 // of status or reason queues an event, unless the reason is a quiet one or the
@@ -91,7 +91,7 @@ func (u *statusUpdate) setCondition(typ string, status bool, reason, message str
 		old = c.DeepCopy()
 	}
 	changed := meta.SetStatusCondition(&u.status().Conditions, metav1.Condition{
-		Type: typ, Status: st, Reason: reason, Message: v1.BoundMessage(message),
+		Type: typ, Status: st, Reason: reason, Message: trainingv1alpha1.BoundMessage(message),
 		ObservedGeneration: u.job.Generation, LastTransitionTime: metav1.NewTime(u.now),
 	})
 	transition := old != nil && (old.Status != st || old.Reason != reason) || old == nil && status
@@ -100,7 +100,7 @@ func (u *statusUpdate) setCondition(typ string, status bool, reason, message str
 		if warningReasons[reason] {
 			typ = corev1.EventTypeWarning
 		}
-		u.events = append(u.events, event{Type: typ, Reason: reason, Message: v1.BoundMessage(message)})
+		u.events = append(u.events, event{Type: typ, Reason: reason, Message: trainingv1alpha1.BoundMessage(message)})
 	}
 	return changed
 }

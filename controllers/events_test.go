@@ -22,12 +22,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 func TestSetConditionEmitsEventsOnTransitions(t *testing.T) {
 	cases := map[string]struct {
-		job         *v1.ESPOJob
+		job         *trainingv1alpha1.ESPOJob
 		typ         string
 		status      bool
 		reason, msg string
@@ -35,28 +35,28 @@ func TestSetConditionEmitsEventsOnTransitions(t *testing.T) {
 		wantEvents  []event
 	}{
 		"first True: an event": {
-			job: makeJob().Obj(), typ: v1.ConditionRunning, status: true, reason: v1.ReasonPodsRunning, msg: "all running",
-			wantChanged: true, wantEvents: []event{{Type: corev1.EventTypeNormal, Reason: v1.ReasonPodsRunning, Message: "all running"}},
+			job: makeJob().Obj(), typ: trainingv1alpha1.ConditionRunning, status: true, reason: trainingv1alpha1.ReasonPodsRunning, msg: "all running",
+			wantChanged: true, wantEvents: []event{{Type: corev1.EventTypeNormal, Reason: trainingv1alpha1.ReasonPodsRunning, Message: "all running"}},
 		},
 		"first False: nothing happened": {
-			job: makeJob().Obj(), typ: v1.ConditionRunning, reason: v1.ReasonPodsUnschedulable, msg: "no node", wantChanged: true,
+			job: makeJob().Obj(), typ: trainingv1alpha1.ConditionRunning, reason: trainingv1alpha1.ReasonPodsUnschedulable, msg: "no node", wantChanged: true,
 		},
 		"a new reason: a warning": {
-			job: makeJob().Condition(cond(v1.ConditionRunning, false, v1.ReasonPodsPending, "0 of 1")).Obj(),
-			typ: v1.ConditionRunning, reason: v1.ReasonImagePullFailed, msg: "cannot pull", wantChanged: true,
-			wantEvents: []event{{Type: corev1.EventTypeWarning, Reason: v1.ReasonImagePullFailed, Message: "cannot pull"}},
+			job: makeJob().Condition(cond(trainingv1alpha1.ConditionRunning, false, trainingv1alpha1.ReasonPodsPending, "0 of 1")).Obj(),
+			typ: trainingv1alpha1.ConditionRunning, reason: trainingv1alpha1.ReasonImagePullFailed, msg: "cannot pull", wantChanged: true,
+			wantEvents: []event{{Type: corev1.EventTypeWarning, Reason: trainingv1alpha1.ReasonImagePullFailed, Message: "cannot pull"}},
 		},
 		"only the message changes: no event": {
-			job: makeJob().Condition(cond(v1.ConditionRunning, false, v1.ReasonImagePullFailed, "ErrImagePull")).Obj(),
-			typ: v1.ConditionRunning, reason: v1.ReasonImagePullFailed, msg: "ImagePullBackOff", wantChanged: true,
+			job: makeJob().Condition(cond(trainingv1alpha1.ConditionRunning, false, trainingv1alpha1.ReasonImagePullFailed, "ErrImagePull")).Obj(),
+			typ: trainingv1alpha1.ConditionRunning, reason: trainingv1alpha1.ReasonImagePullFailed, msg: "ImagePullBackOff", wantChanged: true,
 		},
 		"pending is quiet": {
-			job: makeJob().Condition(cond(v1.ConditionRunning, true, v1.ReasonPodsRunning, "")).Obj(),
-			typ: v1.ConditionRunning, reason: v1.ReasonPodsPending, msg: "1 of 2", wantChanged: true,
+			job: makeJob().Condition(cond(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, "")).Obj(),
+			typ: trainingv1alpha1.ConditionRunning, reason: trainingv1alpha1.ReasonPodsPending, msg: "1 of 2", wantChanged: true,
 		},
 		"no change": {
-			job: makeJob().Condition(cond(v1.ConditionRunning, true, v1.ReasonPodsRunning, "all")).Obj(),
-			typ: v1.ConditionRunning, status: true, reason: v1.ReasonPodsRunning, msg: "all",
+			job: makeJob().Condition(cond(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, "all")).Obj(),
+			typ: trainingv1alpha1.ConditionRunning, status: true, reason: trainingv1alpha1.ReasonPodsRunning, msg: "all",
 		},
 	}
 	for name, tc := range cases {

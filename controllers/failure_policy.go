@@ -22,7 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // The failure policy: a trainer pod of the current attempt that terminated without
@@ -133,7 +133,7 @@ func firstFailure(u *statusUpdate, pods *podSet) *podFailure {
 		if p.Labels[LabelRole] == RoleWorker && p.Status.Phase == corev1.PodSucceeded && f.Disruption == nil {
 			f.Message = strings.TrimSpace(f.Message + " the worker exited before the trainer finished")
 		}
-		if t := u.status().Training; p.Labels[LabelRole] == RoleTrainer && t != nil && t.Outcome == v1.OutcomeError {
+		if t := u.status().Training; p.Labels[LabelRole] == RoleTrainer && t != nil && t.Outcome == trainingv1alpha1.OutcomeError {
 			f.Message = strings.TrimSpace(f.Message + " the trainer reported: " + t.Message)
 		}
 		return f
@@ -168,7 +168,7 @@ func applyFailurePolicy(u *statusUpdate, f *podFailure) {
 	if f.Disruption != nil && disruptionAllowed(u.job) {
 		st.Restarts++
 		st.Disruptions++
-		u.setCondition(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+		u.setCondition(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
 			fmt.Sprintf("%s; restarting the gang, not counted against backoffLimit (disruption %d%s)",
 				f, st.Disruptions, ofAtMost(u.job.Spec.RunPolicy.MaxDisruptions)))
 		return
@@ -179,18 +179,18 @@ func applyFailurePolicy(u *statusUpdate, f *podFailure) {
 	}
 	limit := backoffLimit(u.job)
 	if failures := st.Restarts - st.Disruptions; failures >= limit {
-		finish(u, false, v1.ReasonBackoffLimitExceeded,
+		finish(u, false, trainingv1alpha1.ReasonBackoffLimitExceeded,
 			fmt.Sprintf("%s; the job was restarted %d times%s (backoffLimit %d)", cause, failures, afterDisruptions(st), limit))
 		return
 	}
 	st.Restarts++
-	u.setCondition(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+	u.setCondition(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
 		fmt.Sprintf("restart %d of at most %d after %s", st.Restarts-st.Disruptions, limit, cause))
 }
 
 // disruptionAllowed reports whether one more disruption stays within
 // spec.runPolicy.maxDisruptions (always, when it is unset).
-func disruptionAllowed(job *v1.ESPOJob) bool {
+func disruptionAllowed(job *trainingv1alpha1.ESPOJob) bool {
 	limit := job.Spec.RunPolicy.MaxDisruptions
 	return limit == nil || job.Status.Disruptions < *limit
 }
@@ -205,7 +205,7 @@ func ofAtMost(limit *int32) string {
 
 // afterDisruptions is " after failures and N times after disruptions" when the
 // status counts disruptions, else "", for the BackoffLimitExceeded message.
-func afterDisruptions(st *v1.ESPOJobStatus) string {
+func afterDisruptions(st *trainingv1alpha1.ESPOJobStatus) string {
 	if st.Disruptions == 0 {
 		return ""
 	}
@@ -213,7 +213,7 @@ func afterDisruptions(st *v1.ESPOJobStatus) string {
 }
 
 // backoffLimit is spec.runPolicy.backoffLimit, 3 when unset.
-func backoffLimit(job *v1.ESPOJob) int32 {
+func backoffLimit(job *trainingv1alpha1.ESPOJob) int32 {
 	p := job.Spec.RunPolicy.DeepCopy()
 	p.Default()
 	return *p.BackoffLimit

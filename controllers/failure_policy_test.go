@@ -23,7 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 func TestFirstFailure(t *testing.T) {
@@ -34,7 +34,7 @@ func TestFirstFailure(t *testing.T) {
 	}
 	preempted := disruptionTarget(corev1.ConditionTrue, "PreemptionByScheduler", "Preempted by ns/big on node n1")
 	cases := map[string]struct {
-		job  *v1.ESPOJob
+		job  *trainingv1alpha1.ESPOJob
 		pods []corev1.Pod
 		want *podFailure
 	}{
@@ -86,7 +86,7 @@ func TestFirstFailure(t *testing.T) {
 				Message: "the worker exited before the trainer finished"},
 		},
 		"the trainer's Error report is added to its failure": {
-			job:  makeJob().Replicas(3).Training(&v1.TrainingStatus{Outcome: v1.OutcomeError, Message: "worker 1 unreachable"}).Obj(),
+			job:  makeJob().Replicas(3).Training(&trainingv1alpha1.TrainingStatus{Outcome: trainingv1alpha1.OutcomeError, Message: "worker 1 unreachable"}).Obj(),
 			pods: []corev1.Pod{testPod(job, 0, exit(1, "Error", "rpc error"))},
 			want: &podFailure{Pod: "demo-trainer-0", Container: "trainer", ExitCode: 1, Reason: "Error",
 				Message: "rpc error the trainer reported: worker 1 unreachable"},
@@ -133,7 +133,7 @@ func TestApplyFailurePolicy(t *testing.T) {
 	disrupted := &podFailure{Pod: "demo-trainer-1",
 		Disruption: &podDisruption{Reason: "PreemptionByScheduler", Message: "Preempted by ns/big on node n1"}}
 	cases := map[string]struct {
-		job             *v1.ESPOJob
+		job             *trainingv1alpha1.ESPOJob
 		f               *podFailure // default: failed
 		wantRestarts    int32
 		wantDisruptions int32
@@ -142,57 +142,57 @@ func TestApplyFailurePolicy(t *testing.T) {
 	}{
 		"a disruption restarts even with backoff limit 0": {
 			job: makeJob().BackoffLimit(0).Obj(), f: disrupted, wantRestarts: 1, wantDisruptions: 1,
-			wantConds: []metav1.Condition{cond(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
 				"pod demo-trainer-1 was disrupted (DisruptionTarget: PreemptionByScheduler: Preempted by ns/big on node n1); "+
 					"restarting the gang, not counted against backoffLimit (disruption 1)")},
 		},
 		"a disruption after spent restarts is not counted": {
 			job: makeJob().BackoffLimit(1).Restarts(3).Disruptions(2).MaxDisruptions(3).Obj(), f: disrupted,
 			wantRestarts: 4, wantDisruptions: 3,
-			wantConds: []metav1.Condition{cond(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
 				"pod demo-trainer-1 was disrupted (DisruptionTarget: PreemptionByScheduler: Preempted by ns/big on node n1); "+
 					"restarting the gang, not counted against backoffLimit (disruption 3 of at most 3)")},
 		},
 		"maxDisruptions reached: a disruption counts as a failure": {
 			job: makeJob().BackoffLimit(1).Restarts(2).Disruptions(2).MaxDisruptions(2).Obj(), f: disrupted,
 			wantRestarts: 3, wantDisruptions: 2,
-			wantConds: []metav1.Condition{cond(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
 				"restart 1 of at most 1 after pod demo-trainer-1 was disrupted (DisruptionTarget: PreemptionByScheduler: "+
 					"Preempted by ns/big on node n1), counted as a failure past maxDisruptions 2")},
 		},
 		"maxDisruptions 0 and backoff limit 0: a disruption fails the job": {
 			job: makeJob().BackoffLimit(0).MaxDisruptions(0).Obj(), f: disrupted, wantDone: true,
-			wantConds: []metav1.Condition{cond(v1.ConditionFailed, true, v1.ReasonBackoffLimitExceeded,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonBackoffLimitExceeded,
 				"pod demo-trainer-1 was disrupted (DisruptionTarget: PreemptionByScheduler: Preempted by ns/big on node n1), "+
 					"counted as a failure past maxDisruptions 0; the job was restarted 0 times (backoffLimit 0)")},
 		},
 		"disruptions do not spend the backoff limit": {
 			job: makeJob().BackoffLimit(1).Restarts(2).Disruptions(2).Obj(), wantRestarts: 3, wantDisruptions: 2,
-			wantConds: []metav1.Condition{cond(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
 				"restart 1 of at most 1 after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
 		},
 		"failures past the backoff limit, with disruptions between": {
 			job: makeJob().BackoffLimit(1).Restarts(3).Disruptions(2).Obj(), wantRestarts: 3, wantDisruptions: 2, wantDone: true,
-			wantConds: []metav1.Condition{cond(v1.ConditionFailed, true, v1.ReasonBackoffLimitExceeded,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonBackoffLimitExceeded,
 				"pod demo-trainer-1, container worker: exit code 137 (OOMKilled); "+
 					"the job was restarted 1 times after failures and 2 times after disruptions (backoffLimit 1)")},
 		},
 		"first failure: restart 1": {
 			job: makeJob().Obj(), wantRestarts: 1,
-			wantConds: []metav1.Condition{cond(v1.ConditionRestarting, true, v1.ReasonPodFailed,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
 				"restart 1 of at most 3 after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
 		},
 		"backoff limit reached": {
-			job:          makeJob().BackoffLimit(2).Restarts(2).Condition(cond(v1.ConditionRestarting, false, v1.ReasonRestarted, "")).Obj(),
+			job:          makeJob().BackoffLimit(2).Restarts(2).Condition(cond(trainingv1alpha1.ConditionRestarting, false, trainingv1alpha1.ReasonRestarted, "")).Obj(),
 			wantRestarts: 2, wantDone: true,
 			wantConds: []metav1.Condition{
-				cond(v1.ConditionRestarting, false, v1.ReasonRestarted, ""),
-				cond(v1.ConditionFailed, true, v1.ReasonBackoffLimitExceeded,
+				cond(trainingv1alpha1.ConditionRestarting, false, trainingv1alpha1.ReasonRestarted, ""),
+				cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonBackoffLimitExceeded,
 					"pod demo-trainer-1, container worker: exit code 137 (OOMKilled); the job was restarted 2 times (backoffLimit 2)")},
 		},
 		"backoff limit 0: no restart at all": {
 			job: makeJob().BackoffLimit(0).Obj(), wantDone: true,
-			wantConds: []metav1.Condition{cond(v1.ConditionFailed, true, v1.ReasonBackoffLimitExceeded,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonBackoffLimitExceeded,
 				"pod demo-trainer-1, container worker: exit code 137 (OOMKilled); the job was restarted 0 times (backoffLimit 0)")},
 		},
 	}

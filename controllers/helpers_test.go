@@ -22,7 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/test/builders"
 )
 
@@ -43,7 +43,7 @@ func makeJob() *builders.ESPOJobWrapper {
 type podOption func(*corev1.Pod)
 
 // testPod builds the job's pod of a rank, as the controller would, then applies opts.
-func testPod(job *v1.ESPOJob, rank int32, opts ...podOption) corev1.Pod {
+func testPod(job *trainingv1alpha1.ESPOJob, rank int32, opts ...podOption) corev1.Pod {
 	p := buildPod(job, rank, testOpts)
 	p.UID = "pod-uid"
 	for _, o := range opts {

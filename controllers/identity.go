@@ -20,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // The trainer's identity: a ServiceAccount for the trainer pods, a Role that allows
@@ -29,10 +29,12 @@ import (
 // names its own spec.trainer.serviceAccountName gets none of these.
 
 // ownsIdentity reports whether the controller creates the trainer's identity.
-func ownsIdentity(job *v1.ESPOJob) bool { return job.Spec.Trainer.ServiceAccountName == "" }
+func ownsIdentity(job *trainingv1alpha1.ESPOJob) bool {
+	return job.Spec.Trainer.ServiceAccountName == ""
+}
 
 // trainerServiceAccountName is the service account the trainer pods run as.
-func trainerServiceAccountName(job *v1.ESPOJob) string {
+func trainerServiceAccountName(job *trainingv1alpha1.ESPOJob) string {
 	if !ownsIdentity(job) {
 		return job.Spec.Trainer.ServiceAccountName
 	}
@@ -40,16 +42,16 @@ func trainerServiceAccountName(job *v1.ESPOJob) string {
 }
 
 // buildServiceAccount builds the trainer pods' ServiceAccount.
-func buildServiceAccount(job *v1.ESPOJob) *corev1.ServiceAccount {
+func buildServiceAccount(job *trainingv1alpha1.ESPOJob) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{ObjectMeta: childMeta(job, trainerIdentityName(job))}
 }
 
 // buildRole builds the Role that lets the trainer read its job and patch its status.
-func buildRole(job *v1.ESPOJob) *rbacv1.Role {
+func buildRole(job *trainingv1alpha1.ESPOJob) *rbacv1.Role {
 	return &rbacv1.Role{
 		ObjectMeta: childMeta(job, trainerIdentityName(job)),
 		Rules: []rbacv1.PolicyRule{{
-			APIGroups:     []string{v1.GroupVersion.Group},
+			APIGroups:     []string{trainingv1alpha1.GroupVersion.Group},
 			Resources:     []string{"espojobs", "espojobs/status"},
 			ResourceNames: []string{job.Name},
 			Verbs:         []string{"get", "patch"},
@@ -58,7 +60,7 @@ func buildRole(job *v1.ESPOJob) *rbacv1.Role {
 }
 
 // buildRoleBinding binds the trainer's Role to its ServiceAccount.
-func buildRoleBinding(job *v1.ESPOJob) *rbacv1.RoleBinding {
+func buildRoleBinding(job *trainingv1alpha1.ESPOJob) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		ObjectMeta: childMeta(job, trainerIdentityName(job)),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: trainerIdentityName(job)},

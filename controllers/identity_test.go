@@ -22,12 +22,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 func TestBuildTrainerIdentity(t *testing.T) {
 	cases := map[string]struct {
-		job       *v1.ESPOJob
+		job       *trainingv1alpha1.ESPOJob
 		owns      bool
 		account   string
 		wantRules []rbacv1.PolicyRule

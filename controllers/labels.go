@@ -22,7 +22,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // Labels and annotations the controller puts on the children of an ESPOJob. Every
@@ -71,20 +71,20 @@ const (
 )
 
 // Names of the children. They are derived from the job's name alone, so that a retry
-// or a restarted controller finds what an earlier reconcile created. v1.MaxNameLength
+// or a restarted controller finds what an earlier reconcile created. trainingv1alpha1.MaxNameLength
 // keeps every one of them a valid DNS label.
 
 // configMapName is the name of the job's ConfigMap.
-func configMapName(job *v1.ESPOJob) string { return job.Name + "-config" }
+func configMapName(job *trainingv1alpha1.ESPOJob) string { return job.Name + "-config" }
 
 // serviceName is the name of the job's headless Service, also the pods' subdomain.
-func serviceName(job *v1.ESPOJob) string { return job.Name }
+func serviceName(job *trainingv1alpha1.ESPOJob) string { return job.Name }
 
 // trainerIdentityName names the job's ServiceAccount, Role and RoleBinding.
-func trainerIdentityName(job *v1.ESPOJob) string { return job.Name + "-trainer" }
+func trainerIdentityName(job *trainingv1alpha1.ESPOJob) string { return job.Name + "-trainer" }
 
 // podName is the name (and hostname) of the trainer pod of a rank.
-func podName(job *v1.ESPOJob, rank int32) string {
+func podName(job *trainingv1alpha1.ESPOJob, rank int32) string {
 	return job.Name + "-trainer-" + strconv.Itoa(int(rank))
 }
 
@@ -97,7 +97,7 @@ func podRole(rank int32) string {
 }
 
 // jobLabels are the labels every child of the job carries.
-func jobLabels(job *v1.ESPOJob) map[string]string {
+func jobLabels(job *trainingv1alpha1.ESPOJob) map[string]string {
 	return map[string]string{
 		LabelJobName:   job.Name,
 		LabelJobUID:    string(job.UID),
@@ -108,7 +108,7 @@ func jobLabels(job *v1.ESPOJob) map[string]string {
 // podLabels are the labels of the trainer pod of a rank in the current restart
 // attempt: the job's pod labels (spec.trainer.labels), overridden by the job's own,
 // which include the hash of the spec the pod is built from.
-func podLabels(job *v1.ESPOJob, rank int32) map[string]string {
+func podLabels(job *trainingv1alpha1.ESPOJob, rank int32) map[string]string {
 	l := maps.Clone(job.Spec.Trainer.Labels)
 	if l == nil {
 		l = map[string]string{}
@@ -124,18 +124,18 @@ func podLabels(job *v1.ESPOJob, rank int32) map[string]string {
 }
 
 // serviceSelector selects the job's trainer pods.
-func serviceSelector(job *v1.ESPOJob) map[string]string {
+func serviceSelector(job *trainingv1alpha1.ESPOJob) map[string]string {
 	return map[string]string{LabelJobName: job.Name, LabelJobUID: string(job.UID)}
 }
 
 // childMeta is the metadata of a child of the job: its name, the job's namespace and
 // labels, and the job as its controller (owner), so that deleting the job deletes it
 // and its events requeue the job.
-func childMeta(job *v1.ESPOJob, name string) metav1.ObjectMeta {
+func childMeta(job *trainingv1alpha1.ESPOJob, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:            name,
 		Namespace:       job.Namespace,
 		Labels:          jobLabels(job),
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, v1.GroupVersion.WithKind("ESPOJob"))},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, trainingv1alpha1.GroupVersion.WithKind("ESPOJob"))},
 	}
 }

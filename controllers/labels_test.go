@@ -21,12 +21,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 func TestPodLabels(t *testing.T) {
 	cases := map[string]struct {
-		job  *v1.ESPOJob
+		job  *trainingv1alpha1.ESPOJob
 		rank int32
 		want map[string]string
 	}{

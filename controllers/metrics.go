@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // Operator metrics, served with controller-runtime's own (reconcile counts and
@@ -81,7 +81,7 @@ func (phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var jobs v1.ESPOJobList
+	var jobs trainingv1alpha1.ESPOJobList
 	if err := (*r).List(ctx, &jobs); err != nil {
 		return
 	}
@@ -90,7 +90,7 @@ func (phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	for i := range jobs.Items {
 		phase := jobs.Items[i].Status.Phase
 		if phase == "" {
-			phase = v1.PhasePending
+			phase = trainingv1alpha1.PhasePending
 		}
 		counts[key{jobs.Items[i].Namespace, string(phase)}]++
 	}
@@ -103,23 +103,23 @@ func (phaseCollector) Collect(ch chan<- prometheus.Metric) {
 // written: jobs created, succeeded, failed, restarted and restarted after a
 // disruption, and the times from creation
 // to all pods created and to all pods first running.
-func recordMetrics(old, new *v1.ESPOJob, now time.Time) {
+func recordMetrics(old, new *trainingv1alpha1.ESPOJob, now time.Time) {
 	ns := new.Namespace
 	was := func(typ string) bool { return meta.IsStatusConditionTrue(old.Status.Conditions, typ) }
 	is := func(typ string) bool { return meta.IsStatusConditionTrue(new.Status.Conditions, typ) }
 	age := now.Sub(new.CreationTimestamp.Time).Seconds()
-	if meta.FindStatusCondition(old.Status.Conditions, v1.ConditionCreated) == nil && is(v1.ConditionCreated) {
+	if meta.FindStatusCondition(old.Status.Conditions, trainingv1alpha1.ConditionCreated) == nil && is(trainingv1alpha1.ConditionCreated) {
 		jobsCreated.WithLabelValues(ns).Inc()
 		podsCreatedSeconds.Observe(age)
 	}
-	if !was(v1.ConditionRunning) && is(v1.ConditionRunning) && new.Status.Restarts == 0 &&
-		meta.FindStatusCondition(new.Status.Conditions, v1.ConditionSuspended) == nil {
+	if !was(trainingv1alpha1.ConditionRunning) && is(trainingv1alpha1.ConditionRunning) && new.Status.Restarts == 0 &&
+		meta.FindStatusCondition(new.Status.Conditions, trainingv1alpha1.ConditionSuspended) == nil {
 		runningSeconds.Observe(age)
 	}
-	if !was(v1.ConditionSucceeded) && is(v1.ConditionSucceeded) {
+	if !was(trainingv1alpha1.ConditionSucceeded) && is(trainingv1alpha1.ConditionSucceeded) {
 		jobsSucceeded.WithLabelValues(ns).Inc()
 	}
-	if !was(v1.ConditionFailed) && is(v1.ConditionFailed) {
+	if !was(trainingv1alpha1.ConditionFailed) && is(trainingv1alpha1.ConditionFailed) {
 		jobsFailed.WithLabelValues(ns).Inc()
 	}
 	if d := new.Status.Restarts - old.Status.Restarts; d > 0 {

@@ -27,16 +27,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/test/builders"
 )
 
 func TestRecordMetrics(t *testing.T) {
 	base := makeJob().Created(now.Add(-10 * time.Second))
-	created := cond(v1.ConditionCreated, true, v1.ReasonChildrenCreated, "")
-	running := cond(v1.ConditionRunning, true, v1.ReasonPodsRunning, "")
+	created := cond(trainingv1alpha1.ConditionCreated, true, trainingv1alpha1.ReasonChildrenCreated, "")
+	running := cond(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, "")
 	cases := map[string]struct {
-		old, new                            *v1.ESPOJob
+		old, new                            *trainingv1alpha1.ESPOJob
 		created, succeeded, failed, restart float64
 		disrupted                           float64
 		createdSamples, runningSamples      uint64
@@ -53,8 +53,8 @@ func TestRecordMetrics(t *testing.T) {
 		"a restart after a disruption": {
 			old: base.Clone().Restarts(1).Obj(), new: base.Clone().Restarts(2).Disruptions(1).Obj(), restart: 1, disrupted: 1,
 		},
-		"succeeded": {old: base.Clone().Obj(), new: base.Clone().Condition(cond(v1.ConditionSucceeded, true, "Completed", "")).Obj(), succeeded: 1},
-		"failed":    {old: base.Clone().Obj(), new: base.Clone().Condition(cond(v1.ConditionFailed, true, "DeadlineExceeded", "")).Obj(), failed: 1},
+		"succeeded": {old: base.Clone().Obj(), new: base.Clone().Condition(cond(trainingv1alpha1.ConditionSucceeded, true, "Completed", "")).Obj(), succeeded: 1},
+		"failed":    {old: base.Clone().Obj(), new: base.Clone().Condition(cond(trainingv1alpha1.ConditionFailed, true, "DeadlineExceeded", "")).Obj(), failed: 1},
 		"nothing new": {
 			old: base.Clone().Condition(created).Condition(running).Obj(), new: base.Clone().Condition(created).Condition(running).Obj(),
 		},
@@ -94,10 +94,10 @@ func TestRecordMetrics(t *testing.T) {
 
 func TestPhaseGaugeCountsTheCachedJobs(t *testing.T) {
 	jobs := []client.Object{
-		builders.MakeESPOJob("a", "ns1").Phase(v1.PhaseRunning).Obj(),
-		builders.MakeESPOJob("b", "ns1").Phase(v1.PhaseRunning).Obj(),
+		builders.MakeESPOJob("a", "ns1").Phase(trainingv1alpha1.PhaseRunning).Obj(),
+		builders.MakeESPOJob("b", "ns1").Phase(trainingv1alpha1.PhaseRunning).Obj(),
 		builders.MakeESPOJob("c", "ns1").Obj(), // no status yet: Pending
-		builders.MakeESPOJob("d", "ns2").Phase(v1.PhaseFailed).Obj(),
+		builders.MakeESPOJob("d", "ns2").Phase(trainingv1alpha1.PhaseFailed).Obj(),
 	}
 	reader := client.Reader(fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(jobs...).Build())
 	old := phaseReader.Swap(&reader)

@@ -26,7 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // PodOptions are the operator-wide settings of the trainer pods.
@@ -69,13 +69,13 @@ const (
 )
 
 // configPath is the path of the run config inside a trainer pod.
-var configPath = path.Join(ConfigDir, v1.RunConfigKey)
+var configPath = path.Join(ConfigDir, trainingv1alpha1.RunConfigKey)
 
 // buildPod builds the trainer pod of a rank for the job's current restart attempt
 // (status.restarts). Rank 0 runs the trainer, which reads the datasets, writes the
 // checkpoints and reports to the job; every other rank hosts a policy worker. With
 // cuda every rank, rank 0 included, has a worker container that holds the GPUs.
-func buildPod(job *v1.ESPOJob, rank int32, o PodOptions) *corev1.Pod {
+func buildPod(job *trainingv1alpha1.ESPOJob, rank int32, o PodOptions) *corev1.Pod {
 	t := &job.Spec.Trainer
 	meta := childMeta(job, podName(job, rank))
 	meta.Labels = podLabels(job, rank)
@@ -107,7 +107,7 @@ func buildPod(job *v1.ESPOJob, rank int32, o PodOptions) *corev1.Pod {
 			Volumes: podVolumes(job, rank),
 		},
 	}
-	cuda := job.Spec.Model.Worker == v1.WorkerCUDA
+	cuda := job.Spec.Model.Worker == trainingv1alpha1.WorkerCUDA
 	if rank == 0 {
 		c := baseContainer(job, rank, ContainerTrainer, trainerImage(job, o))
 		c.Command = []string{"espo", "trainer", "--config", configPath}
@@ -137,7 +137,7 @@ func buildPod(job *v1.ESPOJob, rank int32, o PodOptions) *corev1.Pod {
 // the config and /tmp mounts (and /dev/shm with GPUs), a non-root security context
 // with a read-only root filesystem, and termination messages that fall back to the
 // log, so that a failure's reason can name what went wrong.
-func baseContainer(job *v1.ESPOJob, rank int32, name, image string) corev1.Container {
+func baseContainer(job *trainingv1alpha1.ESPOJob, rank int32, name, image string) corev1.Container {
 	c := corev1.Container{
 		Name:                     name,
 		Image:                    image,
@@ -160,7 +160,7 @@ func baseContainer(job *v1.ESPOJob, rank int32, name, image string) corev1.Conta
 	}
 	if job.Spec.Model.InitialCheckpoint != nil { // every container loads or verifies it
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: initialCkptVolume,
-			MountPath: v1.InitialCheckpointMountPath, ReadOnly: true})
+			MountPath: trainingv1alpha1.InitialCheckpointMountPath, ReadOnly: true})
 	}
 	return c
 }
@@ -168,10 +168,10 @@ func baseContainer(job *v1.ESPOJob, rank int32, name, image string) corev1.Conta
 // workerContainer is the container that hosts a rank's policy worker: the CPU worker
 // of the operator's image ("espo worker --device cpu") or the cuda worker image, with
 // the job's resources.
-func workerContainer(job *v1.ESPOJob, rank int32, o PodOptions) corev1.Container {
+func workerContainer(job *trainingv1alpha1.ESPOJob, rank int32, o PodOptions) corev1.Container {
 	m := &job.Spec.Model
 	image := m.Image
-	if image == "" && m.Worker == v1.WorkerCUDA {
+	if image == "" && m.Worker == trainingv1alpha1.WorkerCUDA {
 		image = o.CUDAWorkerImage
 	}
 	if image == "" {
@@ -179,7 +179,7 @@ func workerContainer(job *v1.ESPOJob, rank int32, o PodOptions) corev1.Container
 	}
 	c := baseContainer(job, rank, ContainerWorker, image)
 	c.Command = m.Command
-	if len(c.Command) == 0 && m.Worker != v1.WorkerCUDA {
+	if len(c.Command) == 0 && m.Worker != trainingv1alpha1.WorkerCUDA {
 		c.Command = []string{"espo", "worker", "--device", "cpu", "--listen", fmt.Sprintf(":%d", WorkerPort)}
 	}
 	c.Env = append(c.Env, corev1.EnvVar{Name: EnvWorkerListen, Value: fmt.Sprintf(":%d", WorkerPort)})
@@ -188,15 +188,15 @@ func workerContainer(job *v1.ESPOJob, rank int32, o PodOptions) corev1.Container
 		c.Ports = append(c.Ports, corev1.ContainerPort{Name: fmt.Sprintf("worker-%d", k), ContainerPort: WorkerPort + k, Protocol: corev1.ProtocolTCP})
 	}
 	c.Resources = *job.Spec.Trainer.Resources.DeepCopy()
-	if w := m.Weights; w != nil && m.Worker == v1.WorkerCUDA {
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: modelsVolume, MountPath: v1.ModelsMountPath,
+	if w := m.Weights; w != nil && m.Worker == trainingv1alpha1.WorkerCUDA {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: modelsVolume, MountPath: trainingv1alpha1.ModelsMountPath,
 			SubPath: w.Path, ReadOnly: true})
 	}
 	return c
 }
 
 // trainerImage is the image of the trainer (and of the CPU workers).
-func trainerImage(job *v1.ESPOJob, o PodOptions) string {
+func trainerImage(job *trainingv1alpha1.ESPOJob, o PodOptions) string {
 	if job.Spec.Trainer.Image != "" {
 		return job.Spec.Trainer.Image
 	}
@@ -205,7 +205,7 @@ func trainerImage(job *v1.ESPOJob, o PodOptions) string {
 
 // podEnv is the environment of every container of a rank's pod: the job's extra
 // environment first, then the controller's variables, which win over it.
-func podEnv(job *v1.ESPOJob, rank int32) []corev1.EnvVar {
+func podEnv(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.EnvVar {
 	env := make([]corev1.EnvVar, 0, len(job.Spec.Trainer.Env)+8)
 	env = append(env, job.Spec.Trainer.Env...)
 	return append(env,
@@ -229,26 +229,26 @@ func podEnv(job *v1.ESPOJob, rank int32) []corev1.EnvVar {
 //
 // spec.rewards is left out of the pod template hash (podTemplateInputs): it is
 // immutable, so what is read from it here can never differ between a job's pods.
-func trainerEnv(job *v1.ESPOJob) []corev1.EnvVar {
+func trainerEnv(job *trainingv1alpha1.ESPOJob) []corev1.EnvVar {
 	e := job.Spec.Rewards.Intent.Embedder
 	if e == nil || e.APIKeySecretRef == nil {
 		return nil
 	}
 	ref := e.APIKeySecretRef
-	return []corev1.EnvVar{{Name: v1.EmbedderAPIKeyEnv, ValueFrom: &corev1.EnvVarSource{
+	return []corev1.EnvVar{{Name: trainingv1alpha1.EmbedderAPIKeyEnv, ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: ref.Key},
 	}}}
 }
 
 // trainerMounts are rank 0's extra mounts: every PVC or ConfigMap dataset source
 // read-only under DataRoot, the checkpoint claim, and the output folder.
-func trainerMounts(job *v1.ESPOJob) []corev1.VolumeMount {
+func trainerMounts(job *trainingv1alpha1.ESPOJob) []corev1.VolumeMount {
 	return append(dataMounts(job), corev1.VolumeMount{Name: outputVolume, MountPath: OutputDir})
 }
 
 // dataMounts are the dataset sources read-only under DataRoot and the checkpoint
 // claim: what rank 0's trainer and cuda worker containers share.
-func dataMounts(job *v1.ESPOJob) []corev1.VolumeMount {
+func dataMounts(job *trainingv1alpha1.ESPOJob) []corev1.VolumeMount {
 	var mounts []corev1.VolumeMount
 	for _, src := range job.Spec.Datasets.Sources {
 		if src.PersistentVolumeClaim != nil || src.ConfigMap != nil {
@@ -268,7 +268,7 @@ func dataMounts(job *v1.ESPOJob) []corev1.VolumeMount {
 // spec.model.initialCheckpoint, for every rank (read-only, so one ReadOnlyMany claim
 // serves every pod); the datasets, checkpoints and output for rank 0 only (a
 // ReadWriteOnce claim can be mounted by one node).
-func podVolumes(job *v1.ESPOJob, rank int32) []corev1.Volume {
+func podVolumes(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.Volume {
 	vols := []corev1.Volume{
 		{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: configMapName(job)},
@@ -280,7 +280,7 @@ func podVolumes(job *v1.ESPOJob, rank int32) []corev1.Volume {
 			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory},
 		}})
 	}
-	if w := job.Spec.Model.Weights; w != nil && job.Spec.Model.Worker == v1.WorkerCUDA {
+	if w := job.Spec.Model.Weights; w != nil && job.Spec.Model.Worker == trainingv1alpha1.WorkerCUDA {
 		vols = append(vols, corev1.Volume{Name: modelsVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: w.ClaimName, ReadOnly: true},
 		}})
@@ -317,7 +317,7 @@ func podVolumes(job *v1.ESPOJob, rank int32) []corev1.Volume {
 
 // requestsGPUs reports whether the job's resources request or limit a GPU resource
 // (nvidia.com/gpu, amd.com/gpu, gpu.intel.com/...).
-func requestsGPUs(job *v1.ESPOJob) bool {
+func requestsGPUs(job *trainingv1alpha1.ESPOJob) bool {
 	r := &job.Spec.Trainer.Resources
 	for _, l := range []corev1.ResourceList{r.Requests, r.Limits} {
 		for name, q := range l {

@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // DefaultPodEventBatchPeriod is the manager's default Options.PodEventBatchPeriod,
@@ -40,7 +40,7 @@ const DefaultPodEventBatchPeriod = time.Second
 // gives one reconcile, and one status write: a gang of N pods becoming ready costs
 // about one write instead of N.
 func podEventHandler(mgr ctrl.Manager, period time.Duration) handler.EventHandler {
-	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1.ESPOJob{}, handler.OnlyControllerOwner())
+	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainingv1alpha1.ESPOJob{}, handler.OnlyControllerOwner())
 	if period <= 0 {
 		return owner
 	}

@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // queueCall is one call of a fake queue's adding methods.
@@ -81,7 +81,7 @@ func ownedPod(rv string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: "job-0", Namespace: "ns", ResourceVersion: rv,
 		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: v1.GroupVersion.String(), Kind: "ESPOJob", Name: "job", UID: "uid", Controller: new(true),
+			APIVersion: trainingv1alpha1.GroupVersion.String(), Kind: "ESPOJob", Name: "job", UID: "uid", Controller: new(true),
 		}},
 	}}
 }
@@ -89,8 +89,8 @@ func ownedPod(rv string) *corev1.Pod {
 // delayedOwnerHandler is the pod event handler of the manager, delayed by period.
 func delayedOwnerHandler(period time.Duration) handler.EventHandler {
 	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(v1.GroupVersion.WithKind("ESPOJob"), meta.RESTScopeNamespace)
-	owner := handler.EnqueueRequestForOwner(NewScheme(), mapper, &v1.ESPOJob{}, handler.OnlyControllerOwner())
+	mapper.Add(trainingv1alpha1.GroupVersion.WithKind("ESPOJob"), meta.RESTScopeNamespace)
+	owner := handler.EnqueueRequestForOwner(NewScheme(), mapper, &trainingv1alpha1.ESPOJob{}, handler.OnlyControllerOwner())
 	return delayedHandler{inner: owner, period: period}
 }
 

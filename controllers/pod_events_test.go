@@ -26,7 +26,7 @@ import (
 	. "github.com/onsi/gomega"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/test/builders"
 )
@@ -62,6 +62,6 @@ func TestAGangBecomingReadyIsOneStatusWrite(t *testing.T) {
 		setPodStatus(g, &p, running(&p))
 	}
 	g.Eventually(func() int32 { return getJob(g, job).Status.Ready }, reconcileTimeout, poll).Should(Equal(int32(8)))
-	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(v1.PhaseRunning))
+	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseRunning))
 	g.Expect(writes.Load()-before).To(BeNumerically("<=", 2), "status writes while 8 pods became ready")
 }

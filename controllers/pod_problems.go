@@ -22,7 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // Why a trainer pod does not run: read from the pod's status, which the scheduler and
@@ -50,10 +50,10 @@ func pendingProblem(pods []*corev1.Pod) (reason, message string) {
 			switch {
 			case w == nil:
 			case imagePullReasons[w.Reason]:
-				return v1.ReasonImagePullFailed, fmt.Sprintf("pod %s, container %s: cannot pull image %q: %s: %s",
+				return trainingv1alpha1.ReasonImagePullFailed, fmt.Sprintf("pod %s, container %s: cannot pull image %q: %s: %s",
 					p.Name, cs.Name, cs.Image, w.Reason, w.Message)
 			case w.Reason == "CreateContainerConfigError" || w.Reason == "CreateContainerError":
-				return v1.ReasonPodsPending, fmt.Sprintf("pod %s, container %s: %s%s: %s", p.Name, cs.Name,
+				return trainingv1alpha1.ReasonPodsPending, fmt.Sprintf("pod %s, container %s: %s%s: %s", p.Name, cs.Name,
 					apiKeySecretProblem(p, cs.Name, w.Message), w.Reason, w.Message)
 			}
 		}
@@ -62,9 +62,9 @@ func pendingProblem(pods []*corev1.Pod) (reason, message string) {
 				continue
 			}
 			if isVolumeProblem(c.Message) {
-				return v1.ReasonVolumeUnavailable, fmt.Sprintf("pod %s: a volume is unavailable: %s", p.Name, c.Message)
+				return trainingv1alpha1.ReasonVolumeUnavailable, fmt.Sprintf("pod %s: a volume is unavailable: %s", p.Name, c.Message)
 			}
-			return v1.ReasonPodsUnschedulable, fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)
+			return trainingv1alpha1.ReasonPodsUnschedulable, fmt.Sprintf("pod %s cannot be scheduled: %s", p.Name, c.Message)
 		}
 	}
 	return "", ""
@@ -90,7 +90,7 @@ func apiKeySecretProblem(p *corev1.Pod, container, message string) string {
 			continue
 		}
 		for _, e := range p.Spec.Containers[i].Env {
-			if e.Name != v1.EmbedderAPIKeyEnv || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+			if e.Name != trainingv1alpha1.EmbedderAPIKeyEnv || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
 				continue
 			}
 			ref := e.ValueFrom.SecretKeyRef

@@ -21,7 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 func TestPendingProblem(t *testing.T) {
@@ -35,43 +35,43 @@ func TestPendingProblem(t *testing.T) {
 		"none": {pods: []corev1.Pod{testPod(job, 0), testPod(job, 1, phase(corev1.PodRunning))}},
 		"a missing claim": {
 			pods:       []corev1.Pod{testPod(job, 0, unschedulable(`0/3 nodes are available: persistentvolumeclaim "logs" not found.`))},
-			wantReason: v1.ReasonVolumeUnavailable,
+			wantReason: trainingv1alpha1.ReasonVolumeUnavailable,
 			wantMessage: `pod demo-trainer-0: a volume is unavailable: ` +
 				`0/3 nodes are available: persistentvolumeclaim "logs" not found.`,
 		},
 		"no node fits": {
 			pods:        []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning)), testPod(job, 1, unschedulable("0/3 nodes are available: 3 Insufficient cpu."))},
-			wantReason:  v1.ReasonPodsUnschedulable,
+			wantReason:  trainingv1alpha1.ReasonPodsUnschedulable,
 			wantMessage: "pod demo-trainer-1 cannot be scheduled: 0/3 nodes are available: 3 Insufficient cpu.",
 		},
 		"an image that cannot be pulled": {
 			pods:       []corev1.Pod{testPod(job, 0, waiting("ImagePullBackOff", `Back-off pulling image "registry.invalid/espo:nope"`))},
-			wantReason: v1.ReasonImagePullFailed,
+			wantReason: trainingv1alpha1.ReasonImagePullFailed,
 			wantMessage: `pod demo-trainer-0, container trainer: cannot pull image "registry.invalid/espo:nope": ` +
 				`ImagePullBackOff: Back-off pulling image "registry.invalid/espo:nope"`,
 		},
 		"a container that cannot be created": {
 			pods:        []corev1.Pod{testPod(job, 0, waiting("CreateContainerConfigError", `secret "hf-token" not found`))},
-			wantReason:  v1.ReasonPodsPending,
+			wantReason:  trainingv1alpha1.ReasonPodsPending,
 			wantMessage: `pod demo-trainer-0, container trainer: CreateContainerConfigError: secret "hf-token" not found`,
 		},
 		"the embedding service's API key Secret is missing": {
 			pods:       []corev1.Pod{testPod(withKey, 0, waiting("CreateContainerConfigError", `secret "embeddings" not found`))},
-			wantReason: v1.ReasonPodsPending,
+			wantReason: trainingv1alpha1.ReasonPodsPending,
 			wantMessage: `pod demo-trainer-0, container trainer: cannot read key "api-key" of Secret "embeddings" ` +
 				`(spec.rewards.intent.embedder.apiKeySecretRef), which must exist in namespace ns: ` +
 				`CreateContainerConfigError: secret "embeddings" not found`,
 		},
 		"the API key Secret lacks the key": {
 			pods:       []corev1.Pod{testPod(withKey, 0, waiting("CreateContainerConfigError", `couldn't find key api-key in Secret ns/embeddings`))},
-			wantReason: v1.ReasonPodsPending,
+			wantReason: trainingv1alpha1.ReasonPodsPending,
 			wantMessage: `pod demo-trainer-0, container trainer: cannot read key "api-key" of Secret "embeddings" ` +
 				`(spec.rewards.intent.embedder.apiKeySecretRef), which must exist in namespace ns: ` +
 				`CreateContainerConfigError: couldn't find key api-key in Secret ns/embeddings`,
 		},
 		"another Secret is missing, with an API key Secret named like its prefix": {
 			pods:        []corev1.Pod{testPod(withKey, 0, waiting("CreateContainerConfigError", `couldn't find key token in Secret ns/embeddings-hf`))},
-			wantReason:  v1.ReasonPodsPending,
+			wantReason:  trainingv1alpha1.ReasonPodsPending,
 			wantMessage: `pod demo-trainer-0, container trainer: CreateContainerConfigError: couldn't find key token in Secret ns/embeddings-hf`,
 		},
 		"containers starting are no problem": {pods: []corev1.Pod{testPod(job, 0, waiting("ContainerCreating", ""))}},

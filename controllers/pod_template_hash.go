@@ -25,7 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // The pod template policy: every trainer pod carries, in LabelPodTemplateHash, the
@@ -56,11 +56,11 @@ const podTemplateHashLength = 16
 // immutable, it cannot differ between a job's pods), so that a default a later
 // version adds to them does not restart running jobs on upgrade.
 type podTemplateInputs struct {
-	Trainer       *v1.TrainerSpec       `json:"trainer"`
-	Model         *v1.ModelSpec         `json:"model"`
-	Datasets      *v1.Datasets          `json:"datasets"`
-	Checkpoint    *v1.CheckpointSpec    `json:"checkpoint,omitempty"`
-	EarlyStopping *v1.EarlyStoppingSpec `json:"earlyStopping,omitempty"`
+	Trainer       *trainingv1alpha1.TrainerSpec       `json:"trainer"`
+	Model         *trainingv1alpha1.ModelSpec         `json:"model"`
+	Datasets      *trainingv1alpha1.Datasets          `json:"datasets"`
+	Checkpoint    *trainingv1alpha1.CheckpointSpec    `json:"checkpoint,omitempty"`
+	EarlyStopping *trainingv1alpha1.EarlyStoppingSpec `json:"earlyStopping,omitempty"`
 }
 
 // podTemplateHash is the hash of what the job's trainer pods are built and started
@@ -77,7 +77,7 @@ type podTemplateInputs struct {
 //
 // It returns "" when the inputs cannot be marshalled, which their types rule out;
 // pods built then carry no hash and match any spec.
-func podTemplateHash(job *v1.ESPOJob) string {
+func podTemplateHash(job *trainingv1alpha1.ESPOJob) string {
 	s := &job.Spec
 	raw, err := canonicalJSON(podTemplateInputs{Trainer: &s.Trainer, Model: &s.Model, Datasets: &s.Datasets,
 		Checkpoint: s.Checkpoint, EarlyStopping: s.EarlyStopping})
@@ -159,6 +159,6 @@ func outdatedPodTemplate(pods *podSet, want string) (string, bool) {
 // the spec of hash from is being recreated from the spec of hash to.
 func podTemplateChanged(u *statusUpdate, from, to string) {
 	u.events = append(u.events, event{Type: corev1.EventTypeNormal, Reason: ReasonPodTemplateChanged,
-		Message: v1.BoundMessage(fmt.Sprintf("the spec changed under the running trainer pods (pod template hash %s, now %s): "+
+		Message: trainingv1alpha1.BoundMessage(fmt.Sprintf("the spec changed under the running trainer pods (pod template hash %s, now %s): "+
 			"recreating them from the current spec; the trainer resumes from its newest checkpoint", from, to))})
 }

@@ -29,7 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/test/builders"
 )
 
@@ -68,11 +68,11 @@ func TestPodTemplateHashIsAStableLabelValue(t *testing.T) {
 // (omitempty, or a struct that marshals empty), or accept that and say so in the
 // release notes, then update the value.
 func TestPodTemplateHashGolden(t *testing.T) {
-	job := &v1.ESPOJob{Spec: v1.ESPOJobSpec{
-		Datasets: v1.Datasets{Sources: []v1.DatasetSource{{Name: "smartspot", Synthetic: &v1.SyntheticSource{Episodes: 20, Seed: 1}}}},
-		Trainer: v1.TrainerSpec{Replicas: 2, Image: "espo:v1", NodeSelector: map[string]string{"pool": "a"},
+	job := &trainingv1alpha1.ESPOJob{Spec: trainingv1alpha1.ESPOJobSpec{
+		Datasets: trainingv1alpha1.Datasets{Sources: []trainingv1alpha1.DatasetSource{{Name: "smartspot", Synthetic: &trainingv1alpha1.SyntheticSource{Episodes: 20, Seed: 1}}}},
+		Trainer: trainingv1alpha1.TrainerSpec{Replicas: 2, Image: "espo:v1", NodeSelector: map[string]string{"pool": "a"},
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}},
-		Checkpoint: &v1.CheckpointSpec{PersistentVolumeClaim: v1.VolumePath{ClaimName: "ckpt", Path: "runs/1"}},
+		Checkpoint: &trainingv1alpha1.CheckpointSpec{PersistentVolumeClaim: trainingv1alpha1.VolumePath{ClaimName: "ckpt", Path: "runs/1"}},
 	}}
 	if got, want := podTemplateHash(job), "752c3d19185191a0"; got != want {
 		t.Errorf("podTemplateHash = %q, want %q", got, want)
@@ -89,7 +89,7 @@ func TestPodTemplateHashCoversEverySpecField(t *testing.T) {
 		"rewards":   "immutable, and in the run config only",
 	}
 	hashed := jsonNames(reflect.TypeFor[podTemplateInputs]())
-	for _, name := range jsonNames(reflect.TypeFor[v1.ESPOJobSpec]()) {
+	for _, name := range jsonNames(reflect.TypeFor[trainingv1alpha1.ESPOJobSpec]()) {
 		_, out := leftOut[name]
 		if in := slices.Contains(hashed, name); in == out {
 			t.Errorf("spec.%s: hashed %v, left out %v; want exactly one", name, in, out)
@@ -124,12 +124,12 @@ func TestPodTemplateHashIgnoresMapOrderAndEmptyValues(t *testing.T) {
 	base.Spec.Trainer.NodeSelector = selector(keys)
 	want := podTemplateHash(base)
 
-	cases := map[string]func(j *v1.ESPOJob){
-		"map keys inserted in another order": func(j *v1.ESPOJob) { j.Spec.Trainer.NodeSelector = selector(reversed) },
-		"a quantity spelt otherwise": func(j *v1.ESPOJob) {
+	cases := map[string]func(j *trainingv1alpha1.ESPOJob){
+		"map keys inserted in another order": func(j *trainingv1alpha1.ESPOJob) { j.Spec.Trainer.NodeSelector = selector(reversed) },
+		"a quantity spelt otherwise": func(j *trainingv1alpha1.ESPOJob) {
 			j.Spec.Trainer.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2000m")
 		},
-		"empty lists and structs instead of nil": func(j *v1.ESPOJob) {
+		"empty lists and structs instead of nil": func(j *trainingv1alpha1.ESPOJob) {
 			j.Spec.Trainer.Env = []corev1.EnvVar{}
 			j.Spec.Trainer.Labels = map[string]string{}
 			j.Spec.Trainer.Affinity = &corev1.Affinity{}
@@ -153,7 +153,7 @@ func TestPodTemplateHashChangesWithWhatShapesThePods(t *testing.T) {
 	cpu := func(q string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
-	cases := map[string]*v1.ESPOJob{
+	cases := map[string]*trainingv1alpha1.ESPOJob{
 		"nodeSelector value":       hashBase().NodeSelector("pool", "b").Obj(),
 		"nodeSelector key":         hashBase().NodeSelector("zone", "x").Obj(),
 		"resources request":        hashBase().Resources(corev1.ResourceRequirements{Requests: cpu("3")}).Obj(),
@@ -171,8 +171,8 @@ func TestPodTemplateHashChangesWithWhatShapesThePods(t *testing.T) {
 		"service account":          hashBase().ServiceAccountName("reporter").Obj(),
 		"checkpoint claim":         hashBase().Checkpoint("other", "runs/1", 50).Obj(),
 		"checkpoint interval":      hashBase().Checkpoint("ckpt", "runs/1", 10).Obj(),
-		"early stopping":           hashBase().StopAt(v1.MetricRecommendationAccuracy, "0.3").Obj(),
-		"affinity": func() *v1.ESPOJob {
+		"early stopping":           hashBase().StopAt(trainingv1alpha1.MetricRecommendationAccuracy, "0.3").Obj(),
+		"affinity": func() *trainingv1alpha1.ESPOJob {
 			j := hashBase().Obj()
 			j.Spec.Trainer.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
@@ -198,17 +198,17 @@ func TestPodTemplateHashChangesWithWhatShapesThePods(t *testing.T) {
 
 func TestPodTemplateHashIgnoresWhatDoesNotShapeThePods(t *testing.T) {
 	want := podTemplateHash(hashBase().Obj())
-	cases := map[string]*v1.ESPOJob{
-		"status": hashBase().Phase(v1.PhaseRunning).Restarts(2).PodCounts(2, 2, 0, 0).StartTime(now).
-			Condition(cond(v1.ConditionRunning, true, v1.ReasonPodsRunning, "all 2 trainer pods are running")).
-			Training(&v1.TrainingStatus{Stage: v1.StageESPO, Step: 40}).ObservedGeneration(3).Obj(),
+	cases := map[string]*trainingv1alpha1.ESPOJob{
+		"status": hashBase().Phase(trainingv1alpha1.PhaseRunning).Restarts(2).PodCounts(2, 2, 0, 0).StartTime(now).
+			Condition(cond(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, "all 2 trainer pods are running")).
+			Training(&trainingv1alpha1.TrainingStatus{Stage: trainingv1alpha1.StageESPO, Step: 40}).ObservedGeneration(3).Obj(),
 		"suspend":                 hashBase().Suspend(true).Obj(),
 		"backoffLimit":            hashBase().BackoffLimit(7).Obj(),
 		"activeDeadlineSeconds":   hashBase().ActiveDeadlineSeconds(3600).Obj(),
 		"ttlSecondsAfterFinished": hashBase().TTLSecondsAfterFinished(60).Obj(),
 		"algorithm and rewards (immutable; in the run config only)": hashBase().GroupSize(8).LearningRate("1e-5").
 			COUTWeight("0.5").Obj(),
-		"the job's metadata": func() *v1.ESPOJob {
+		"the job's metadata": func() *trainingv1alpha1.ESPOJob {
 			j := hashBase().Label("team", "rec").Annotation("note", "x").Generation(9).Obj()
 			j.ResourceVersion = "12345"
 			j.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}

@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // wantPod is the pod of a rank of a two-replica CPU job built from makeJob, with no
@@ -114,7 +114,7 @@ func TestBuildPod(t *testing.T) {
 	shm := corev1.Volume{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}
 
 	cases := map[string]struct {
-		job  *v1.ESPOJob
+		job  *trainingv1alpha1.ESPOJob
 		rank int32
 		want func() *corev1.Pod
 	}{
@@ -156,8 +156,8 @@ func TestBuildPod(t *testing.T) {
 			},
 		},
 		"datasets and checkpoints are mounted in rank 0 only": {
-			job: makeJob().Replicas(2).PVCDataset("logs", "claim-a", "x.jsonl", v1.SplitTrain).
-				ConfigMapDataset("small", "cm-b", v1.SplitTest).Checkpoint("ckpt", "runs/1", 10).Obj(),
+			job: makeJob().Replicas(2).PVCDataset("logs", "claim-a", "x.jsonl", trainingv1alpha1.SplitTrain).
+				ConfigMapDataset("small", "cm-b", trainingv1alpha1.SplitTest).Checkpoint("ckpt", "runs/1", 10).Obj(),
 			rank: 0,
 			want: func() *corev1.Pod {
 				p := wantPod(0)
@@ -211,9 +211,9 @@ func TestBuildPod(t *testing.T) {
 			},
 		},
 		"cuda with weights on a claim: mounted read-only at /models in the worker": {
-			job: func() *v1.ESPOJob {
+			job: func() *trainingv1alpha1.ESPOJob {
 				j := makeJob().Replicas(2).CUDA("qwen").Obj()
-				j.Spec.Model.Weights = &v1.VolumePath{ClaimName: "models", Path: "hf"}
+				j.Spec.Model.Weights = &trainingv1alpha1.VolumePath{ClaimName: "models", Path: "hf"}
 				return j
 			}(), rank: 1,
 			want: func() *corev1.Pod {

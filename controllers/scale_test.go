@@ -33,7 +33,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/test/builders"
 )
@@ -102,11 +102,11 @@ func TestScale(t *testing.T) {
 		g.Expect(c.Status().Update(ctx, p)).To(Succeed())
 	})
 	g.Eventually(func() int {
-		var jobs v1.ESPOJobList
+		var jobs trainingv1alpha1.ESPOJobList
 		g.Expect(c.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
 		n := 0
 		for _, j := range jobs.Items {
-			if j.Status.Phase == v1.PhaseRunning {
+			if j.Status.Phase == trainingv1alpha1.PhaseRunning {
 				n++
 			}
 		}

@@ -20,13 +20,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // buildService builds the job's headless Service: it gives every trainer pod the DNS
 // name <hostname>.<service>.<namespace>.svc, published before the pod is ready so
 // that rank 0 can reach its workers while they start.
-func buildService(job *v1.ESPOJob) *corev1.Service {
+func buildService(job *trainingv1alpha1.ESPOJob) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: childMeta(job, serviceName(job)),
 		Spec: corev1.ServiceSpec{

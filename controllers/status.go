@@ -27,7 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // podSet is a job's trainer pods, sorted by restart attempt.
@@ -48,7 +48,7 @@ type podSet struct {
 }
 
 // splitPods sorts the pods controlled by job into a podSet.
-func splitPods(job *v1.ESPOJob, pods []corev1.Pod) *podSet {
+func splitPods(job *trainingv1alpha1.ESPOJob, pods []corev1.Pod) *podSet {
 	s := &podSet{current: map[int32]*corev1.Pod{}, disrupted: map[int32]*corev1.Pod{}, all: map[string]*corev1.Pod{}}
 	for i := range pods {
 		p := &pods[i]
@@ -71,7 +71,7 @@ func splitPods(job *v1.ESPOJob, pods []corev1.Pod) *podSet {
 
 // currentRank returns the rank of p and whether p belongs to the job's current
 // attempt: a rank the job has, the current restart attempt, and the rank's name.
-func currentRank(job *v1.ESPOJob, p *corev1.Pod) (int32, bool) {
+func currentRank(job *trainingv1alpha1.ESPOJob, p *corev1.Pod) (int32, bool) {
 	rank, err := strconv.Atoi(p.Labels[LabelRank])
 	if err != nil || rank < 0 || int32(rank) >= replicas(job) {
 		return 0, false
@@ -109,7 +109,7 @@ func inRankOrder(byRank map[int32]*corev1.Pod) []*corev1.Pod {
 
 // missingRanks are the ranks of the current attempt without a pod, whose pod name is
 // free (a pod of that name being deleted must go first).
-func (s *podSet) missingRanks(job *v1.ESPOJob) []int32 {
+func (s *podSet) missingRanks(job *trainingv1alpha1.ESPOJob) []int32 {
 	var out []int32
 	for rank := range replicas(job) {
 		if _, ok := s.all[podName(job, rank)]; !ok {
@@ -153,28 +153,28 @@ func updatePodStatus(u *statusUpdate, pods *podSet) {
 	}
 	n := replicas(u.job)
 	switch {
-	case u.isTrue(v1.ConditionFailed) || u.isTrue(v1.ConditionSucceeded) || u.isTrue(v1.ConditionSuspended):
-		u.clearCondition(v1.ConditionRunning, finishedReason(st), "the job has no running trainer pods")
+	case u.isTrue(trainingv1alpha1.ConditionFailed) || u.isTrue(trainingv1alpha1.ConditionSucceeded) || u.isTrue(trainingv1alpha1.ConditionSuspended):
+		u.clearCondition(trainingv1alpha1.ConditionRunning, finishedReason(st), "the job has no running trainer pods")
 	case running == n:
-		u.setCondition(v1.ConditionRunning, true, v1.ReasonPodsRunning, fmt.Sprintf("all %d trainer pods are running", n))
+		u.setCondition(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, fmt.Sprintf("all %d trainer pods are running", n))
 	default:
 		reason, msg := pendingProblem(pods.ranks())
 		if reason == "" {
-			reason, msg = v1.ReasonPodsPending, fmt.Sprintf("%d of %d trainer pods are running", running, n)
+			reason, msg = trainingv1alpha1.ReasonPodsPending, fmt.Sprintf("%d of %d trainer pods are running", running, n)
 		}
-		u.setCondition(v1.ConditionRunning, false, reason, msg)
+		u.setCondition(trainingv1alpha1.ConditionRunning, false, reason, msg)
 	}
 }
 
 // finishedReason is the reason of the condition that stopped the job: its Failed,
 // Succeeded or Suspended condition, whichever is True.
-func finishedReason(st *v1.ESPOJobStatus) string {
-	for _, typ := range []string{v1.ConditionFailed, v1.ConditionSucceeded, v1.ConditionSuspended} {
+func finishedReason(st *trainingv1alpha1.ESPOJobStatus) string {
+	for _, typ := range []string{trainingv1alpha1.ConditionFailed, trainingv1alpha1.ConditionSucceeded, trainingv1alpha1.ConditionSuspended} {
 		if c := meta.FindStatusCondition(st.Conditions, typ); c != nil && c.Status == metav1.ConditionTrue {
 			return c.Reason
 		}
 	}
-	return v1.ReasonPodsPending
+	return trainingv1alpha1.ReasonPodsPending
 }
 
 // podReady reports whether a pod has the Ready condition.
@@ -189,33 +189,33 @@ func podReady(p *corev1.Pod) bool {
 
 // computePhase is the one-word summary of the conditions: Failed, Succeeded,
 // Suspended, Restarting, Running or Pending, the first whose condition is True.
-func computePhase(st *v1.ESPOJobStatus) v1.JobPhase {
+func computePhase(st *trainingv1alpha1.ESPOJobStatus) trainingv1alpha1.JobPhase {
 	for _, p := range []struct {
 		cond  string
-		phase v1.JobPhase
+		phase trainingv1alpha1.JobPhase
 	}{
-		{v1.ConditionFailed, v1.PhaseFailed},
-		{v1.ConditionSucceeded, v1.PhaseSucceeded},
-		{v1.ConditionSuspended, v1.PhaseSuspended},
-		{v1.ConditionRestarting, v1.PhaseRestarting},
-		{v1.ConditionRunning, v1.PhaseRunning},
+		{trainingv1alpha1.ConditionFailed, trainingv1alpha1.PhaseFailed},
+		{trainingv1alpha1.ConditionSucceeded, trainingv1alpha1.PhaseSucceeded},
+		{trainingv1alpha1.ConditionSuspended, trainingv1alpha1.PhaseSuspended},
+		{trainingv1alpha1.ConditionRestarting, trainingv1alpha1.PhaseRestarting},
+		{trainingv1alpha1.ConditionRunning, trainingv1alpha1.PhaseRunning},
 	} {
 		if meta.IsStatusConditionTrue(st.Conditions, p.cond) {
 			return p.phase
 		}
 	}
-	return v1.PhasePending
+	return trainingv1alpha1.PhasePending
 }
 
 // finish ends the job: its Succeeded or Failed condition True with the reason, the
 // completion time, and no restart in progress.
 func finish(u *statusUpdate, succeeded bool, reason, message string) {
-	typ := v1.ConditionFailed
+	typ := trainingv1alpha1.ConditionFailed
 	if succeeded {
-		typ = v1.ConditionSucceeded
+		typ = trainingv1alpha1.ConditionSucceeded
 	}
 	u.setCondition(typ, true, reason, message)
-	u.clearCondition(v1.ConditionRestarting, reason, message)
+	u.clearCondition(trainingv1alpha1.ConditionRestarting, reason, message)
 	if u.status().CompletionTime == nil {
 		t := metav1.NewTime(u.now)
 		u.status().CompletionTime = &t

@@ -24,7 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 func TestSplitPods(t *testing.T) {
@@ -79,53 +79,53 @@ func TestUpdatePodStatus(t *testing.T) {
 	job := makeJob().Replicas(2).Obj()
 	started := now.Add(-time.Hour)
 	cases := map[string]struct {
-		job  *v1.ESPOJob
+		job  *trainingv1alpha1.ESPOJob
 		pods []corev1.Pod
-		want v1.ESPOJobStatus
+		want trainingv1alpha1.ESPOJobStatus
 	}{
 		"no pods yet": {
 			job: job,
-			want: v1.ESPOJobStatus{Conditions: []metav1.Condition{
-				cond(v1.ConditionRunning, false, v1.ReasonPodsPending, "0 of 2 trainer pods are running")}},
+			want: trainingv1alpha1.ESPOJobStatus{Conditions: []metav1.Condition{
+				cond(trainingv1alpha1.ConditionRunning, false, trainingv1alpha1.ReasonPodsPending, "0 of 2 trainer pods are running")}},
 		},
 		"one of two running: started, not Running": {
 			job:  job,
 			pods: []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning)), testPod(job, 1, phase(corev1.PodPending))},
-			want: v1.ESPOJobStatus{Active: 2, Ready: 1, StartTime: mtime(now), Conditions: []metav1.Condition{
-				cond(v1.ConditionRunning, false, v1.ReasonPodsPending, "1 of 2 trainer pods are running")}},
+			want: trainingv1alpha1.ESPOJobStatus{Active: 2, Ready: 1, StartTime: mtime(now), Conditions: []metav1.Condition{
+				cond(trainingv1alpha1.ConditionRunning, false, trainingv1alpha1.ReasonPodsPending, "1 of 2 trainer pods are running")}},
 		},
 		"all running: Running; the start time is kept": {
 			job:  makeJob().Replicas(2).StartTime(started).Obj(),
 			pods: []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning)), testPod(job, 1, phase(corev1.PodRunning))},
-			want: v1.ESPOJobStatus{Active: 2, Ready: 2, StartTime: mtime(started), Conditions: []metav1.Condition{
-				cond(v1.ConditionRunning, true, v1.ReasonPodsRunning, "all 2 trainer pods are running")}},
+			want: trainingv1alpha1.ESPOJobStatus{Active: 2, Ready: 2, StartTime: mtime(started), Conditions: []metav1.Condition{
+				cond(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, "all 2 trainer pods are running")}},
 		},
 		"a failed and a succeeded pod are counted": {
 			job:  job,
 			pods: []corev1.Pod{testPod(job, 0, exit(0, "Completed", "")), testPod(job, 1, exit(1, "Error", ""))},
-			want: v1.ESPOJobStatus{Succeeded: 1, Failed: 1, Conditions: []metav1.Condition{
-				cond(v1.ConditionRunning, false, v1.ReasonPodsPending, "0 of 2 trainer pods are running")}},
+			want: trainingv1alpha1.ESPOJobStatus{Succeeded: 1, Failed: 1, Conditions: []metav1.Condition{
+				cond(trainingv1alpha1.ConditionRunning, false, trainingv1alpha1.ReasonPodsPending, "0 of 2 trainer pods are running")}},
 		},
 		"pods of another attempt are not counted": {
 			job:  job,
 			pods: []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning), attempt("7"))},
-			want: v1.ESPOJobStatus{Conditions: []metav1.Condition{
-				cond(v1.ConditionRunning, false, v1.ReasonPodsPending, "0 of 2 trainer pods are running")}},
+			want: trainingv1alpha1.ESPOJobStatus{Conditions: []metav1.Condition{
+				cond(trainingv1alpha1.ConditionRunning, false, trainingv1alpha1.ReasonPodsPending, "0 of 2 trainer pods are running")}},
 		},
 		"a pending pod's problem explains why the job is not running": {
 			job:  job,
 			pods: []corev1.Pod{testPod(job, 0, unschedulable("0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")), testPod(job, 1)},
-			want: v1.ESPOJobStatus{Active: 2, Conditions: []metav1.Condition{
-				cond(v1.ConditionRunning, false, v1.ReasonPodsUnschedulable,
+			want: trainingv1alpha1.ESPOJobStatus{Active: 2, Conditions: []metav1.Condition{
+				cond(trainingv1alpha1.ConditionRunning, false, trainingv1alpha1.ReasonPodsUnschedulable,
 					"pod demo-trainer-0 cannot be scheduled: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.")}},
 		},
 		"a finished job is not running, for its reason": {
-			job: makeJob().Replicas(2).Condition(cond(v1.ConditionRunning, true, v1.ReasonPodsRunning, "")).
-				Condition(cond(v1.ConditionSucceeded, true, v1.ReasonCompleted, "")).Obj(),
+			job: makeJob().Replicas(2).Condition(cond(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, "")).
+				Condition(cond(trainingv1alpha1.ConditionSucceeded, true, trainingv1alpha1.ReasonCompleted, "")).Obj(),
 			pods: []corev1.Pod{testPod(job, 0, exit(0, "Completed", "")), testPod(job, 1, phase(corev1.PodRunning))},
-			want: v1.ESPOJobStatus{Active: 1, Ready: 1, Succeeded: 1, StartTime: mtime(now), Conditions: []metav1.Condition{
-				cond(v1.ConditionRunning, false, v1.ReasonCompleted, "the job has no running trainer pods"),
-				cond(v1.ConditionSucceeded, true, v1.ReasonCompleted, "")}},
+			want: trainingv1alpha1.ESPOJobStatus{Active: 1, Ready: 1, Succeeded: 1, StartTime: mtime(now), Conditions: []metav1.Condition{
+				cond(trainingv1alpha1.ConditionRunning, false, trainingv1alpha1.ReasonCompleted, "the job has no running trainer pods"),
+				cond(trainingv1alpha1.ConditionSucceeded, true, trainingv1alpha1.ReasonCompleted, "")}},
 		},
 	}
 	for name, tc := range cases {
@@ -142,22 +142,22 @@ func TestUpdatePodStatus(t *testing.T) {
 func TestComputePhase(t *testing.T) {
 	cases := map[string]struct {
 		conds []metav1.Condition
-		want  v1.JobPhase
+		want  trainingv1alpha1.JobPhase
 	}{
-		"nothing yet":             {want: v1.PhasePending},
-		"created, pods pending":   {conds: []metav1.Condition{cond(v1.ConditionCreated, true, "", ""), cond(v1.ConditionRunning, false, "", "")}, want: v1.PhasePending},
-		"running":                 {conds: []metav1.Condition{cond(v1.ConditionRunning, true, "", "")}, want: v1.PhaseRunning},
-		"restarting wins running": {conds: []metav1.Condition{cond(v1.ConditionRunning, true, "", ""), cond(v1.ConditionRestarting, true, "", "")}, want: v1.PhaseRestarting},
-		"suspended wins restarting": {conds: []metav1.Condition{cond(v1.ConditionRestarting, true, "", ""), cond(v1.ConditionSuspended, true, "", "")},
-			want: v1.PhaseSuspended},
-		"resumed": {conds: []metav1.Condition{cond(v1.ConditionSuspended, false, "", ""), cond(v1.ConditionRunning, true, "", "")}, want: v1.PhaseRunning},
-		"succeeded": {conds: []metav1.Condition{cond(v1.ConditionSucceeded, true, "", ""), cond(v1.ConditionSuspended, true, "", "")},
-			want: v1.PhaseSucceeded},
-		"failed": {conds: []metav1.Condition{cond(v1.ConditionFailed, true, "", "")}, want: v1.PhaseFailed},
+		"nothing yet":             {want: trainingv1alpha1.PhasePending},
+		"created, pods pending":   {conds: []metav1.Condition{cond(trainingv1alpha1.ConditionCreated, true, "", ""), cond(trainingv1alpha1.ConditionRunning, false, "", "")}, want: trainingv1alpha1.PhasePending},
+		"running":                 {conds: []metav1.Condition{cond(trainingv1alpha1.ConditionRunning, true, "", "")}, want: trainingv1alpha1.PhaseRunning},
+		"restarting wins running": {conds: []metav1.Condition{cond(trainingv1alpha1.ConditionRunning, true, "", ""), cond(trainingv1alpha1.ConditionRestarting, true, "", "")}, want: trainingv1alpha1.PhaseRestarting},
+		"suspended wins restarting": {conds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, "", ""), cond(trainingv1alpha1.ConditionSuspended, true, "", "")},
+			want: trainingv1alpha1.PhaseSuspended},
+		"resumed": {conds: []metav1.Condition{cond(trainingv1alpha1.ConditionSuspended, false, "", ""), cond(trainingv1alpha1.ConditionRunning, true, "", "")}, want: trainingv1alpha1.PhaseRunning},
+		"succeeded": {conds: []metav1.Condition{cond(trainingv1alpha1.ConditionSucceeded, true, "", ""), cond(trainingv1alpha1.ConditionSuspended, true, "", "")},
+			want: trainingv1alpha1.PhaseSucceeded},
+		"failed": {conds: []metav1.Condition{cond(trainingv1alpha1.ConditionFailed, true, "", "")}, want: trainingv1alpha1.PhaseFailed},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := computePhase(&v1.ESPOJobStatus{Conditions: tc.conds}); got != tc.want {
+			if got := computePhase(&trainingv1alpha1.ESPOJobStatus{Conditions: tc.conds}); got != tc.want {
 				t.Errorf("computePhase = %s, want %s", got, tc.want)
 			}
 		})

@@ -19,7 +19,7 @@ package controllers
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // The success policy: the job is done when rank 0, the trainer, has terminated and
@@ -45,19 +45,19 @@ func applySuccessPolicy(u *statusUpdate, pods *podSet) bool {
 	if p == nil || !terminated(p) {
 		return false
 	}
-	var outcome v1.TrainingOutcome
+	var outcome trainingv1alpha1.TrainingOutcome
 	message := ""
 	if t := u.status().Training; t != nil {
 		outcome, message = t.Outcome, t.Message
 	}
 	exited0 := p.Status.Phase == corev1.PodSucceeded
 	switch {
-	case outcome == v1.OutcomeNonFiniteLoss || outcome == v1.OutcomeRewardCollapsed:
+	case outcome == trainingv1alpha1.OutcomeNonFiniteLoss || outcome == trainingv1alpha1.OutcomeRewardCollapsed:
 		finish(u, false, string(outcome), message)
-	case exited0 && (outcome == v1.OutcomeCompleted || outcome == v1.OutcomeTargetReached):
+	case exited0 && (outcome == trainingv1alpha1.OutcomeCompleted || outcome == trainingv1alpha1.OutcomeTargetReached):
 		finish(u, true, string(outcome), message)
 	case exited0 && outcome == "":
-		finish(u, true, v1.ReasonCompleted, "the trainer exited 0 without reporting an outcome")
+		finish(u, true, trainingv1alpha1.ReasonCompleted, "the trainer exited 0 without reporting an outcome")
 	default:
 		return false
 	}

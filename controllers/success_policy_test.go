@@ -24,43 +24,43 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 func TestApplySuccessPolicy(t *testing.T) {
 	job := makeJob().Replicas(2)
-	report := func(o v1.TrainingOutcome, msg string) *v1.ESPOJob {
-		return job.Clone().Training(&v1.TrainingStatus{Outcome: o, Message: msg}).Obj()
+	report := func(o trainingv1alpha1.TrainingOutcome, msg string) *trainingv1alpha1.ESPOJob {
+		return job.Clone().Training(&trainingv1alpha1.TrainingStatus{Outcome: o, Message: msg}).Obj()
 	}
 	running := phase(corev1.PodRunning)
 	cases := map[string]struct {
-		job      *v1.ESPOJob
+		job      *trainingv1alpha1.ESPOJob
 		rank0    podOption
 		wantDone bool
 		wantCond *metav1.Condition
 	}{
-		"rank 0 still running": {job: report(v1.OutcomeCompleted, "done"), rank0: running},
+		"rank 0 still running": {job: report(trainingv1alpha1.OutcomeCompleted, "done"), rank0: running},
 		"exit 0, Completed": {
-			job: report(v1.OutcomeCompleted, "every epoch ran"), rank0: exit(0, "Completed", ""), wantDone: true,
-			wantCond: ptr.To(cond(v1.ConditionSucceeded, true, v1.ReasonCompleted, "every epoch ran")),
+			job: report(trainingv1alpha1.OutcomeCompleted, "every epoch ran"), rank0: exit(0, "Completed", ""), wantDone: true,
+			wantCond: ptr.To(cond(trainingv1alpha1.ConditionSucceeded, true, trainingv1alpha1.ReasonCompleted, "every epoch ran")),
 		},
 		"exit 0, TargetReached": {
-			job: report(v1.OutcomeTargetReached, "recommendationAccuracy 0.31"), rank0: exit(0, "Completed", ""), wantDone: true,
-			wantCond: ptr.To(cond(v1.ConditionSucceeded, true, v1.ReasonTargetReached, "recommendationAccuracy 0.31")),
+			job: report(trainingv1alpha1.OutcomeTargetReached, "recommendationAccuracy 0.31"), rank0: exit(0, "Completed", ""), wantDone: true,
+			wantCond: ptr.To(cond(trainingv1alpha1.ConditionSucceeded, true, trainingv1alpha1.ReasonTargetReached, "recommendationAccuracy 0.31")),
 		},
 		"exit 0 without a report": {
 			job: job.Clone().Obj(), rank0: exit(0, "Completed", ""), wantDone: true,
-			wantCond: ptr.To(cond(v1.ConditionSucceeded, true, v1.ReasonCompleted, "the trainer exited 0 without reporting an outcome")),
+			wantCond: ptr.To(cond(trainingv1alpha1.ConditionSucceeded, true, trainingv1alpha1.ReasonCompleted, "the trainer exited 0 without reporting an outcome")),
 		},
 		"NonFiniteLoss fails without restart, whatever the exit code": {
-			job: report(v1.OutcomeNonFiniteLoss, "step 7: NaN"), rank0: exit(1, "Error", ""), wantDone: true,
-			wantCond: ptr.To(cond(v1.ConditionFailed, true, v1.ReasonNonFiniteLoss, "step 7: NaN")),
+			job: report(trainingv1alpha1.OutcomeNonFiniteLoss, "step 7: NaN"), rank0: exit(1, "Error", ""), wantDone: true,
+			wantCond: ptr.To(cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonNonFiniteLoss, "step 7: NaN")),
 		},
 		"RewardCollapsed fails without restart": {
-			job: report(v1.OutcomeRewardCollapsed, "reward -0.4"), rank0: exit(0, "Completed", ""), wantDone: true,
-			wantCond: ptr.To(cond(v1.ConditionFailed, true, v1.ReasonRewardCollapsed, "reward -0.4")),
+			job: report(trainingv1alpha1.OutcomeRewardCollapsed, "reward -0.4"), rank0: exit(0, "Completed", ""), wantDone: true,
+			wantCond: ptr.To(cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonRewardCollapsed, "reward -0.4")),
 		},
-		"Error is left to the failure policy":           {job: report(v1.OutcomeError, "worker unreachable"), rank0: exit(0, "Completed", "")},
+		"Error is left to the failure policy":           {job: report(trainingv1alpha1.OutcomeError, "worker unreachable"), rank0: exit(0, "Completed", "")},
 		"a non-zero exit is left to the failure policy": {job: job.Clone().Obj(), rank0: exit(2, "Error", "")},
 	}
 	for name, tc := range cases {
@@ -83,7 +83,7 @@ func TestApplySuccessPolicy(t *testing.T) {
 				t.Errorf("completionTime (-want +got):\n%s", diff)
 			}
 			typ := corev1.EventTypeNormal
-			if tc.wantCond.Type == v1.ConditionFailed {
+			if tc.wantCond.Type == trainingv1alpha1.ConditionFailed {
 				typ = corev1.EventTypeWarning
 			}
 			wantEvents := []event{{Type: typ, Reason: tc.wantCond.Reason, Message: tc.wantCond.Message}}

@@ -41,7 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/test/testenv"
 )
@@ -134,19 +134,19 @@ func setup(t *testing.T) (context.Context, Gomega, string) {
 }
 
 // getJob reads the job as the API server has it now.
-func getJob(g Gomega, job *v1.ESPOJob) *v1.ESPOJob {
-	got := &v1.ESPOJob{}
+func getJob(g Gomega, job *trainingv1alpha1.ESPOJob) *trainingv1alpha1.ESPOJob {
+	got := &trainingv1alpha1.ESPOJob{}
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(job), got)).To(Succeed())
 	return got
 }
 
 // phase is a function for Eventually: the job's phase now.
-func phase(g Gomega, job *v1.ESPOJob) func() v1.JobPhase {
-	return func() v1.JobPhase { return getJob(g, job).Status.Phase }
+func phase(g Gomega, job *trainingv1alpha1.ESPOJob) func() trainingv1alpha1.JobPhase {
+	return func() trainingv1alpha1.JobPhase { return getJob(g, job).Status.Phase }
 }
 
 // pods returns the job's trainer pods, by rank, that are not being deleted.
-func pods(g Gomega, job *v1.ESPOJob) []corev1.Pod {
+func pods(g Gomega, job *trainingv1alpha1.ESPOJob) []corev1.Pod {
 	var list corev1.PodList
 	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(job.Namespace),
 		client.MatchingLabels{controllers.LabelJobName: job.Name})).To(Succeed())
@@ -161,7 +161,7 @@ func pods(g Gomega, job *v1.ESPOJob) []corev1.Pod {
 
 // podsOfAttempt is a function for Eventually: how many of the job's pods belong to
 // restart attempt a.
-func podsOfAttempt(g Gomega, job *v1.ESPOJob, a int) func() int {
+func podsOfAttempt(g Gomega, job *trainingv1alpha1.ESPOJob, a int) func() int {
 	return func() int {
 		n := 0
 		for _, p := range pods(g, job) {
@@ -222,7 +222,7 @@ func exited(p *corev1.Pod, code int32, message string) corev1.PodStatus {
 }
 
 // runAll makes every pod of the job run, once the controller created them all.
-func runAll(g Gomega, job *v1.ESPOJob) {
+func runAll(g Gomega, job *trainingv1alpha1.ESPOJob) {
 	n := int(job.Spec.Trainer.Replicas)
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(n))
 	for _, p := range pods(g, job) {
@@ -231,7 +231,7 @@ func runAll(g Gomega, job *v1.ESPOJob) {
 }
 
 // pod returns the job's pod of a rank.
-func pod(g Gomega, job *v1.ESPOJob, rank int) *corev1.Pod {
+func pod(g Gomega, job *trainingv1alpha1.ESPOJob, rank int) *corev1.Pod {
 	p := &corev1.Pod{}
 	name := fmt.Sprintf("%s-trainer-%d", job.Name, rank)
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: job.Namespace, Name: name}, p)).To(Succeed())
@@ -240,18 +240,18 @@ func pod(g Gomega, job *v1.ESPOJob, rank int) *corev1.Pod {
 
 // reportOutcome writes status.training as the trainer does: server-side apply under
 // the field manager espo-trainer, as the job's own trainer service account.
-func reportOutcome(g Gomega, job *v1.ESPOJob, training *v1.TrainingStatus) {
+func reportOutcome(g Gomega, job *trainingv1alpha1.ESPOJob, training *trainingv1alpha1.TrainingStatus) {
 	g.Expect(applyTraining(trainerClient(g, job), job, training)).To(Succeed())
 }
 
 // applyTraining applies status.training of job with c, as the trainer's reporter does.
-func applyTraining(c client.Client, job *v1.ESPOJob, training *v1.TrainingStatus) error {
+func applyTraining(c client.Client, job *trainingv1alpha1.ESPOJob, training *trainingv1alpha1.TrainingStatus) error {
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(training)
 	if err != nil {
 		return err
 	}
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(v1.GroupVersion.String())
+	u.SetAPIVersion(trainingv1alpha1.GroupVersion.String())
 	u.SetKind("ESPOJob")
 	u.SetNamespace(job.Namespace)
 	u.SetName(job.Name)
@@ -259,11 +259,11 @@ func applyTraining(c client.Client, job *v1.ESPOJob, training *v1.TrainingStatus
 		return err
 	}
 	return c.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(v1.TrainerFieldManager), client.ForceOwnership)
+		client.FieldOwner(trainingv1alpha1.TrainerFieldManager), client.ForceOwnership)
 }
 
 // trainerClient is a client that authenticates as the job's trainer service account.
-func trainerClient(g Gomega, job *v1.ESPOJob) client.Client {
+func trainerClient(g Gomega, job *trainingv1alpha1.ESPOJob) client.Client {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{
 		UserName: fmt.Sprintf("system:serviceaccount:%s:%s-trainer", job.Namespace, job.Name),

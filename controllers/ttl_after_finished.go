@@ -19,7 +19,7 @@ package controllers
 import (
 	"time"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // The TTL policy: spec.runPolicy.ttlSecondsAfterFinished deletes a finished job that
@@ -28,7 +28,7 @@ import (
 
 // timeToExpiry returns how long a finished job has left before it is deleted, and
 // false when it is kept (no TTL, or not finished).
-func timeToExpiry(job *v1.ESPOJob, now time.Time) (time.Duration, bool) {
+func timeToExpiry(job *trainingv1alpha1.ESPOJob, now time.Time) (time.Duration, bool) {
 	ttl := job.Spec.RunPolicy.TTLSecondsAfterFinished
 	if ttl == nil || job.Status.CompletionTime == nil || !job.IsFinished() {
 		return 0, false

@@ -20,13 +20,13 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 func TestTimeToExpiry(t *testing.T) {
-	done := cond(v1.ConditionSucceeded, true, v1.ReasonCompleted, "")
+	done := cond(trainingv1alpha1.ConditionSucceeded, true, trainingv1alpha1.ReasonCompleted, "")
 	cases := map[string]struct {
-		job      *v1.ESPOJob
+		job      *trainingv1alpha1.ESPOJob
 		wantLeft time.Duration
 		wantTTL  bool
 	}{

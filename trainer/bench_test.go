@@ -23,7 +23,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // benchTrainer returns a trainer over n generated episodes, configured and past SFT
@@ -32,9 +32,9 @@ func benchTrainer(b *testing.B, episodes int) *Trainer {
 	b.Helper()
 	c := &Config{}
 	zero := int32(0)
-	c.Spec.Datasets.Sources = []v1alpha1.DatasetSource{{Name: "synth", Split: v1alpha1.SplitTrain,
-		Synthetic: &v1alpha1.SyntheticSource{Episodes: int32(episodes), Seed: 1}}}
-	c.Spec.Algorithm = v1alpha1.AlgorithmSpec{SFTEpochs: &zero, Epochs: 1, GroupSize: 5, LearningRate: "0.01", Seed: 1}
+	c.Spec.Datasets.Sources = []trainingv1alpha1.DatasetSource{{Name: "synth", Split: trainingv1alpha1.SplitTrain,
+		Synthetic: &trainingv1alpha1.SyntheticSource{Episodes: int32(episodes), Seed: 1}}}
+	c.Spec.Algorithm = trainingv1alpha1.AlgorithmSpec{SFTEpochs: &zero, Epochs: 1, GroupSize: 5, LearningRate: "0.01", Seed: 1}
 	c.Spec.Default()
 	tr, err := New(c, Options{Workers: cpuWorkers(1), Log: logr.Discard()})
 	if err != nil {

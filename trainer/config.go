@@ -28,16 +28,16 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/embedding"
 )
 
-// Config is the resolved run configuration (v1alpha1.RunConfig).
-type Config = v1alpha1.RunConfig
+// Config is the resolved run configuration (trainingv1alpha1.RunConfig).
+type Config = trainingv1alpha1.RunConfig
 
 // JobRef identifies an ESPOJob.
-type JobRef = v1alpha1.JobRef
+type JobRef = trainingv1alpha1.JobRef
 
 // LoadConfig reads a Config from a YAML (or JSON) file, refusing unknown fields, and
 // applies the spec's defaults.
@@ -126,7 +126,7 @@ func Resolve(c *Config) (*Resolved, error) {
 // checkEmbedder applies to spec.rewards.intent.embedder, when set and defaulted, the
 // rules the API server applies: an http or https endpoint with a host, the bounds of
 // timeoutSeconds and batchSize, and an apiKeySecretRef with a name and a key.
-func checkEmbedder(e *v1alpha1.EmbedderSpec) error {
+func checkEmbedder(e *trainingv1alpha1.EmbedderSpec) error {
 	if e == nil {
 		return nil
 	}
@@ -134,11 +134,11 @@ func checkEmbedder(e *v1alpha1.EmbedderSpec) error {
 	if err := embedding.CheckEndpoint(e.Endpoint); err != nil {
 		errs = append(errs, fmt.Errorf("%s.endpoint: %w", embedderField, err))
 	}
-	if e.TimeoutSeconds < 1 || e.TimeoutSeconds > v1alpha1.MaxEmbedderTimeoutSeconds {
-		errs = append(errs, fmt.Errorf("%s.timeoutSeconds: %d not in [1, %d]", embedderField, e.TimeoutSeconds, v1alpha1.MaxEmbedderTimeoutSeconds))
+	if e.TimeoutSeconds < 1 || e.TimeoutSeconds > trainingv1alpha1.MaxEmbedderTimeoutSeconds {
+		errs = append(errs, fmt.Errorf("%s.timeoutSeconds: %d not in [1, %d]", embedderField, e.TimeoutSeconds, trainingv1alpha1.MaxEmbedderTimeoutSeconds))
 	}
-	if e.BatchSize < 1 || e.BatchSize > v1alpha1.MaxEmbedderBatchSize {
-		errs = append(errs, fmt.Errorf("%s.batchSize: %d not in [1, %d]", embedderField, e.BatchSize, v1alpha1.MaxEmbedderBatchSize))
+	if e.BatchSize < 1 || e.BatchSize > trainingv1alpha1.MaxEmbedderBatchSize {
+		errs = append(errs, fmt.Errorf("%s.batchSize: %d not in [1, %d]", embedderField, e.BatchSize, trainingv1alpha1.MaxEmbedderBatchSize))
 	}
 	if ref := e.APIKeySecretRef; ref != nil && (ref.Name == "" || ref.Key == "") {
 		errs = append(errs, fmt.Errorf("%s.apiKeySecretRef: name and key are required", embedderField))
@@ -149,7 +149,7 @@ func checkEmbedder(e *v1alpha1.EmbedderSpec) error {
 // decimalParser parses decimal fields, collecting one error per bad field.
 type decimalParser struct{ err error }
 
-func (p *decimalParser) parse(path string, d v1alpha1.Decimal) float64 {
+func (p *decimalParser) parse(path string, d trainingv1alpha1.Decimal) float64 {
 	v, err := d.Float64()
 	if err != nil {
 		p.err = errors.Join(p.err, fmt.Errorf("%s: %w", path, err))
@@ -165,12 +165,12 @@ func fieldErr(path string, err error) error {
 }
 
 // workerOptions passes the model section of the spec to the workers.
-func workerOptions(m *v1alpha1.ModelSpec) map[string]string {
+func workerOptions(m *trainingv1alpha1.ModelSpec) map[string]string {
 	o := map[string]string{}
 	if m.Pretrained != "" {
 		o["pretrained"] = m.Pretrained
 		if m.Weights != nil { // the worker container mounts the claim's path there
-			o["pretrained"] = path.Join(v1alpha1.ModelsMountPath, m.Pretrained)
+			o["pretrained"] = path.Join(trainingv1alpha1.ModelsMountPath, m.Pretrained)
 		}
 	}
 	if m.CPU != nil {

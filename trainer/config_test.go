@@ -22,7 +22,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
@@ -76,7 +76,7 @@ func TestLoadConfigDefaultsTheEmbedder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := v1alpha1.EmbedderSpec{Endpoint: "http://embeddings.ml.svc:8080/v1/embeddings", TimeoutSeconds: 30, BatchSize: 256}
+	want := trainingv1alpha1.EmbedderSpec{Endpoint: "http://embeddings.ml.svc:8080/v1/embeddings", TimeoutSeconds: 30, BatchSize: 256}
 	if got := c.Spec.Rewards.Intent.Embedder; got == nil || *got != want {
 		t.Errorf("embedder %+v, want %+v", got, want)
 	}
@@ -150,9 +150,9 @@ func TestLoadSplitsReadsExplicitSplitsFromFiles(t *testing.T) {
 		}
 		f.Close()
 	}
-	c := &Config{DataRoot: root, Spec: v1alpha1.ESPOJobSpec{Datasets: v1alpha1.Datasets{Sources: []v1alpha1.DatasetSource{
-		{Name: "train", Split: v1alpha1.SplitTrain, ConfigMap: &v1alpha1.ConfigMapSource{Name: "cm"}},
-		{Name: "val", Split: v1alpha1.SplitValidation, PersistentVolumeClaim: &v1alpha1.VolumePath{ClaimName: "pvc", Path: "a.jsonl"}},
+	c := &Config{DataRoot: root, Spec: trainingv1alpha1.ESPOJobSpec{Datasets: trainingv1alpha1.Datasets{Sources: []trainingv1alpha1.DatasetSource{
+		{Name: "train", Split: trainingv1alpha1.SplitTrain, ConfigMap: &trainingv1alpha1.ConfigMapSource{Name: "cm"}},
+		{Name: "val", Split: trainingv1alpha1.SplitValidation, PersistentVolumeClaim: &trainingv1alpha1.VolumePath{ClaimName: "pvc", Path: "a.jsonl"}},
 	}}}}
 	c.Spec.Default()
 	s, err := LoadSplits(c, [3]float64{0.8, 0.1, 0.1})

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
 )
 
@@ -28,8 +28,8 @@ import (
 // policy as its arch option, and a policy configured with it describes that
 // architecture; unset, the policy keeps its default (features).
 func TestWorkerOptionsArchitecture(t *testing.T) {
-	for arch, want := range map[v1alpha1.CPUArchitecture]string{"": "arch=features", v1alpha1.CPUFeatures: "arch=features", v1alpha1.CPUTokens: "arch=tokens"} {
-		m := &v1alpha1.ModelSpec{CPU: &v1alpha1.CPUPolicySpec{Architecture: arch, HiddenSize: 8, FeatureBits: 10, MaxIntentWords: 20}}
+	for arch, want := range map[trainingv1alpha1.CPUArchitecture]string{"": "arch=features", trainingv1alpha1.CPUFeatures: "arch=features", trainingv1alpha1.CPUTokens: "arch=tokens"} {
+		m := &trainingv1alpha1.ModelSpec{CPU: &trainingv1alpha1.CPUPolicySpec{Architecture: arch, HiddenSize: 8, FeatureBits: 10, MaxIntentWords: 20}}
 		o := workerOptions(m)
 		p := cpu.New(1)
 		if err := p.Configure(1, o); err != nil {

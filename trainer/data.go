@@ -24,7 +24,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
 
@@ -47,11 +47,11 @@ func LoadSplits(c *Config, fractions [3]float64) (*Splits, error) {
 			return nil, fmt.Errorf("spec.datasets.sources[%d] (%s): %w", i, src.Name, err)
 		}
 		switch src.Split {
-		case v1alpha1.SplitTrain:
+		case trainingv1alpha1.SplitTrain:
 			s.Train = append(s.Train, eps...)
-		case v1alpha1.SplitValidation:
+		case trainingv1alpha1.SplitValidation:
 			s.Validation = append(s.Validation, eps...)
-		case v1alpha1.SplitTest:
+		case trainingv1alpha1.SplitTest:
 			s.Test = append(s.Test, eps...)
 		default:
 			pooled = append(pooled, eps...)
@@ -68,7 +68,7 @@ func LoadSplits(c *Config, fractions [3]float64) (*Splits, error) {
 }
 
 // loadSource reads one source's episodes.
-func loadSource(root string, src *v1alpha1.DatasetSource) ([]dataset.Episode, error) {
+func loadSource(root string, src *trainingv1alpha1.DatasetSource) ([]dataset.Episode, error) {
 	switch {
 	case src.Synthetic != nil:
 		return dataset.Generate(syntheticOptions(src.Synthetic))
@@ -80,7 +80,7 @@ func loadSource(root string, src *v1alpha1.DatasetSource) ([]dataset.Episode, er
 	return nil, fmt.Errorf("no source: set one of synthetic, persistentVolumeClaim or configMap")
 }
 
-func syntheticOptions(s *v1alpha1.SyntheticSource) dataset.GenerateOptions {
+func syntheticOptions(s *trainingv1alpha1.SyntheticSource) dataset.GenerateOptions {
 	o := dataset.GenerateOptions{Episodes: int(s.Episodes), Seed: uint64(s.Seed), Difficulty: string(s.Difficulty)}
 	for _, ch := range s.Channels {
 		o.Channels = append(o.Channels, string(ch))

@@ -28,7 +28,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
@@ -37,12 +37,12 @@ import (
 type drainAt struct {
 	recorder
 	step  int64
-	stage v1alpha1.TrainingStage
+	stage trainingv1alpha1.TrainingStage
 	drain chan struct{}
 	once  sync.Once
 }
 
-func (d *drainAt) Report(ctx context.Context, s *v1alpha1.TrainingStatus) error {
+func (d *drainAt) Report(ctx context.Context, s *trainingv1alpha1.TrainingStatus) error {
 	if s.Step == d.step && s.Stage == d.stage {
 		d.once.Do(func() { close(d.drain) })
 	}
@@ -51,7 +51,7 @@ func (d *drainAt) Report(ctx context.Context, s *v1alpha1.TrainingStatus) error 
 
 // drainedRun runs c until the drain at step (in stage), with fresh workers, and
 // returns the reports and Run's error.
-func drainedRun(t *testing.T, c *Config, step int64, stage v1alpha1.TrainingStage) (*drainAt, error) {
+func drainedRun(t *testing.T, c *Config, step int64, stage trainingv1alpha1.TrainingStage) (*drainAt, error) {
 	t.Helper()
 	d := &drainAt{step: step, stage: stage, drain: make(chan struct{})}
 	tr, err := New(c, Options{Workers: cpuWorkers(1), Reporter: d, Drain: d.drain, Log: logr.Discard()})
@@ -70,15 +70,15 @@ func drainedRun(t *testing.T, c *Config, step int64, stage v1alpha1.TrainingStag
 // resumed run continues at the next step and ends with the uninterrupted run's
 // weights, byte for byte.
 func TestDrainCheckpointsTheStepInFlight(t *testing.T) {
-	whole := smallConfig(t, v1alpha1.AlgorithmESPO)
+	whole := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	ws := cpuWorkers(1)
 	run(t, whole, Options{Workers: ws})
 	want := savedState(t, ws[0])
 
-	c := smallConfig(t, v1alpha1.AlgorithmESPO)
+	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	c.CheckpointDir = t.TempDir()
-	c.Spec.Checkpoint = &v1alpha1.CheckpointSpec{EverySteps: 100, Keep: 2}
-	d, err := drainedRun(t, c, 3, v1alpha1.StageSFT)
+	c.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 100, Keep: 2}
+	d, err := drainedRun(t, c, 3, trainingv1alpha1.StageSFT)
 	if !errors.Is(err, ErrDrained) {
 		t.Fatalf("Run returned %v, want ErrDrained", err)
 	}
@@ -92,7 +92,7 @@ func TestDrainCheckpointsTheStepInFlight(t *testing.T) {
 
 	resumed, rec := cpuWorkers(1), &recorder{}
 	rep, _ := run(t, c, Options{Workers: resumed, Reporter: rec})
-	if rep.Outcome != v1alpha1.OutcomeCompleted {
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 	if first := rec.reports[0].Step; first != 4 {
@@ -105,7 +105,7 @@ func TestDrainCheckpointsTheStepInFlight(t *testing.T) {
 
 // TestDrainWithoutCheckpointsSaysSo drains a run that has no checkpoint claim.
 func TestDrainWithoutCheckpointsSaysSo(t *testing.T) {
-	d, err := drainedRun(t, smallConfig(t, v1alpha1.AlgorithmESPO), 2, v1alpha1.StageSFT)
+	d, err := drainedRun(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), 2, trainingv1alpha1.StageSFT)
 	if !errors.Is(err, ErrDrained) {
 		t.Fatalf("Run returned %v, want ErrDrained", err)
 	}
@@ -132,14 +132,14 @@ func (w *drainOnSave) Save(ctx context.Context, in *workerpb.SaveRequest, opts .
 // just before that epoch's evaluation: it stops without starting the next epoch, and
 // a resumed run evaluates the epoch and completes with the uninterrupted run's weights.
 func TestDrainAtAnEpochsEnd(t *testing.T) {
-	whole := smallConfig(t, v1alpha1.AlgorithmESPO)
+	whole := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	ws := cpuWorkers(1)
 	wholeRep, _ := run(t, whole, Options{Workers: ws})
 	want := savedState(t, ws[0])
 
-	c := smallConfig(t, v1alpha1.AlgorithmESPO)
+	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	c.CheckpointDir = t.TempDir()
-	c.Spec.Checkpoint = &v1alpha1.CheckpointSpec{EverySteps: 100, Keep: 2}
+	c.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 100, Keep: 2}
 	w := &drainOnSave{WorkerClient: cpuWorkers(1)[0], drain: make(chan struct{})}
 	rec := &recorder{}
 	tr, err := New(c, Options{Workers: []workerpb.WorkerClient{w}, Reporter: rec, Drain: w.drain, Log: logr.Discard()})
@@ -150,13 +150,13 @@ func TestDrainAtAnEpochsEnd(t *testing.T) {
 		t.Fatalf("Run returned %v, want ErrDrained", err)
 	}
 	last := rec.reports[len(rec.reports)-1]
-	if last.Stage != v1alpha1.StageSFT || last.LastCheckpoint == nil || last.LastCheckpoint.Step != last.Step {
+	if last.Stage != trainingv1alpha1.StageSFT || last.LastCheckpoint == nil || last.LastCheckpoint.Step != last.Step {
 		t.Fatalf("last report: stage %s, step %d, checkpoint %+v; want the SFT epoch's end", last.Stage, last.Step, last.LastCheckpoint)
 	}
 
 	resumed := cpuWorkers(1)
 	rep, _ := run(t, c, Options{Workers: resumed})
-	if rep.Outcome != v1alpha1.OutcomeCompleted || rep.Steps != wholeRep.Steps {
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || rep.Steps != wholeRep.Steps {
 		t.Fatalf("resumed run: outcome %s after %d steps, want Completed after %d", rep.Outcome, rep.Steps, wholeRep.Steps)
 	}
 	if len(rep.Validation) != len(wholeRep.Validation) {
@@ -184,7 +184,7 @@ func TestDrainWhileWaitingForWorkers(t *testing.T) {
 	w := &stuckWorker{releaseCounter{WorkerClient: cpuWorkers(1)[0]}}
 	drain, rec := make(chan struct{}), &recorder{}
 	close(drain)
-	tr, err := New(smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{w}, Reporter: rec, Drain: drain, Log: logr.Discard()})
+	tr, err := New(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{w}, Reporter: rec, Drain: drain, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,8 +219,8 @@ func (w *releaseCounter) Release(ctx context.Context, in *workerpb.ReleaseReques
 // its workers once.
 func TestEveryRunReleasesItsWorkers(t *testing.T) {
 	ws := []*releaseCounter{{WorkerClient: cpuWorkers(1)[0]}, {WorkerClient: cpuWorkers(1)[0]}}
-	rep, _ := run(t, smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{ws[0], ws[1]}})
-	if rep.Outcome != v1alpha1.OutcomeCompleted {
+	rep, _ := run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{ws[0], ws[1]}})
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 	for i, w := range ws {

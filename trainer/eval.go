@@ -20,7 +20,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/metrics"
 	"github.com/espo-dev/espo-operator/trainer/worker"
@@ -61,27 +61,27 @@ func (r *EvalResult) summary() EvalResult {
 // named returns the metrics by their API names (spec.earlyStopping.target.metric).
 func (r *EvalResult) named() map[string]float64 {
 	return map[string]float64{
-		string(v1alpha1.MetricGUITypeAccuracy):        r.GUITypeAccuracy,
-		string(v1alpha1.MetricElementAccuracy):        r.ElementAccuracy,
-		string(v1alpha1.MetricOperationF1):            r.OperationF1,
-		string(v1alpha1.MetricStepSuccessRate):        r.StepSuccessRate,
-		string(v1alpha1.MetricIntentAccuracy):         r.IntentAccuracy,
-		string(v1alpha1.MetricRecommendationAccuracy): r.RecommendationAccuracy,
-		string(v1alpha1.MetricFormatRate):             r.FormatRate,
+		string(trainingv1alpha1.MetricGUITypeAccuracy):        r.GUITypeAccuracy,
+		string(trainingv1alpha1.MetricElementAccuracy):        r.ElementAccuracy,
+		string(trainingv1alpha1.MetricOperationF1):            r.OperationF1,
+		string(trainingv1alpha1.MetricStepSuccessRate):        r.StepSuccessRate,
+		string(trainingv1alpha1.MetricIntentAccuracy):         r.IntentAccuracy,
+		string(trainingv1alpha1.MetricRecommendationAccuracy): r.RecommendationAccuracy,
+		string(trainingv1alpha1.MetricFormatRate):             r.FormatRate,
 	}
 }
 
 // status returns r in the form of status.training.evaluation.
-func (r *EvalResult) status() *v1alpha1.EvaluationStatus {
-	return &v1alpha1.EvaluationStatus{
-		Split:                  v1alpha1.EvaluationSplit(r.Split),
-		GUITypeAccuracy:        v1alpha1.NewMetric(r.GUITypeAccuracy),
-		ElementAccuracy:        v1alpha1.NewMetric(r.ElementAccuracy),
-		OperationF1:            v1alpha1.NewMetric(r.OperationF1),
-		StepSuccessRate:        v1alpha1.NewMetric(r.StepSuccessRate),
-		IntentAccuracy:         v1alpha1.NewMetric(r.IntentAccuracy),
-		RecommendationAccuracy: v1alpha1.NewMetric(r.RecommendationAccuracy),
-		FormatRate:             v1alpha1.NewMetric(r.FormatRate),
+func (r *EvalResult) status() *trainingv1alpha1.EvaluationStatus {
+	return &trainingv1alpha1.EvaluationStatus{
+		Split:                  trainingv1alpha1.EvaluationSplit(r.Split),
+		GUITypeAccuracy:        trainingv1alpha1.NewMetric(r.GUITypeAccuracy),
+		ElementAccuracy:        trainingv1alpha1.NewMetric(r.ElementAccuracy),
+		OperationF1:            trainingv1alpha1.NewMetric(r.OperationF1),
+		StepSuccessRate:        trainingv1alpha1.NewMetric(r.StepSuccessRate),
+		IntentAccuracy:         trainingv1alpha1.NewMetric(r.IntentAccuracy),
+		RecommendationAccuracy: trainingv1alpha1.NewMetric(r.RecommendationAccuracy),
+		FormatRate:             trainingv1alpha1.NewMetric(r.FormatRate),
 	}
 }
 
@@ -144,7 +144,7 @@ func greedyAnswers(ctx context.Context, w workerpb.WorkerClient, ep *dataset.Epi
 
 // evaluateEpoch evaluates on the validation split after an epoch, reports, and applies
 // early stopping. It returns an outcome when the run must stop.
-func (t *Trainer) evaluateEpoch(ctx context.Context, ep *epochPlan) (v1alpha1.TrainingOutcome, string, error) {
+func (t *Trainer) evaluateEpoch(ctx context.Context, ep *epochPlan) (trainingv1alpha1.TrainingOutcome, string, error) {
 	if len(t.data.Validation) == 0 {
 		return "", "", nil
 	}
@@ -169,7 +169,7 @@ func (t *Trainer) publishEval(ctx context.Context, ep *epochPlan, r *EvalResult)
 	t.status.Evaluation = st
 	t.status.IntentMatch = r.IntentMatch
 	if t.state.BestRecommendationAccuracy >= 0 {
-		t.status.BestRecommendationAccuracy = v1alpha1.NewMetric(t.state.BestRecommendationAccuracy)
+		t.status.BestRecommendationAccuracy = trainingv1alpha1.NewMetric(t.state.BestRecommendationAccuracy)
 	}
 	t.opts.Metrics.observeEval(r.Split, r)
 	t.opts.Log.Info("evaluation", "split", r.Split, "stage", ep.kind, "epoch", ep.number, "step", t.state.Step,
@@ -181,7 +181,7 @@ func (t *Trainer) publishEval(ctx context.Context, ep *epochPlan, r *EvalResult)
 }
 
 // earlyStop applies spec.earlyStopping to a validation result.
-func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (v1alpha1.TrainingOutcome, string, error) {
+func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (trainingv1alpha1.TrainingOutcome, string, error) {
 	es := t.cfg.Spec.EarlyStopping
 	if es == nil {
 		return "", "", nil
@@ -192,7 +192,7 @@ func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (v1alpha1.TrainingOutc
 			return "", "", fmt.Errorf("spec.earlyStopping.target.value: %w", err)
 		}
 		if v := r.named()[string(es.Target.Metric)]; v >= target {
-			return v1alpha1.OutcomeTargetReached, fmt.Sprintf("%s %.3f reached the target %s at step %d", es.Target.Metric, v, es.Target.Value, t.state.Step), nil
+			return trainingv1alpha1.OutcomeTargetReached, fmt.Sprintf("%s %.3f reached the target %s at step %d", es.Target.Metric, v, es.Target.Value, t.state.Step), nil
 		}
 	}
 	if es.MinReward == "" || ep.kind == KindSFT {
@@ -205,7 +205,7 @@ func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (v1alpha1.TrainingOutc
 	if mean := t.epochReward.mean(); mean < minReward {
 		t.state.LowRewardEvals++
 		if t.state.LowRewardEvals >= int(es.Patience) {
-			return v1alpha1.OutcomeRewardCollapsed, fmt.Sprintf("the mean step reward %.3f stayed below %s for %d evaluations", mean, es.MinReward, t.state.LowRewardEvals), nil
+			return trainingv1alpha1.OutcomeRewardCollapsed, fmt.Sprintf("the mean step reward %.3f stayed below %s for %d evaluations", mean, es.MinReward, t.state.LowRewardEvals), nil
 		}
 	} else {
 		t.state.LowRewardEvals = 0
@@ -214,10 +214,10 @@ func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (v1alpha1.TrainingOutc
 }
 
 // finish evaluates on the test split, writes the final report and reports the outcome.
-func (t *Trainer) finish(ctx context.Context, outcome v1alpha1.TrainingOutcome, msg string) (*Report, error) {
+func (t *Trainer) finish(ctx context.Context, outcome trainingv1alpha1.TrainingOutcome, msg string) (*Report, error) {
 	rep := &Report{Outcome: outcome, Message: msg, Steps: t.state.Step, Validation: t.state.History,
 		BestRecommendationAccuracy: max(t.state.BestRecommendationAccuracy, 0)}
-	if len(t.data.Test) > 0 && outcome != v1alpha1.OutcomeNonFiniteLoss {
+	if len(t.data.Test) > 0 && outcome != trainingv1alpha1.OutcomeNonFiniteLoss {
 		r, err := t.Evaluate(ctx, "test", t.data.Test)
 		if err != nil {
 			return nil, t.fail(ctx, err)
@@ -228,10 +228,10 @@ func (t *Trainer) finish(ctx context.Context, outcome v1alpha1.TrainingOutcome, 
 		if t.state.Epoch < len(t.plan.epochs) {
 			last = &t.plan.epochs[t.state.Epoch]
 		}
-		t.status.Stage = v1alpha1.StageEval
+		t.status.Stage = trainingv1alpha1.StageEval
 		t.publishEval(ctx, last, r)
 	}
-	t.status.Outcome, t.status.Message = outcome, v1alpha1.BoundMessage(msg)
+	t.status.Outcome, t.status.Message = outcome, trainingv1alpha1.BoundMessage(msg)
 	t.report(ctx)
 	rep.Status = t.status.DeepCopy()
 	rep.IntentMatch = t.status.IntentMatch

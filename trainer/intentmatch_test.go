@@ -25,7 +25,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/metrics"
@@ -325,8 +325,8 @@ func TestSlotVocabIsTheUnionOfPreferencesAndAttributes(t *testing.T) {
 }
 
 func TestResolveTakesTheIntentMatchAndSlotScore(t *testing.T) {
-	c := smallConfig(t, v1alpha1.AlgorithmESPO)
-	c.Spec.Rewards.Intent.Match, c.Spec.Rewards.Intent.SlotScore = v1alpha1.IntentMatchSlots, v1alpha1.IntentSlotScoreF1
+	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
+	c.Spec.Rewards.Intent.Match, c.Spec.Rewards.Intent.SlotScore = trainingv1alpha1.IntentMatchSlots, trainingv1alpha1.IntentSlotScoreF1
 	r, err := Resolve(c)
 	if err != nil {
 		t.Fatal(err)
@@ -368,16 +368,16 @@ func fileConfig(t *testing.T, drop func(i int) bool) *Config {
 			eps[i].Preferences = nil
 		}
 	}
-	c := smallConfig(t, v1alpha1.AlgorithmESPO)
+	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	c.DataRoot = t.TempDir()
 	writeEpisodes(t, c.DataRoot, "plain", eps)
-	c.Spec.Datasets.Sources = []v1alpha1.DatasetSource{{Name: "plain", ConfigMap: &v1alpha1.ConfigMapSource{Name: "cm"}}}
+	c.Spec.Datasets.Sources = []trainingv1alpha1.DatasetSource{{Name: "plain", ConfigMap: &trainingv1alpha1.ConfigMapSource{Name: "cm"}}}
 	return c
 }
 
 func TestSlotsMatchWithoutPreferencesFailsAtStart(t *testing.T) {
 	c := fileConfig(t, func(i int) bool { return i == 5 })
-	c.Spec.Rewards.Intent.Match = v1alpha1.IntentMatchSlots
+	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchSlots
 	_, err := New(c, Options{Workers: cpuWorkers(1)})
 	if err == nil {
 		t.Fatal("New accepted match slots with an episode without preferences")
@@ -387,7 +387,7 @@ func TestSlotsMatchWithoutPreferencesFailsAtStart(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	c.Spec.Rewards.Intent.Match = v1alpha1.IntentMatchAuto
+	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchAuto
 	if _, err := New(c, Options{Workers: cpuWorkers(1)}); err != nil {
 		t.Errorf("match auto: %v", err)
 	}
@@ -401,7 +401,7 @@ func TestRunReportsTheIntentMatch(t *testing.T) {
 		config func(t *testing.T) *Config
 		want   string
 	}{
-		"auto with preferences": {func(t *testing.T) *Config { return smallConfig(t, v1alpha1.AlgorithmESPO) }, "slots"},
+		"auto with preferences": {func(t *testing.T) *Config { return smallConfig(t, trainingv1alpha1.AlgorithmESPO) }, "slots"},
 		"embedding":             {embeddingConfig, "embedding"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -437,14 +437,14 @@ func TestRunReportsTheIntentMatch(t *testing.T) {
 func TestIntentMatchNamesBothWhenMixed(t *testing.T) {
 	half := func(i int) bool { return i%2 == 0 }
 	for _, tc := range []struct {
-		match v1alpha1.IntentMatch
+		match trainingv1alpha1.IntentMatch
 		drop  func(int) bool
 		want  string
 	}{
-		{v1alpha1.IntentMatchAuto, half, "slots+embedding"},
-		{v1alpha1.IntentMatchAuto, func(int) bool { return true }, "embedding"},
-		{v1alpha1.IntentMatchEmbedding, func(int) bool { return false }, "embedding"},
-		{v1alpha1.IntentMatchSlots, func(int) bool { return false }, "slots"},
+		{trainingv1alpha1.IntentMatchAuto, half, "slots+embedding"},
+		{trainingv1alpha1.IntentMatchAuto, func(int) bool { return true }, "embedding"},
+		{trainingv1alpha1.IntentMatchEmbedding, func(int) bool { return false }, "embedding"},
+		{trainingv1alpha1.IntentMatchSlots, func(int) bool { return false }, "slots"},
 	} {
 		c := fileConfig(t, tc.drop)
 		c.Spec.Rewards.Intent.Match = tc.match
@@ -473,7 +473,7 @@ func TestSlotJudgedIntentsAreNotSentToTheEmbeddingService(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			svc := newEmbeddingService(t, -1)
 			c := fileConfig(t, tc.drop)
-			c.Spec.Rewards.Intent.Embedder = &v1alpha1.EmbedderSpec{Endpoint: svc.endpoint(), Model: "sentence-encoder"}
+			c.Spec.Rewards.Intent.Embedder = &trainingv1alpha1.EmbedderSpec{Endpoint: svc.endpoint(), Model: "sentence-encoder"}
 			c.Spec.Default()
 			_, tr := run(t, c, Options{Workers: cpuWorkers(1), EmbeddingRetryWait: noWait})
 			if got := tr.intentMatch(slices.Concat(tr.data.Train, tr.data.Validation, tr.data.Test)); got != tc.want {

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/embedding"
@@ -34,7 +34,7 @@ const embedderField = "spec.rewards.intent.embedder"
 // newIntentCache returns a Cache over the embedding service spec names, or nil when
 // spec is nil: the intent rewards then use espo's built-in HashEmbedder. It does no
 // network I/O; with spec.apiKeySecretRef it reads the API key from the environment.
-func newIntentCache(spec *v1alpha1.EmbedderSpec, opts Options) (*embedding.Cache, error) {
+func newIntentCache(spec *trainingv1alpha1.EmbedderSpec, opts Options) (*embedding.Cache, error) {
 	if spec == nil {
 		return nil, nil
 	}
@@ -57,23 +57,23 @@ func newIntentCache(spec *v1alpha1.EmbedderSpec, opts Options) (*embedding.Cache
 }
 
 // embedderAPIKey returns the embedding service's API key: "" when spec names no
-// Secret, else the value of ESPO_EMBEDDER_API_KEY (v1alpha1.EmbedderAPIKeyEnv), which
+// Secret, else the value of ESPO_EMBEDDER_API_KEY (trainingv1alpha1.EmbedderAPIKeyEnv), which
 // the controller fills from the Secret, without the white space around it (the line
 // break a key read from a file often ends with). A key that is unset or empty is an
 // error, naming the field and the variable; no error quotes the key.
-func embedderAPIKey(spec *v1alpha1.EmbedderSpec, getenv func(string) string) (string, error) {
+func embedderAPIKey(spec *trainingv1alpha1.EmbedderSpec, getenv func(string) string) (string, error) {
 	ref := spec.APIKeySecretRef
 	if ref == nil {
 		return "", nil
 	}
-	key := strings.TrimSpace(getenv(v1alpha1.EmbedderAPIKeyEnv))
+	key := strings.TrimSpace(getenv(trainingv1alpha1.EmbedderAPIKeyEnv))
 	if key == "" {
 		return "", fmt.Errorf("%s.apiKeySecretRef (key %q of Secret %q): the environment variable %s is unset or empty; "+
 			"the controller sets it from that Secret in the trainer container, so the key's value is empty "+
-			"(running the trainer yourself, set the variable)", embedderField, ref.Key, ref.Name, v1alpha1.EmbedderAPIKeyEnv)
+			"(running the trainer yourself, set the variable)", embedderField, ref.Key, ref.Name, trainingv1alpha1.EmbedderAPIKeyEnv)
 	}
 	if err := embedding.CheckAPIKey(key); err != nil {
-		return "", fmt.Errorf("%s.apiKeySecretRef (key %q of Secret %q, in %s): %w", embedderField, ref.Key, ref.Name, v1alpha1.EmbedderAPIKeyEnv, err)
+		return "", fmt.Errorf("%s.apiKeySecretRef (key %q of Secret %q, in %s): %w", embedderField, ref.Key, ref.Name, trainingv1alpha1.EmbedderAPIKeyEnv, err)
 	}
 	return key, nil
 }

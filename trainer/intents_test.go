@@ -31,7 +31,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
@@ -109,15 +109,15 @@ func noWait(context.Context, time.Duration) error { return nil }
 // embeddingConfig returns smallConfig judging every intent by embedding: the generated
 // episodes carry preferences, which auto would judge by slots.
 func embeddingConfig(t *testing.T) *Config {
-	c := smallConfig(t, v1alpha1.AlgorithmESPO)
-	c.Spec.Rewards.Intent.Match = v1alpha1.IntentMatchEmbedding
+	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
+	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchEmbedding
 	return c
 }
 
 // withEmbedder returns embeddingConfig with spec.rewards.intent.embedder at endpoint.
 func withEmbedder(t *testing.T, endpoint string, batchSize int32) *Config {
 	c := embeddingConfig(t)
-	c.Spec.Rewards.Intent.Embedder = &v1alpha1.EmbedderSpec{Endpoint: endpoint, Model: "sentence-encoder", BatchSize: batchSize}
+	c.Spec.Rewards.Intent.Embedder = &trainingv1alpha1.EmbedderSpec{Endpoint: endpoint, Model: "sentence-encoder", BatchSize: batchSize}
 	c.Spec.Default()
 	return c
 }
@@ -135,7 +135,7 @@ func TestEmbeddingServiceRunEqualsTheBuiltInEmbeddersRun(t *testing.T) {
 	served := cpuWorkers(1)
 	rec := &recorder{}
 	got, _ := run(t, withEmbedder(t, svc.endpoint(), 7), Options{Workers: served, Reporter: rec, EmbeddingRetryWait: noWait})
-	if got.Outcome != v1alpha1.OutcomeCompleted {
+	if got.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", got.Outcome, got.Message)
 	}
 	if !bytes.Equal(savedState(t, served[0]), savedState(t, builtIn[0])) {
@@ -217,7 +217,7 @@ func TestFailingEmbeddingServiceFailsTheRun(t *testing.T) {
 				}
 			}
 			last := rec.reports[len(rec.reports)-1]
-			if last.Outcome != v1alpha1.OutcomeError || !strings.Contains(last.Message, svc.endpoint()) {
+			if last.Outcome != trainingv1alpha1.OutcomeError || !strings.Contains(last.Message, svc.endpoint()) {
 				t.Errorf("last report: outcome %q, message %q; want Error naming the endpoint", last.Outcome, last.Message)
 			}
 			if last.Step != 0 || waits != 3 {
@@ -233,7 +233,7 @@ const embedderKey = "espo-test-embedder-key-0123456789"
 // withEmbedderKey returns withEmbedder's config with the API key's Secret named.
 func withEmbedderKey(t *testing.T, endpoint string) *Config {
 	c := withEmbedder(t, endpoint, 0)
-	c.Spec.Rewards.Intent.Embedder.APIKeySecretRef = &v1alpha1.SecretKeyRef{Name: "embeddings", Key: "api-key"}
+	c.Spec.Rewards.Intent.Embedder.APIKeySecretRef = &trainingv1alpha1.SecretKeyRef{Name: "embeddings", Key: "api-key"}
 	return c
 }
 
@@ -254,8 +254,8 @@ func TestEmbeddingServiceWithAnAPIKey(t *testing.T) {
 	svc := newEmbeddingService(t, -1)
 	svc.apiKey = embedderKey
 	rep, _ := run(t, withEmbedderKey(t, svc.endpoint()),
-		Options{Workers: cpuWorkers(1), EmbeddingRetryWait: noWait, Getenv: env(v1alpha1.EmbedderAPIKeyEnv, embedderKey+"\n")})
-	if rep.Outcome != v1alpha1.OutcomeCompleted {
+		Options{Workers: cpuWorkers(1), EmbeddingRetryWait: noWait, Getenv: env(trainingv1alpha1.EmbedderAPIKeyEnv, embedderKey+"\n")})
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 	svc.mu.Lock()
@@ -271,8 +271,8 @@ func TestEmbeddingServiceWithAnAPIKey(t *testing.T) {
 func TestEmbedderAPIKeyMissingFailsClearly(t *testing.T) {
 	for name, getenv := range map[string]func(string) string{
 		"unset": env("OTHER", embedderKey),
-		"empty": env(v1alpha1.EmbedderAPIKeyEnv, ""),
-		"blank": env(v1alpha1.EmbedderAPIKeyEnv, " \n"),
+		"empty": env(trainingv1alpha1.EmbedderAPIKeyEnv, ""),
+		"blank": env(trainingv1alpha1.EmbedderAPIKeyEnv, " \n"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			svc := newEmbeddingService(t, -1)
@@ -310,7 +310,7 @@ func TestWrongEmbedderAPIKeyFailsWithoutQuotingIt(t *testing.T) {
 	svc.apiKey = "the-service-wants-another-key"
 	rec := &recorder{}
 	tr, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuWorkers(1), Reporter: rec, Log: logr.Discard(),
-		EmbeddingRetryWait: noWait, Getenv: env(v1alpha1.EmbedderAPIKeyEnv, embedderKey)})
+		EmbeddingRetryWait: noWait, Getenv: env(trainingv1alpha1.EmbedderAPIKeyEnv, embedderKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestWrongEmbedderAPIKeyFailsWithoutQuotingIt(t *testing.T) {
 	}
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
-	if last.Outcome != v1alpha1.OutcomeError || svc.requests != 1 {
+	if last.Outcome != trainingv1alpha1.OutcomeError || svc.requests != 1 {
 		t.Errorf("outcome %q after %d requests, want Error after 1 (a 401 is not retried)", last.Outcome, svc.requests)
 	}
 }

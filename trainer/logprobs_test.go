@@ -29,7 +29,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
@@ -74,7 +74,7 @@ func (w *logProbsRecorder) LogProbs(ctx context.Context, in *workerpb.LogProbsRe
 type recordedRun struct {
 	rec     *logProbsRecorder
 	report  *Report
-	reports []*v1alpha1.TrainingStatus
+	reports []*trainingv1alpha1.TrainingStatus
 	state   []byte
 }
 
@@ -86,7 +86,7 @@ func runRecorded(t *testing.T, c *Config, ignoreReferenceOnly bool) recordedRun 
 	rep := &recorder{}
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	report, _ := run(t, c, Options{Workers: []workerpb.WorkerClient{w}, Reporter: rep, Clock: clock})
-	if report.Outcome != v1alpha1.OutcomeCompleted {
+	if report.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", report.Outcome, report.Message)
 	}
 	return recordedRun{rec: w, report: report, reports: rep.reports, state: savedState(t, w)}
@@ -97,7 +97,7 @@ func runRecorded(t *testing.T, c *Config, ignoreReferenceOnly bool) recordedRun 
 // worker state as a run whose worker ignores reference_only and returns the current
 // log-probs too (which the trainer then uses instead of Generate's).
 func TestRLStepsAskForTheReferenceOnly(t *testing.T) {
-	c := smallConfig(t, v1alpha1.AlgorithmESPO)
+	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	if c.Spec.Algorithm.KL.Coefficient == "0" {
 		t.Fatal("the small config has no KL term")
 	}
@@ -106,7 +106,7 @@ func TestRLStepsAskForTheReferenceOnly(t *testing.T) {
 		t.Errorf("%d LogProbs calls, %d with reference_only, %d answers with current log-probs; want every call reference only and no current log-probs",
 			r.calls, r.referenceOnly, r.currentAnswers)
 	}
-	ignored := runRecorded(t, smallConfig(t, v1alpha1.AlgorithmESPO), true)
+	ignored := runRecorded(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), true)
 	if r := ignored.rec; r.calls != honoured.rec.calls || r.currentAnswers == 0 {
 		t.Fatalf("the worker that ignores reference_only got %d calls (want %d) and returned current log-probs for %d answers (want some)",
 			r.calls, honoured.rec.calls, r.currentAnswers)
@@ -125,7 +125,7 @@ func TestRLStepsAskForTheReferenceOnly(t *testing.T) {
 // TestNoKLTermMakesNoLogProbsCalls: with the KL coefficient "0" an RL run needs no
 // reference, and the current log-probs are Generate's, so it never calls LogProbs.
 func TestNoKLTermMakesNoLogProbsCalls(t *testing.T) {
-	for _, alg := range []v1alpha1.AlgorithmName{v1alpha1.AlgorithmESPO, v1alpha1.AlgorithmGRPO} {
+	for _, alg := range []trainingv1alpha1.AlgorithmName{trainingv1alpha1.AlgorithmESPO, trainingv1alpha1.AlgorithmGRPO} {
 		c := smallConfig(t, alg)
 		c.Spec.Algorithm.KL.Coefficient = "0"
 		if r := runRecorded(t, c, false); r.rec.calls != 0 {

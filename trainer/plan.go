@@ -20,7 +20,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
@@ -39,14 +39,14 @@ const (
 )
 
 // Stage returns the status stage of the kind.
-func (k Kind) Stage() v1alpha1.TrainingStage {
+func (k Kind) Stage() trainingv1alpha1.TrainingStage {
 	switch k {
 	case KindESPO:
-		return v1alpha1.StageESPO
+		return trainingv1alpha1.StageESPO
 	case KindGRPO:
-		return v1alpha1.StageGRPO
+		return trainingv1alpha1.StageGRPO
 	}
-	return v1alpha1.StageSFT
+	return trainingv1alpha1.StageSFT
 }
 
 // epochPlan is one epoch of the run: its kind, its number within its kind (from 1) and
@@ -78,7 +78,7 @@ type stepRef struct {
 // maxStepsPerBatch steps, shuffled with the algorithm's seed and the epoch's index);
 // GRPO epochs batch shuffled single steps, as many per batch as give the same number
 // of batches per epoch as ESPO's first epoch, so both get the same budget.
-func newPlan(alg *v1alpha1.AlgorithmSpec, train []dataset.Episode) (*plan, error) {
+func newPlan(alg *trainingv1alpha1.AlgorithmSpec, train []dataset.Episode) (*plan, error) {
 	p := &plan{}
 	episodeOf := make([]string, 0, len(train)*17)
 	for e := range train {

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
 
@@ -34,9 +34,9 @@ func episodesOfLengths(lens ...int) []dataset.Episode {
 	return eps
 }
 
-func budgetAlgorithm(name v1alpha1.AlgorithmName, budget int32) *v1alpha1.AlgorithmSpec {
+func budgetAlgorithm(name trainingv1alpha1.AlgorithmName, budget int32) *trainingv1alpha1.AlgorithmSpec {
 	one := int32(1)
-	a := &v1alpha1.AlgorithmSpec{Name: name, SFTEpochs: &one, Epochs: 3, MaxStepsPerBatch: &budget, Seed: 5}
+	a := &trainingv1alpha1.AlgorithmSpec{Name: name, SFTEpochs: &one, Epochs: 3, MaxStepsPerBatch: &budget, Seed: 5}
 	a.Default()
 	return a
 }
@@ -47,7 +47,7 @@ func budgetAlgorithm(name v1alpha1.AlgorithmName, budget int32) *v1alpha1.Algori
 // covers every step once.
 func TestStepBudgetPacksWholeEpisodes(t *testing.T) {
 	train := episodesOfLengths(3, 9, 4, 15, 1, 7, 2, 6, 5, 8)
-	p, err := newPlan(budgetAlgorithm(v1alpha1.AlgorithmESPO, 10), train)
+	p, err := newPlan(budgetAlgorithm(trainingv1alpha1.AlgorithmESPO, 10), train)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestStepBudgetPacksWholeEpisodes(t *testing.T) {
 // TestStepBudgetGRPOKeepsTheFirstEpochsBatches checks that grpo with a step budget
 // runs as many batches per epoch as the episodic plan of the first epoch.
 func TestStepBudgetGRPOKeepsTheFirstEpochsBatches(t *testing.T) {
-	p, err := newPlan(budgetAlgorithm(v1alpha1.AlgorithmGRPO, 10), episodesOfLengths(3, 9, 4, 15, 1, 7, 2, 6, 5, 8))
+	p, err := newPlan(budgetAlgorithm(trainingv1alpha1.AlgorithmGRPO, 10), episodesOfLengths(3, 9, 4, 15, 1, 7, 2, 6, 5, 8))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestStepBudgetGRPOKeepsTheFirstEpochsBatches(t *testing.T) {
 // TestStepBudgetAndEpisodesPerBatchConflict checks the error for a run config that
 // sets both ways of sizing a batch (the API server refuses it too).
 func TestStepBudgetAndEpisodesPerBatchConflict(t *testing.T) {
-	a := budgetAlgorithm(v1alpha1.AlgorithmESPO, 10)
+	a := budgetAlgorithm(trainingv1alpha1.AlgorithmESPO, 10)
 	a.EpisodesPerBatch = 2
 	_, err := newPlan(a, episodesOfLengths(3, 4))
 	if err == nil || !strings.Contains(err.Error(), "episodesPerBatch and maxStepsPerBatch") {
@@ -120,11 +120,11 @@ func TestStepBudgetAndEpisodesPerBatchConflict(t *testing.T) {
 // TestRunWithAStepBudget runs ESPO end to end with maxStepsPerBatch and checks that
 // it completes with as many optimizer steps as the plan.
 func TestRunWithAStepBudget(t *testing.T) {
-	c := smallConfig(t, v1alpha1.AlgorithmESPO)
+	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	budget := int32(12)
 	c.Spec.Algorithm.EpisodesPerBatch, c.Spec.Algorithm.MaxStepsPerBatch = 1, &budget
 	rep, tr := run(t, c, Options{Workers: cpuWorkers(1)})
-	if rep.Outcome != v1alpha1.OutcomeCompleted {
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 	if rep.Steps != tr.plan.totalSteps() {

@@ -26,25 +26,25 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // Reporter receives the trainer's progress: the status.training of its ESPOJob.
 type Reporter interface {
-	Report(ctx context.Context, s *v1alpha1.TrainingStatus) error
+	Report(ctx context.Context, s *trainingv1alpha1.TrainingStatus) error
 }
 
 // DiscardReporter drops every report.
 type DiscardReporter struct{}
 
 // Report does nothing.
-func (DiscardReporter) Report(context.Context, *v1alpha1.TrainingStatus) error { return nil }
+func (DiscardReporter) Report(context.Context, *trainingv1alpha1.TrainingStatus) error { return nil }
 
 // Report is the trainer's final report, written to <outputDir>/report.json.
 type Report struct {
 	// Outcome and Message say how the run ended.
-	Outcome v1alpha1.TrainingOutcome `json:"outcome"`
-	Message string                   `json:"message"`
+	Outcome trainingv1alpha1.TrainingOutcome `json:"outcome"`
+	Message string                           `json:"message"`
 	// Steps is the number of optimizer steps taken.
 	Steps int64 `json:"steps"`
 	// Validation holds the validation metrics after each epoch, in order; Test the
@@ -59,7 +59,7 @@ type Report struct {
 	// preferences and others did not; "" when no evaluation ran.
 	IntentMatch string `json:"intentMatch,omitempty"`
 	// Status is the final status.training.
-	Status *v1alpha1.TrainingStatus `json:"status"`
+	Status *trainingv1alpha1.TrainingStatus `json:"status"`
 }
 
 // writeReport writes r as indented JSON to dir/report.json, atomically.

@@ -29,7 +29,7 @@ import (
 	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/checkpoint"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
@@ -93,7 +93,7 @@ type Options struct {
 	// a timer. Tests return at once.
 	EmbeddingRetryWait func(ctx context.Context, d time.Duration) error
 	// Getenv reads an environment variable: the embedding service's API key
-	// (v1alpha1.EmbedderAPIKeyEnv) when spec.rewards.intent.embedder.apiKeySecretRef is
+	// (trainingv1alpha1.EmbedderAPIKeyEnv) when spec.rewards.intent.embedder.apiKeySecretRef is
 	// set; nil is os.Getenv.
 	Getenv func(name string) string
 	// ShuffleCOUT is a control for the comparison of COUT modes (hack/results), not a
@@ -121,7 +121,7 @@ type Trainer struct {
 	// intents judged by slots.
 	slots espo.SlotVocab
 	// status is the report being built; the loop fills it and sends it.
-	status v1alpha1.TrainingStatus
+	status trainingv1alpha1.TrainingStatus
 	// epochReward accumulates the current epoch's step rewards.
 	epochReward meanAcc
 	// reducesGradients is whether the workers all-reduce gradients themselves.
@@ -229,7 +229,7 @@ func (t *Trainer) reportDrained(ctx context.Context, err error) error {
 	if err != nil {
 		msg = fmt.Sprintf("stopped on SIGTERM after step %d, the next one interrupted (%v); %s", t.state.Step, err, resume)
 	}
-	t.status.Message = v1alpha1.BoundMessage(msg)
+	t.status.Message = trainingv1alpha1.BoundMessage(msg)
 	t.report(ctx)
 	t.opts.Log.Info(msg)
 	return fmt.Errorf("%w: %s", ErrDrained, msg)
@@ -321,7 +321,7 @@ func (t *Trainer) resumePoint() (string, error) {
 			if err := json.Unmarshal(c.State, &t.state); err != nil {
 				return "", fmt.Errorf("checkpoint %s: trainer state: %w", c.Dir, err)
 			}
-			t.status.LastCheckpoint = &v1alpha1.CheckpointStatus{Step: c.Step, Path: c.Dir}
+			t.status.LastCheckpoint = &trainingv1alpha1.CheckpointStatus{Step: c.Step, Path: c.Dir}
 			t.opts.Log.Info("resuming from checkpoint", "dir", c.Dir, "step", t.state.Step, "epoch", t.state.Epoch, "batch", t.state.Batch)
 			return filepath.Join(c.Dir, workerStateFile), nil
 		}
@@ -339,7 +339,7 @@ func (t *Trainer) resumePoint() (string, error) {
 
 // train runs the epochs of the plan from the current state. It returns the outcome
 // when the run ended, or "" when it stopped at StopAfterSteps.
-func (t *Trainer) train(ctx context.Context) (v1alpha1.TrainingOutcome, string, error) {
+func (t *Trainer) train(ctx context.Context) (trainingv1alpha1.TrainingOutcome, string, error) {
 	for ; t.state.Epoch < len(t.plan.epochs); t.state.Epoch, t.state.Batch = t.state.Epoch+1, 0 {
 		ep := &t.plan.epochs[t.state.Epoch]
 		if err := t.freezeReferenceBefore(ctx, ep.kind); err != nil {
@@ -365,7 +365,7 @@ func (t *Trainer) train(ctx context.Context) (v1alpha1.TrainingOutcome, string, 
 			return outcome, msg, err
 		}
 	}
-	return v1alpha1.OutcomeCompleted, "every epoch ran", nil
+	return trainingv1alpha1.OutcomeCompleted, "every epoch ran", nil
 }
 
 // freezeReferenceBefore snapshots the reference policy once, before the first
@@ -383,7 +383,7 @@ func (t *Trainer) freezeReferenceBefore(ctx context.Context, k Kind) error {
 }
 
 // trainEpoch runs the remaining batches of one epoch.
-func (t *Trainer) trainEpoch(ctx context.Context, ep *epochPlan) (v1alpha1.TrainingOutcome, string, error) {
+func (t *Trainer) trainEpoch(ctx context.Context, ep *epochPlan) (trainingv1alpha1.TrainingOutcome, string, error) {
 	plan := ep.sampler.Epoch(t.state.Epoch)
 	t.status.Stage, t.status.Epoch = ep.kind.Stage(), int32(ep.number)
 	if t.state.Batch == 0 {
@@ -400,7 +400,7 @@ func (t *Trainer) trainEpoch(ctx context.Context, ep *epochPlan) (v1alpha1.Train
 		t.state.Step++
 		t.record(ctx, ep, stats, t.opts.Clock.Since(start))
 		if !finite(stats.gradNorm) || !finite(stats.objective) {
-			return v1alpha1.OutcomeNonFiniteLoss, fmt.Sprintf("step %d: the loss or gradient is not finite (objective %v, gradient norm %v)", t.state.Step, stats.objective, stats.gradNorm), nil
+			return trainingv1alpha1.OutcomeNonFiniteLoss, fmt.Sprintf("step %d: the loss or gradient is not finite (objective %v, gradient norm %v)", t.state.Step, stats.objective, stats.gradNorm), nil
 		}
 		if t.checkpointDue() || t.draining() {
 			if err := t.checkpointAfterBatch(ctx); err != nil {
@@ -446,7 +446,7 @@ func (t *Trainer) checkpoint(ctx context.Context) error {
 		return err
 	}
 	now := t.now()
-	t.status.LastCheckpoint = &v1alpha1.CheckpointStatus{Step: t.state.Step, Path: dir, Time: &now}
+	t.status.LastCheckpoint = &trainingv1alpha1.CheckpointStatus{Step: t.state.Step, Path: dir, Time: &now}
 	t.opts.Log.V(1).Info("checkpoint written", "dir", dir, "step", t.state.Step)
 	return nil
 }
@@ -456,9 +456,9 @@ func (t *Trainer) record(ctx context.Context, ep *epochPlan, s batchStats, took 
 	t.epochReward.add(s.rewardSum, s.rewardCount)
 	t.status.Step = t.state.Step
 	if s.rewardCount > 0 {
-		t.status.MeanStepReward = v1alpha1.NewMetric(s.rewardSum / float64(s.rewardCount))
-		t.status.MeanCOUTReward = v1alpha1.NewMetric(s.cout)
-		t.status.KL = v1alpha1.NewMetric(s.kl)
+		t.status.MeanStepReward = trainingv1alpha1.NewMetric(s.rewardSum / float64(s.rewardCount))
+		t.status.MeanCOUTReward = trainingv1alpha1.NewMetric(s.cout)
+		t.status.KL = trainingv1alpha1.NewMetric(s.kl)
 	}
 	t.opts.Metrics.observeStep(ep.kind, t.state.Step, s, took)
 	t.opts.Log.Info("step", "stage", ep.kind, "epoch", ep.number, "step", t.state.Step, "totalSteps", t.status.TotalSteps,
@@ -483,7 +483,7 @@ func (t *Trainer) fail(ctx context.Context, err error) error {
 	if ctx.Err() != nil || t.draining() {
 		return err
 	}
-	t.status.Outcome, t.status.Message = v1alpha1.OutcomeError, v1alpha1.BoundMessage(err.Error())
+	t.status.Outcome, t.status.Message = trainingv1alpha1.OutcomeError, trainingv1alpha1.BoundMessage(err.Error())
 	t.report(ctx)
 	return err
 }

@@ -30,7 +30,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
@@ -38,15 +38,15 @@ import (
 
 // smallConfig is a run that finishes in seconds: 12 synthetic episodes, one SFT epoch
 // and one epoch of alg, two episodes per batch, G = 3.
-func smallConfig(t *testing.T, alg v1alpha1.AlgorithmName) *Config {
+func smallConfig(t *testing.T, alg trainingv1alpha1.AlgorithmName) *Config {
 	t.Helper()
 	c := &Config{OutputDir: t.TempDir()}
-	c.Spec.Datasets.Sources = []v1alpha1.DatasetSource{{Name: "synth",
-		Synthetic: &v1alpha1.SyntheticSource{Channels: []v1alpha1.Channel{"food", "hotel"}, Episodes: 12, Seed: 3}}}
+	c.Spec.Datasets.Sources = []trainingv1alpha1.DatasetSource{{Name: "synth",
+		Synthetic: &trainingv1alpha1.SyntheticSource{Channels: []trainingv1alpha1.Channel{"food", "hotel"}, Episodes: 12, Seed: 3}}}
 	one := int32(1)
-	c.Spec.Algorithm = v1alpha1.AlgorithmSpec{Name: alg, SFTEpochs: &one, Epochs: 1, GroupSize: 3, EpisodesPerBatch: 2,
+	c.Spec.Algorithm = trainingv1alpha1.AlgorithmSpec{Name: alg, SFTEpochs: &one, Epochs: 1, GroupSize: 3, EpisodesPerBatch: 2,
 		LearningRate: "0.01", Seed: 11}
-	c.Spec.Model.CPU = &v1alpha1.CPUPolicySpec{HiddenSize: 16}
+	c.Spec.Model.CPU = &trainingv1alpha1.CPUPolicySpec{HiddenSize: 16}
 	c.Spec.Default()
 	return c
 }
@@ -62,10 +62,10 @@ func cpuWorkers(n int) []workerpb.WorkerClient {
 // recorder keeps every report.
 type recorder struct {
 	mu      sync.Mutex
-	reports []*v1alpha1.TrainingStatus
+	reports []*trainingv1alpha1.TrainingStatus
 }
 
-func (r *recorder) Report(_ context.Context, s *v1alpha1.TrainingStatus) error {
+func (r *recorder) Report(_ context.Context, s *trainingv1alpha1.TrainingStatus) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reports = append(r.reports, s)
@@ -101,10 +101,10 @@ func savedState(t *testing.T, w workerpb.WorkerClient) []byte {
 }
 
 func TestRunESPOCompletesWithReportsAndTestMetrics(t *testing.T) {
-	c := smallConfig(t, v1alpha1.AlgorithmESPO)
+	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	rec := &recorder{}
 	rep, tr := run(t, c, Options{Workers: cpuWorkers(1), Reporter: rec})
-	if rep.Outcome != v1alpha1.OutcomeCompleted {
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 	if want := tr.plan.totalSteps(); rep.Steps != want || want == 0 {
@@ -113,17 +113,17 @@ func TestRunESPOCompletesWithReportsAndTestMetrics(t *testing.T) {
 	if rep.Test == nil || rep.Test.Steps == 0 || rep.Validation == nil {
 		t.Fatalf("missing evaluations: test %+v validation %+v", rep.Test, rep.Validation)
 	}
-	stages := map[v1alpha1.TrainingStage]bool{}
+	stages := map[trainingv1alpha1.TrainingStage]bool{}
 	for _, r := range rec.reports {
 		stages[r.Stage] = true
 	}
-	for _, s := range []v1alpha1.TrainingStage{v1alpha1.StageSFT, v1alpha1.StageESPO, v1alpha1.StageEval} {
+	for _, s := range []trainingv1alpha1.TrainingStage{trainingv1alpha1.StageSFT, trainingv1alpha1.StageESPO, trainingv1alpha1.StageEval} {
 		if !stages[s] {
 			t.Errorf("no report in stage %s", s)
 		}
 	}
 	last := rec.reports[len(rec.reports)-1]
-	if last.Outcome != v1alpha1.OutcomeCompleted || last.Evaluation == nil || last.Evaluation.Split != "test" {
+	if last.Outcome != trainingv1alpha1.OutcomeCompleted || last.Evaluation == nil || last.Evaluation.Split != "test" {
 		t.Errorf("last report %+v, want the completed outcome with the test evaluation", last)
 	}
 	if last.MeanCOUTReward == "" || last.KL == "" {
@@ -136,9 +136,9 @@ func TestRunESPOCompletesWithReportsAndTestMetrics(t *testing.T) {
 
 func TestEveryAlgorithmGetsTheSameBudget(t *testing.T) {
 	var steps []int64
-	for _, alg := range []v1alpha1.AlgorithmName{v1alpha1.AlgorithmESPO, v1alpha1.AlgorithmGRPO, v1alpha1.AlgorithmSFT} {
+	for _, alg := range []trainingv1alpha1.AlgorithmName{trainingv1alpha1.AlgorithmESPO, trainingv1alpha1.AlgorithmGRPO, trainingv1alpha1.AlgorithmSFT} {
 		rep, _ := run(t, smallConfig(t, alg), Options{Workers: cpuWorkers(1)})
-		if rep.Outcome != v1alpha1.OutcomeCompleted {
+		if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 			t.Fatalf("%s: outcome %s: %s", alg, rep.Outcome, rep.Message)
 		}
 		steps = append(steps, rep.Steps)
@@ -152,14 +152,14 @@ func TestEveryAlgorithmGetsTheSameBudget(t *testing.T) {
 // it with fresh workers from its checkpoint, and compares the final weights with an
 // uninterrupted run's, byte for byte.
 func TestResumeEndsWithTheSameWeights(t *testing.T) {
-	whole := smallConfig(t, v1alpha1.AlgorithmESPO)
+	whole := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	whole.CheckpointDir = t.TempDir()
-	whole.Spec.Checkpoint = &v1alpha1.CheckpointSpec{EverySteps: 2, Keep: 2}
+	whole.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 2, Keep: 2}
 	ws := cpuWorkers(1)
 	run(t, whole, Options{Workers: ws})
 	want := savedState(t, ws[0])
 
-	killed := smallConfig(t, v1alpha1.AlgorithmESPO)
+	killed := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	killed.CheckpointDir = t.TempDir()
 	killed.Spec.Checkpoint = whole.Spec.Checkpoint
 	tr, err := New(killed, Options{Workers: cpuWorkers(1), Log: logr.Discard(), StopAfterSteps: 5})
@@ -172,7 +172,7 @@ func TestResumeEndsWithTheSameWeights(t *testing.T) {
 	resumedWorkers := cpuWorkers(1)
 	rec := &recorder{}
 	rep, _ := run(t, killed, Options{Workers: resumedWorkers, Reporter: rec})
-	if rep.Outcome != v1alpha1.OutcomeCompleted {
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 	if first := rec.reports[0].Step; first != 5 {
@@ -187,9 +187,9 @@ func TestResumeEndsWithTheSameWeights(t *testing.T) {
 // seed and batches, and compares the resulting policies' log-probs.
 func TestDataParallelWorkersMatchOne(t *testing.T) {
 	one := cpuWorkers(1)
-	_, tr := run(t, smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: one})
+	_, tr := run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: one})
 	two := cpuWorkers(2)
-	run(t, smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: two})
+	run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: two})
 
 	ep := &tr.data.Test[0]
 	req := &workerpb.LogProbsRequest{}
@@ -233,17 +233,17 @@ func (w nanWorker) Step(ctx context.Context, in *workerpb.StepRequest, opts ...g
 }
 
 func TestNonFiniteGradientStopsTheRun(t *testing.T) {
-	rep, _ := run(t, smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{nanWorker{cpuWorkers(1)[0]}}})
-	if rep.Outcome != v1alpha1.OutcomeNonFiniteLoss || rep.Steps != 1 {
+	rep, _ := run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{nanWorker{cpuWorkers(1)[0]}}})
+	if rep.Outcome != trainingv1alpha1.OutcomeNonFiniteLoss || rep.Steps != 1 {
 		t.Errorf("outcome %s after %d steps, want NonFiniteLoss after 1: %s", rep.Outcome, rep.Steps, rep.Message)
 	}
 }
 
 func TestEarlyStoppingOnATargetMetric(t *testing.T) {
-	c := smallConfig(t, v1alpha1.AlgorithmESPO)
-	c.Spec.EarlyStopping = &v1alpha1.EarlyStoppingSpec{Target: &v1alpha1.MetricTarget{Metric: v1alpha1.MetricFormatRate, Value: "0"}}
+	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
+	c.Spec.EarlyStopping = &trainingv1alpha1.EarlyStoppingSpec{Target: &trainingv1alpha1.MetricTarget{Metric: trainingv1alpha1.MetricFormatRate, Value: "0"}}
 	rep, tr := run(t, c, Options{Workers: cpuWorkers(1)})
-	if rep.Outcome != v1alpha1.OutcomeTargetReached {
+	if rep.Outcome != trainingv1alpha1.OutcomeTargetReached {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 	if sft := int64(tr.plan.batches[0]); rep.Steps != sft {
@@ -252,10 +252,10 @@ func TestEarlyStoppingOnATargetMetric(t *testing.T) {
 }
 
 func TestEarlyStoppingOnRewardCollapse(t *testing.T) {
-	c := smallConfig(t, v1alpha1.AlgorithmESPO)
-	c.Spec.EarlyStopping = &v1alpha1.EarlyStoppingSpec{MinReward: "100", Patience: 1}
+	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
+	c.Spec.EarlyStopping = &trainingv1alpha1.EarlyStoppingSpec{MinReward: "100", Patience: 1}
 	rep, _ := run(t, c, Options{Workers: cpuWorkers(1)})
-	if rep.Outcome != v1alpha1.OutcomeRewardCollapsed {
+	if rep.Outcome != trainingv1alpha1.OutcomeRewardCollapsed {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 }
@@ -263,9 +263,9 @@ func TestEarlyStoppingOnRewardCollapse(t *testing.T) {
 // TestInitialCheckpointStartsFromAnEarlierRun starts a new run from the final
 // checkpoint of an earlier one: its workers begin with exactly that state.
 func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
-	first := smallConfig(t, v1alpha1.AlgorithmESPO)
+	first := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	first.CheckpointDir = t.TempDir()
-	first.Spec.Checkpoint = &v1alpha1.CheckpointSpec{EverySteps: 100, Keep: 1}
+	first.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 100, Keep: 1}
 	run(t, first, Options{Workers: cpuWorkers(1)})
 	entries, err := os.ReadDir(first.CheckpointDir)
 	if err != nil || len(entries) != 1 {
@@ -277,7 +277,7 @@ func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second := smallConfig(t, v1alpha1.AlgorithmESPO)
+	second := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	second.InitialCheckpoint = final
 	ws := cpuWorkers(1)
 	tr, err := New(second, Options{Workers: ws, Log: logr.Discard()})
@@ -311,8 +311,8 @@ func (w waitCheckingWorker) Configure(ctx context.Context, in *workerpb.Configur
 }
 
 func TestConfigureWaitsForWorkersStillStarting(t *testing.T) {
-	rep, _ := run(t, smallConfig(t, v1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{waitCheckingWorker{cpuWorkers(1)[0]}}})
-	if rep.Outcome != v1alpha1.OutcomeCompleted {
+	rep, _ := run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{waitCheckingWorker{cpuWorkers(1)[0]}}})
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Errorf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 }

@@ -40,22 +40,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
 
 // options are the command's flags.
 type options struct {
 	seeds                        []int64
-	difficulty                   v1alpha1.SyntheticDifficulty
+	difficulty                   trainingv1alpha1.SyntheticDifficulty
 	trainChannels, testChannels  []string
 	trainEpisodes, valEpisodes   int
 	testEpisodes                 int
 	sftEpochs, epochs, groupSize int
 	hidden                       int
 	learningRate                 string
-	ablationMode                 v1alpha1.COUTMode
-	slotScore                    v1alpha1.IntentSlotScore
+	ablationMode                 trainingv1alpha1.COUTMode
+	slotScore                    trainingv1alpha1.IntentSlotScore
 	arms                         []string
 	resamples                    int
 	out                          string
@@ -89,7 +89,7 @@ func parseFlags(args []string) (options, error) {
 	o := options{}
 	fs := flag.NewFlagSet("results", flag.ContinueOnError)
 	seeds := fs.String("seeds", "1,2,3,4,5", "seeds; each seeds the data and the training")
-	difficulty := fs.String("difficulty", string(v1alpha1.DifficultyHard), "generated data: standard or hard")
+	difficulty := fs.String("difficulty", string(trainingv1alpha1.DifficultyHard), "generated data: standard or hard")
 	train := fs.String("train-channels", "food,hotel,flight,movie,travel", "channels of the training and validation users")
 	test := fs.String("test-channels", "food,hotel,flight,movie,travel,medicine", "channels of the test users; one not trained on is held out")
 	fs.IntVar(&o.trainEpisodes, "train-episodes", 160, "training episodes per seed")
@@ -101,8 +101,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.groupSize, "group-size", 5, "candidates per step (G)")
 	fs.IntVar(&o.hidden, "hidden", 32, "hidden units of the CPU policy")
 	fs.StringVar(&o.learningRate, "learning-rate", "0.01", "AdamW learning rate of the CPU policy")
-	ablation := fs.String("ablation-mode", string(v1alpha1.COUTRollout), "COUT mode of the ablations (w=0, phi only, psi only, shuffled) and the upper bound")
-	slotScore := fs.String("slot-score", string(v1alpha1.IntentSlotScoreF1), "spec.rewards.intent.slotScore of every arm: all or f1 (dense, so that COUT's Intent_acc is not almost always 0)")
+	ablation := fs.String("ablation-mode", string(trainingv1alpha1.COUTRollout), "COUT mode of the ablations (w=0, phi only, psi only, shuffled) and the upper bound")
+	slotScore := fs.String("slot-score", string(trainingv1alpha1.IntentSlotScoreF1), "spec.rewards.intent.slotScore of every arm: all or f1 (dense, so that COUT's Intent_acc is not almost always 0)")
 	armList := fs.String("arms", "", "arms to run (default all): "+strings.Join(armNames(), ", "))
 	fs.IntVar(&o.resamples, "bootstrap", 2000, "bootstrap resamples of the intervals")
 	fs.StringVar(&o.out, "out", "docs", "folder of results.md, results.json and results-curve.png")
@@ -113,16 +113,16 @@ func parseFlags(args []string) (options, error) {
 	if o.seeds, err = parseSeeds(*seeds); err != nil {
 		return o, err
 	}
-	o.difficulty = v1alpha1.SyntheticDifficulty(*difficulty)
-	if o.difficulty != v1alpha1.DifficultyStandard && o.difficulty != v1alpha1.DifficultyHard {
+	o.difficulty = trainingv1alpha1.SyntheticDifficulty(*difficulty)
+	if o.difficulty != trainingv1alpha1.DifficultyStandard && o.difficulty != trainingv1alpha1.DifficultyHard {
 		return o, fmt.Errorf("-difficulty %q: want standard or hard", *difficulty)
 	}
-	o.ablationMode = v1alpha1.COUTMode(*ablation)
-	if o.ablationMode != v1alpha1.COUTEpisode && o.ablationMode != v1alpha1.COUTRollout {
+	o.ablationMode = trainingv1alpha1.COUTMode(*ablation)
+	if o.ablationMode != trainingv1alpha1.COUTEpisode && o.ablationMode != trainingv1alpha1.COUTRollout {
 		return o, fmt.Errorf("-ablation-mode %q: want episode or rollout", *ablation)
 	}
-	o.slotScore = v1alpha1.IntentSlotScore(*slotScore)
-	if o.slotScore != v1alpha1.IntentSlotScoreAll && o.slotScore != v1alpha1.IntentSlotScoreF1 {
+	o.slotScore = trainingv1alpha1.IntentSlotScore(*slotScore)
+	if o.slotScore != trainingv1alpha1.IntentSlotScoreAll && o.slotScore != trainingv1alpha1.IntentSlotScoreF1 {
 		return o, fmt.Errorf("-slot-score %q: want all or f1", *slotScore)
 	}
 	if o.trainChannels, err = parseChannels("-train-channels", *train); err != nil {

@@ -25,7 +25,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/metrics"
@@ -129,24 +129,24 @@ func run(ctx context.Context, o options, say progress) (*results, error) {
 // (training and validation users of the training channels, test users of the test
 // channels) from separate seeds, the token policy, intents rewarded by o.slotScore
 // and ESPO's defaults otherwise.
-func spec(o options, seed int64) v1alpha1.ESPOJobSpec {
-	source := func(name string, split v1alpha1.DatasetSplitName, chans []string, n int, stream int64) v1alpha1.DatasetSource {
-		s := &v1alpha1.SyntheticSource{Episodes: int32(n), Seed: seed*10 + stream, Difficulty: o.difficulty}
+func spec(o options, seed int64) trainingv1alpha1.ESPOJobSpec {
+	source := func(name string, split trainingv1alpha1.DatasetSplitName, chans []string, n int, stream int64) trainingv1alpha1.DatasetSource {
+		s := &trainingv1alpha1.SyntheticSource{Episodes: int32(n), Seed: seed*10 + stream, Difficulty: o.difficulty}
 		for _, c := range chans {
-			s.Channels = append(s.Channels, v1alpha1.Channel(c))
+			s.Channels = append(s.Channels, trainingv1alpha1.Channel(c))
 		}
-		return v1alpha1.DatasetSource{Name: name, Split: split, Synthetic: s}
+		return trainingv1alpha1.DatasetSource{Name: name, Split: split, Synthetic: s}
 	}
 	sft := int32(o.sftEpochs)
-	s := v1alpha1.ESPOJobSpec{}
-	s.Datasets.Sources = []v1alpha1.DatasetSource{
-		source("train", v1alpha1.SplitTrain, o.trainChannels, o.trainEpisodes, 1),
-		source("validation", v1alpha1.SplitValidation, o.trainChannels, o.valEpisodes, 2),
-		source("test", v1alpha1.SplitTest, o.testChannels, o.testEpisodes, 3),
+	s := trainingv1alpha1.ESPOJobSpec{}
+	s.Datasets.Sources = []trainingv1alpha1.DatasetSource{
+		source("train", trainingv1alpha1.SplitTrain, o.trainChannels, o.trainEpisodes, 1),
+		source("validation", trainingv1alpha1.SplitValidation, o.trainChannels, o.valEpisodes, 2),
+		source("test", trainingv1alpha1.SplitTest, o.testChannels, o.testEpisodes, 3),
 	}
-	s.Algorithm = v1alpha1.AlgorithmSpec{SFTEpochs: &sft, Epochs: int32(o.epochs), GroupSize: int32(o.groupSize),
-		LearningRate: v1alpha1.Decimal(o.learningRate), Seed: seed}
-	s.Model.CPU = &v1alpha1.CPUPolicySpec{HiddenSize: int32(o.hidden), Architecture: v1alpha1.CPUTokens}
+	s.Algorithm = trainingv1alpha1.AlgorithmSpec{SFTEpochs: &sft, Epochs: int32(o.epochs), GroupSize: int32(o.groupSize),
+		LearningRate: trainingv1alpha1.Decimal(o.learningRate), Seed: seed}
+	s.Model.CPU = &trainingv1alpha1.CPUPolicySpec{HiddenSize: int32(o.hidden), Architecture: trainingv1alpha1.CPUTokens}
 	s.Rewards.Intent.SlotScore = o.slotScore
 	return s
 }
@@ -183,7 +183,7 @@ func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.E
 	var curve []curvePoint
 	switch {
 	case rep == nil && opts.StopAfterSteps > 0: // stopped on purpose, no report
-	case rep.Outcome != v1alpha1.OutcomeCompleted:
+	case rep.Outcome != trainingv1alpha1.OutcomeCompleted:
 		return nil, nil, fmt.Errorf("the run ended %s: %s", rep.Outcome, rep.Message)
 	default:
 		for _, v := range rep.Validation {

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // roundTripManifest writes decimals in every spelling the pattern allows; none may
@@ -91,7 +91,7 @@ func TestDecimalsRoundTrip(t *testing.T) {
 	}
 	check("after apply")
 
-	var typed v1.ESPOJob
+	var typed trainingv1alpha1.ESPOJob
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: sent.GetName()}, &typed); err != nil {
 		t.Fatal(err)
 	}

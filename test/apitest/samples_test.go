@@ -28,7 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	"sigs.k8s.io/yaml"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // The samples' files, one per scenario the issue asks for; TestSamples fails on a
@@ -115,12 +115,12 @@ func TestSamples(t *testing.T) {
 			if err := env.Client.Create(context.Background(), u, strict); err != nil {
 				t.Fatalf("refused: %v", err)
 			}
-			var stored v1.ESPOJob
+			var stored trainingv1alpha1.ESPOJob
 			if err := env.Scheme.Convert(u, &stored, nil); err != nil {
 				t.Fatal(err)
 			}
 
-			var want v1.ESPOJob
+			var want trainingv1alpha1.ESPOJob
 			data, _ := yaml.Marshal(readManifest(t, f).Object)
 			if err := yaml.UnmarshalStrict(data, &want); err != nil {
 				t.Fatalf("the sample does not decode strictly into ESPOJob: %v", err)
@@ -168,9 +168,9 @@ func TestEmbedderDefaults(t *testing.T) {
 	if got, _ := lookup(raw.Object["spec"], "rewards.intent.embedder"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("stored embedder %v, want %v", got, want)
 	}
-	goDefaulted := v1.EmbedderSpec{Endpoint: "http://embeddings.ml.svc:8080/v1/embeddings"}
+	goDefaulted := trainingv1alpha1.EmbedderSpec{Endpoint: "http://embeddings.ml.svc:8080/v1/embeddings"}
 	goDefaulted.Default()
-	var stored v1.ESPOJob
+	var stored trainingv1alpha1.ESPOJob
 	if err := env.Scheme.Convert(raw, &stored, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -30,21 +30,21 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/test/builders"
 )
 
 // trainerReport is status.training as the trainer applies it.
 func trainerReport() map[string]any {
 	return map[string]any{
-		"stage": string(v1.StageESPO), "epoch": int64(3), "step": int64(120), "totalSteps": int64(480),
-		"meanStepReward": string(v1.NewMetric(0.1234)), "kl": string(v1.NewDecimal(1.5e-5)),
+		"stage": string(trainingv1alpha1.StageESPO), "epoch": int64(3), "step": int64(120), "totalSteps": int64(480),
+		"meanStepReward": string(trainingv1alpha1.NewMetric(0.1234)), "kl": string(trainingv1alpha1.NewDecimal(1.5e-5)),
 		"evaluation": map[string]any{
 			"split": "validation", "epoch": int64(2),
-			"guiTypeAccuracy":        string(v1.NewMetric(0.9124)),
-			"elementAccuracy":        string(v1.NewMetric(0.85)),
-			"intentAccuracy":         string(v1.NewMetric(0.5)),
-			"recommendationAccuracy": string(v1.NewMetric(2.0 / 7)),
+			"guiTypeAccuracy":        string(trainingv1alpha1.NewMetric(0.9124)),
+			"elementAccuracy":        string(trainingv1alpha1.NewMetric(0.85)),
+			"intentAccuracy":         string(trainingv1alpha1.NewMetric(0.5)),
+			"recommendationAccuracy": string(trainingv1alpha1.NewMetric(2.0 / 7)),
 		},
 	}
 }
@@ -53,11 +53,11 @@ func trainerReport() map[string]any {
 // trainer's Kubernetes reporter does.
 func applyTraining(ctx context.Context, ns, name string, training map[string]any) error {
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1.GroupVersion.String(), "kind": "ESPOJob",
+		"apiVersion": trainingv1alpha1.GroupVersion.String(), "kind": "ESPOJob",
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"status":   map[string]any{"training": training},
 	}}
-	return env.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1.TrainerFieldManager), client.ForceOwnership)
+	return env.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(trainingv1alpha1.TrainerFieldManager), client.ForceOwnership)
 }
 
 // TestStatusAndColumns writes status as the controller and the trainer would, checks
@@ -79,12 +79,12 @@ func TestStatusAndColumns(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
 		t.Fatal(err)
 	}
-	job.Status.Phase = v1.PhaseRunning
+	job.Status.Phase = trainingv1alpha1.PhaseRunning
 	job.Status.Restarts, job.Status.Disruptions = 1, 1
 	job.Status.Active, job.Status.Ready = 1, 1
 	job.Status.ObservedGeneration = job.Generation
 	meta.SetStatusCondition(&job.Status.Conditions, metav1.Condition{
-		Type: v1.ConditionRunning, Status: metav1.ConditionTrue, Reason: v1.ReasonPodsRunning, Message: "1/1 trainer pods running",
+		Type: trainingv1alpha1.ConditionRunning, Status: metav1.ConditionTrue, Reason: trainingv1alpha1.ReasonPodsRunning, Message: "1/1 trainer pods running",
 	})
 	if err := env.Client.Status().Update(ctx, job); err != nil {
 		t.Fatalf("controller status update: %v", err)
@@ -131,7 +131,7 @@ func getTable(t *testing.T, ns string) *metav1.Table {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := cs.RESTClient().Get().AbsPath("/apis", v1.GroupVersion.Group, v1.GroupVersion.Version, "namespaces", ns, "espojobs").
+	data, err := cs.RESTClient().Get().AbsPath("/apis", trainingv1alpha1.GroupVersion.Group, trainingv1alpha1.GroupVersion.Version, "namespaces", ns, "espojobs").
 		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
 	if err != nil {
 		t.Fatal(err)

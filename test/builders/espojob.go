@@ -28,17 +28,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // ESPOJobWrapper builds an ESPOJob; every method changes it and returns it.
-type ESPOJobWrapper struct{ v1.ESPOJob }
+type ESPOJobWrapper struct{ trainingv1alpha1.ESPOJob }
 
 // MakeESPOJob starts a valid job: one synthetic dataset source "smartspot" of 20
 // episodes (seed 1), the CPU worker, one replica, everything else defaulted.
 func MakeESPOJob(name, namespace string) *ESPOJobWrapper {
-	w := &ESPOJobWrapper{v1.ESPOJob{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1.GroupVersion.String(), Kind: "ESPOJob"},
+	w := &ESPOJobWrapper{trainingv1alpha1.ESPOJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: trainingv1alpha1.GroupVersion.String(), Kind: "ESPOJob"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 	}}
 	return w.SyntheticDataset("smartspot", 20, 1)
@@ -46,7 +46,7 @@ func MakeESPOJob(name, namespace string) *ESPOJobWrapper {
 
 // Obj returns the job with every unset field that has a default set to it, as the API
 // server would store it (v1alpha1's Default). The pointer is the wrapper's own.
-func (w *ESPOJobWrapper) Obj() *v1.ESPOJob {
+func (w *ESPOJobWrapper) Obj() *trainingv1alpha1.ESPOJob {
 	w.Spec.Default()
 	return &w.ESPOJob
 }
@@ -91,34 +91,34 @@ func (w *ESPOJobWrapper) Annotation(k, v string) *ESPOJobWrapper {
 // --- datasets
 
 // Sources replaces the dataset sources.
-func (w *ESPOJobWrapper) Sources(s ...v1.DatasetSource) *ESPOJobWrapper {
+func (w *ESPOJobWrapper) Sources(s ...trainingv1alpha1.DatasetSource) *ESPOJobWrapper {
 	w.Spec.Datasets.Sources = s
 	return w
 }
 
 // SyntheticDataset replaces the dataset sources with one synthetic source.
 func (w *ESPOJobWrapper) SyntheticDataset(name string, episodes int32, seed int64) *ESPOJobWrapper {
-	return w.Sources(v1.DatasetSource{Name: name, Synthetic: &v1.SyntheticSource{Episodes: episodes, Seed: seed}})
+	return w.Sources(trainingv1alpha1.DatasetSource{Name: name, Synthetic: &trainingv1alpha1.SyntheticSource{Episodes: episodes, Seed: seed}})
 }
 
-// PVCDataset adds a source read from a claim, feeding split (v1.SplitAll for pooled).
-func (w *ESPOJobWrapper) PVCDataset(name, claim, path string, split v1.DatasetSplitName) *ESPOJobWrapper {
-	w.Spec.Datasets.Sources = append(w.Spec.Datasets.Sources, v1.DatasetSource{
-		Name: name, Split: split, PersistentVolumeClaim: &v1.VolumePath{ClaimName: claim, Path: path},
+// PVCDataset adds a source read from a claim, feeding split (trainingv1alpha1.SplitAll for pooled).
+func (w *ESPOJobWrapper) PVCDataset(name, claim, path string, split trainingv1alpha1.DatasetSplitName) *ESPOJobWrapper {
+	w.Spec.Datasets.Sources = append(w.Spec.Datasets.Sources, trainingv1alpha1.DatasetSource{
+		Name: name, Split: split, PersistentVolumeClaim: &trainingv1alpha1.VolumePath{ClaimName: claim, Path: path},
 	})
 	return w
 }
 
 // ConfigMapDataset adds a source read from a ConfigMap, feeding split.
-func (w *ESPOJobWrapper) ConfigMapDataset(name, configMap string, split v1.DatasetSplitName) *ESPOJobWrapper {
-	w.Spec.Datasets.Sources = append(w.Spec.Datasets.Sources, v1.DatasetSource{
-		Name: name, Split: split, ConfigMap: &v1.ConfigMapSource{Name: configMap},
+func (w *ESPOJobWrapper) ConfigMapDataset(name, configMap string, split trainingv1alpha1.DatasetSplitName) *ESPOJobWrapper {
+	w.Spec.Datasets.Sources = append(w.Spec.Datasets.Sources, trainingv1alpha1.DatasetSource{
+		Name: name, Split: split, ConfigMap: &trainingv1alpha1.ConfigMapSource{Name: configMap},
 	})
 	return w
 }
 
 // Split sets the train, validation and test fractions of the pooled sources.
-func (w *ESPOJobWrapper) Split(train, validation, test v1.Decimal) *ESPOJobWrapper {
+func (w *ESPOJobWrapper) Split(train, validation, test trainingv1alpha1.Decimal) *ESPOJobWrapper {
 	w.Spec.Datasets.Split.Train, w.Spec.Datasets.Split.Validation, w.Spec.Datasets.Split.Test = train, validation, test
 	return w
 }
@@ -126,20 +126,20 @@ func (w *ESPOJobWrapper) Split(train, validation, test v1.Decimal) *ESPOJobWrapp
 // --- model
 
 // Worker sets the kind of policy worker.
-func (w *ESPOJobWrapper) Worker(k v1.WorkerKind) *ESPOJobWrapper {
+func (w *ESPOJobWrapper) Worker(k trainingv1alpha1.WorkerKind) *ESPOJobWrapper {
 	w.Spec.Model.Worker = k
 	return w
 }
 
 // CUDA makes the worker a cuda worker loading pretrained.
 func (w *ESPOJobWrapper) CUDA(pretrained string) *ESPOJobWrapper {
-	w.Spec.Model.Worker, w.Spec.Model.Pretrained = v1.WorkerCUDA, pretrained
+	w.Spec.Model.Worker, w.Spec.Model.Pretrained = trainingv1alpha1.WorkerCUDA, pretrained
 	return w
 }
 
 // External makes the worker an external one at endpoint (host:port).
 func (w *ESPOJobWrapper) External(endpoint string) *ESPOJobWrapper {
-	w.Spec.Model.Worker, w.Spec.Model.Endpoint = v1.WorkerExternal, endpoint
+	w.Spec.Model.Worker, w.Spec.Model.Endpoint = trainingv1alpha1.WorkerExternal, endpoint
 	return w
 }
 
@@ -151,14 +151,14 @@ func (w *ESPOJobWrapper) WorkerImage(image string, command ...string) *ESPOJobWr
 
 // InitialCheckpoint starts the policy from a checkpoint in a claim.
 func (w *ESPOJobWrapper) InitialCheckpoint(claim, path string) *ESPOJobWrapper {
-	w.Spec.Model.InitialCheckpoint = &v1.VolumePath{ClaimName: claim, Path: path}
+	w.Spec.Model.InitialCheckpoint = &trainingv1alpha1.VolumePath{ClaimName: claim, Path: path}
 	return w
 }
 
 // --- algorithm and rewards
 
 // Algorithm sets the method of the main epochs.
-func (w *ESPOJobWrapper) Algorithm(name v1.AlgorithmName) *ESPOJobWrapper {
+func (w *ESPOJobWrapper) Algorithm(name trainingv1alpha1.AlgorithmName) *ESPOJobWrapper {
 	w.Spec.Algorithm.Name = name
 	return w
 }
@@ -176,7 +176,7 @@ func (w *ESPOJobWrapper) GroupSize(g int32) *ESPOJobWrapper {
 }
 
 // LearningRate sets the learning rate.
-func (w *ESPOJobWrapper) LearningRate(lr v1.Decimal) *ESPOJobWrapper {
+func (w *ESPOJobWrapper) LearningRate(lr trainingv1alpha1.Decimal) *ESPOJobWrapper {
 	w.Spec.Algorithm.LearningRate = lr
 	return w
 }
@@ -188,7 +188,7 @@ func (w *ESPOJobWrapper) Seed(seed int64) *ESPOJobWrapper {
 }
 
 // COUTWeight sets w, the weight of the COUT reward ("0" is the no-COUT ablation).
-func (w *ESPOJobWrapper) COUTWeight(weight v1.Decimal) *ESPOJobWrapper {
+func (w *ESPOJobWrapper) COUTWeight(weight trainingv1alpha1.Decimal) *ESPOJobWrapper {
 	w.Spec.Rewards.COUT.Weight = weight
 	return w
 }
@@ -196,14 +196,14 @@ func (w *ESPOJobWrapper) COUTWeight(weight v1.Decimal) *ESPOJobWrapper {
 // Embedder names the embedding service of the intent rewards
 // (spec.rewards.intent.embedder) by its endpoint.
 func (w *ESPOJobWrapper) Embedder(endpoint string) *ESPOJobWrapper {
-	w.Spec.Rewards.Intent.Embedder = &v1.EmbedderSpec{Endpoint: endpoint}
+	w.Spec.Rewards.Intent.Embedder = &trainingv1alpha1.EmbedderSpec{Endpoint: endpoint}
 	return w
 }
 
 // EmbedderAPIKey sets the Secret key that holds the embedding service's API key
 // (spec.rewards.intent.embedder.apiKeySecretRef); call Embedder first.
 func (w *ESPOJobWrapper) EmbedderAPIKey(secret, key string) *ESPOJobWrapper {
-	w.Spec.Rewards.Intent.Embedder.APIKeySecretRef = &v1.SecretKeyRef{Name: secret, Key: key}
+	w.Spec.Rewards.Intent.Embedder.APIKeySecretRef = &trainingv1alpha1.SecretKeyRef{Name: secret, Key: key}
 	return w
 }
 
@@ -339,25 +339,25 @@ func (w *ESPOJobWrapper) TTLSecondsAfterFinished(s int32) *ESPOJobWrapper {
 
 // Checkpoint saves checkpoints to a claim every everySteps steps.
 func (w *ESPOJobWrapper) Checkpoint(claim, path string, everySteps int32) *ESPOJobWrapper {
-	w.Spec.Checkpoint = &v1.CheckpointSpec{
-		PersistentVolumeClaim: v1.VolumePath{ClaimName: claim, Path: path}, EverySteps: everySteps,
+	w.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{
+		PersistentVolumeClaim: trainingv1alpha1.VolumePath{ClaimName: claim, Path: path}, EverySteps: everySteps,
 	}
 	return w
 }
 
 // StopAt stops the run with success once metric reaches value.
-func (w *ESPOJobWrapper) StopAt(metric v1.EvalMetric, value v1.Decimal) *ESPOJobWrapper {
+func (w *ESPOJobWrapper) StopAt(metric trainingv1alpha1.EvalMetric, value trainingv1alpha1.Decimal) *ESPOJobWrapper {
 	if w.Spec.EarlyStopping == nil {
-		w.Spec.EarlyStopping = &v1.EarlyStoppingSpec{}
+		w.Spec.EarlyStopping = &trainingv1alpha1.EarlyStoppingSpec{}
 	}
-	w.Spec.EarlyStopping.Target = &v1.MetricTarget{Metric: metric, Value: value}
+	w.Spec.EarlyStopping.Target = &trainingv1alpha1.MetricTarget{Metric: metric, Value: value}
 	return w
 }
 
 // MinReward fails the run when the mean step reward falls below r.
-func (w *ESPOJobWrapper) MinReward(r v1.Decimal) *ESPOJobWrapper {
+func (w *ESPOJobWrapper) MinReward(r trainingv1alpha1.Decimal) *ESPOJobWrapper {
 	if w.Spec.EarlyStopping == nil {
-		w.Spec.EarlyStopping = &v1.EarlyStoppingSpec{}
+		w.Spec.EarlyStopping = &trainingv1alpha1.EarlyStoppingSpec{}
 	}
 	w.Spec.EarlyStopping.MinReward = r
 	return w
@@ -366,7 +366,7 @@ func (w *ESPOJobWrapper) MinReward(r v1.Decimal) *ESPOJobWrapper {
 // --- status
 
 // Phase sets status.phase.
-func (w *ESPOJobWrapper) Phase(p v1.JobPhase) *ESPOJobWrapper {
+func (w *ESPOJobWrapper) Phase(p trainingv1alpha1.JobPhase) *ESPOJobWrapper {
 	w.Status.Phase = p
 	return w
 }
@@ -416,7 +416,7 @@ func (w *ESPOJobWrapper) PodCounts(active, ready, succeeded, failed int32) *ESPO
 }
 
 // Training sets status.training.
-func (w *ESPOJobWrapper) Training(t *v1.TrainingStatus) *ESPOJobWrapper {
+func (w *ESPOJobWrapper) Training(t *trainingv1alpha1.TrainingStatus) *ESPOJobWrapper {
 	w.Status.Training = t
 	return w
 }

@@ -30,7 +30,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/yaml"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/test/builders"
@@ -52,7 +52,7 @@ func TestSampleJobSucceedsWithTheReportsAccuracies(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "the trainer's report in its output folder")
 	var report trainer.Report
 	g.Expect(json.Unmarshal(b, &report)).To(Succeed())
-	g.Expect(report.Outcome).To(Equal(v1.OutcomeCompleted))
+	g.Expect(report.Outcome).To(Equal(trainingv1alpha1.OutcomeCompleted))
 	g.Expect(report.Test).NotTo(BeNil())
 
 	rows := columns(mustKubectl(g, "get", "espojobs", "-n", ns))
@@ -64,7 +64,7 @@ func TestSampleJobSucceedsWithTheReportsAccuracies(t *testing.T) {
 		"REC-ACC":    report.Test.RecommendationAccuracy,
 	} {
 		g.Expect(rows[0][column]).NotTo(BeEmpty(), column)
-		g.Expect(rows[0][column]).To(Equal(string(v1.NewMetric(value))), "%s is the report's test accuracy", column)
+		g.Expect(rows[0][column]).To(Equal(string(trainingv1alpha1.NewMetric(value))), "%s is the report's test accuracy", column)
 	}
 	g.Expect(job.Status.Training.Evaluation).To(Equal(report.Status.Evaluation))
 	g.Expect(job.Status.Restarts).To(BeZero())
@@ -137,7 +137,7 @@ func TestSuspendAndResumeContinueFromTheCheckpoint(t *testing.T) {
 	setSuspend(g, ns, name, true)
 	g.Eventually(func(g Gomega) {
 		g.Expect(jobPods(g, ns, name)).To(BeEmpty())
-		g.Expect(getJob(g, ns, name).Status.Phase).To(Equal(v1.PhaseSuspended))
+		g.Expect(getJob(g, ns, name).Status.Phase).To(Equal(trainingv1alpha1.PhaseSuspended))
 	}).WithTimeout(podsChange).WithPolling(poll).Should(Succeed())
 	g.Expect(alive(pid)).To(BeFalse(), "the trainer process stopped")
 	stopped := training(getJob(g, ns, name))
@@ -260,7 +260,7 @@ func TestEmbeddingServiceWithAnAPIKeyFromASecret(t *testing.T) {
 		Embedder(srv.URL+"/v1/embeddings").EmbedderAPIKey("embeddings", "api-key").Obj()
 	job.Spec.Algorithm.Epochs = 1
 	// The generated users carry preferences, which auto would judge slot by slot.
-	job.Spec.Rewards.Intent.Match = v1.IntentMatchEmbedding
+	job.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchEmbedding
 	manifest, err := yaml.Marshal(job)
 	g.Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(t.TempDir(), "job.yaml")
@@ -291,7 +291,7 @@ func TestSuspendingAGangCheckpointsTheStepInFlight(t *testing.T) {
 	setSuspend(g, ns, name, true)
 	g.Eventually(func(g Gomega) {
 		g.Expect(jobPods(g, ns, name)).To(BeEmpty())
-		g.Expect(getJob(g, ns, name).Status.Phase).To(Equal(v1.PhaseSuspended))
+		g.Expect(getJob(g, ns, name).Status.Phase).To(Equal(trainingv1alpha1.PhaseSuspended))
 	}).WithTimeout(podsChange).WithPolling(poll).Should(Succeed())
 	stopped := training(getJob(g, ns, name))
 	g.Expect(stopped.Message).To(ContainSubstring("stopped on SIGTERM after step"))

@@ -33,7 +33,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
 )
 
@@ -108,39 +108,39 @@ func apply(g Gomega, ns, manifest string) string {
 func testdata(name string) string { return filepath.Join("test", "e2e", "testdata", name) }
 
 // getJob reads an ESPOJob with kubectl.
-func getJob(g Gomega, ns, name string) *v1.ESPOJob {
-	job := &v1.ESPOJob{}
+func getJob(g Gomega, ns, name string) *trainingv1alpha1.ESPOJob {
+	job := &trainingv1alpha1.ESPOJob{}
 	g.ExpectWithOffset(1, json.Unmarshal([]byte(mustKubectl(g, "get", "espojob", name, "-n", ns, "-o", "json")), job)).To(Succeed())
 	return job
 }
 
 // pollJob reads the job inside an Eventually, and stops it at once when the job
 // failed.
-func pollJob(g Gomega, ns, name string) *v1.ESPOJob {
+func pollJob(g Gomega, ns, name string) *trainingv1alpha1.ESPOJob {
 	job := getJob(g, ns, name)
-	if job.Status.Phase == v1.PhaseFailed {
+	if job.Status.Phase == trainingv1alpha1.PhaseFailed {
 		StopTrying(fmt.Sprintf("job %s/%s failed: %v", ns, name, job.Status.Conditions)).Now()
 	}
 	return job
 }
 
 // training is the job's status.training, never nil.
-func training(job *v1.ESPOJob) *v1.TrainingStatus {
+func training(job *trainingv1alpha1.ESPOJob) *trainingv1alpha1.TrainingStatus {
 	if job.Status.Training == nil {
-		return &v1.TrainingStatus{}
+		return &trainingv1alpha1.TrainingStatus{}
 	}
 	return job.Status.Training
 }
 
 // waitForSucceeded waits for the job to finish, stops at once when it failed, and
 // then checks with kubectl wait that its Succeeded condition is true.
-func waitForSucceeded(t *testing.T, ns, name string) *v1.ESPOJob {
+func waitForSucceeded(t *testing.T, ns, name string) *trainingv1alpha1.ESPOJob {
 	t.Helper()
 	g := NewWithT(t)
-	var job *v1.ESPOJob
+	var job *trainingv1alpha1.ESPOJob
 	g.Eventually(func(g Gomega) {
 		job = pollJob(g, ns, name)
-		g.Expect(job.Status.Phase).To(Equal(v1.PhaseSucceeded))
+		g.Expect(job.Status.Phase).To(Equal(trainingv1alpha1.PhaseSucceeded))
 	}).WithTimeout(jobTimeout).WithPolling(poll).Should(Succeed())
 	mustKubectl(g, "wait", "-n", ns, "--for=condition=Succeeded", "espojob/"+name, "--timeout=30s")
 	return job

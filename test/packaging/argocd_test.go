@@ -25,7 +25,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // health is what an Argo CD health check returns.
@@ -105,7 +105,7 @@ func TestArgoCDHealth(t *testing.T) {
 	}
 	job := func(generation int, status map[string]any) map[string]any {
 		o := map[string]any{
-			"apiVersion": v1.GroupVersion.String(), "kind": "ESPOJob",
+			"apiVersion": trainingv1alpha1.GroupVersion.String(), "kind": "ESPOJob",
 			"metadata": map[string]any{"name": "demo", "namespace": "ml", "generation": generation},
 		}
 		if status != nil {
@@ -168,13 +168,13 @@ func TestArgoCDHealth(t *testing.T) {
 }
 
 // wantHealth is the Argo CD health of each phase.
-var wantHealth = map[v1.JobPhase]string{
-	v1.PhasePending: "Progressing", v1.PhaseRunning: "Progressing", v1.PhaseRestarting: "Progressing",
-	v1.PhaseSuspended: "Suspended", v1.PhaseSucceeded: "Healthy", v1.PhaseFailed: "Degraded",
+var wantHealth = map[trainingv1alpha1.JobPhase]string{
+	trainingv1alpha1.PhasePending: "Progressing", trainingv1alpha1.PhaseRunning: "Progressing", trainingv1alpha1.PhaseRestarting: "Progressing",
+	trainingv1alpha1.PhaseSuspended: "Suspended", trainingv1alpha1.PhaseSucceeded: "Healthy", trainingv1alpha1.PhaseFailed: "Degraded",
 }
 
 // checkHealth checks the health of a job as the API server stores it.
-func checkHealth(t *testing.T, job *v1.ESPOJob) {
+func checkHealth(t *testing.T, job *trainingv1alpha1.ESPOJob) {
 	t.Helper()
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(job)
 	if err != nil {

@@ -38,7 +38,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/trainer/kubereporter"
 )
@@ -71,7 +71,7 @@ func TestGitOpsNoDrift(t *testing.T) {
 	key := client.ObjectKey{Namespace: ns, Name: sample.GetName()}
 
 	// The applied spec, as the API server stored it with its defaults.
-	var applied v1.ESPOJobSpec
+	var applied trainingv1alpha1.ESPOJobSpec
 	apply := func(suspend bool) {
 		t.Helper()
 		u := sample.DeepCopy()
@@ -93,27 +93,27 @@ func TestGitOpsNoDrift(t *testing.T) {
 		}
 		checkHealth(t, job)
 	}
-	waitPhase := func(p v1.JobPhase) *v1.ESPOJob {
+	waitPhase := func(p trainingv1alpha1.JobPhase) *trainingv1alpha1.ESPOJob {
 		t.Helper()
-		g.Eventually(func() v1.JobPhase { return getJob(g, key).Status.Phase }, stepTimeout, poll).Should(Equal(p))
+		g.Eventually(func() trainingv1alpha1.JobPhase { return getJob(g, key).Status.Phase }, stepTimeout, poll).Should(Equal(p))
 		noDrift()
 		return getJob(g, key)
 	}
 
 	// Synced suspended: no pods.
 	apply(true)
-	waitPhase(v1.PhaseSuspended)
+	waitPhase(trainingv1alpha1.PhaseSuspended)
 
 	// The next sync resumes it.
 	apply(false)
-	waitPhase(v1.PhasePending)
+	waitPhase(trainingv1alpha1.PhasePending)
 	p0 := trainerPod(g, key, 0)
 	setPodStatus(g, p0, corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}})
-	waitPhase(v1.PhaseRunning)
+	waitPhase(trainingv1alpha1.PhaseRunning)
 
 	// The trainer reports progress the way it does in a pod.
-	reporter := &kubereporter.Reporter{Client: env.Client, Job: v1.JobRef{Namespace: ns, Name: key.Name}}
-	g.Expect(reporter.Report(ctx, &v1.TrainingStatus{Stage: v1.StageESPO, Epoch: 1, Step: 10, TotalSteps: 40})).To(Succeed())
+	reporter := &kubereporter.Reporter{Client: env.Client, Job: trainingv1alpha1.JobRef{Namespace: ns, Name: key.Name}}
+	g.Expect(reporter.Report(ctx, &trainingv1alpha1.TrainingStatus{Stage: trainingv1alpha1.StageESPO, Epoch: 1, Step: 10, TotalSteps: 40})).To(Succeed())
 	g.Eventually(func() int64 { return getJob(g, key).Status.Training.Step }, stepTimeout, poll).Should(Equal(int64(10)))
 	noDrift()
 
@@ -127,16 +127,16 @@ func TestGitOpsNoDrift(t *testing.T) {
 	}, stepTimeout, poll).Should(Equal("1"))
 	p0 = trainerPod(g, key, 0)
 	setPodStatus(g, p0, corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}})
-	waitPhase(v1.PhaseRunning)
+	waitPhase(trainingv1alpha1.PhaseRunning)
 
 	// kubectl wait, started before the job finishes, returns once it has.
 	kubeconfig := writeKubeconfig(t, env.Config)
 	waitCondition := startKubectl(t, kubeconfig, "wait", "-n", ns, "--for=condition=Succeeded", "espojob/"+key.Name, "--timeout=60s")
 
-	g.Expect(reporter.Report(ctx, &v1.TrainingStatus{Stage: v1.StageEval, Epoch: 6, Step: 40, TotalSteps: 40,
-		Outcome: v1.OutcomeCompleted, Message: "trained 6 epochs"})).To(Succeed())
+	g.Expect(reporter.Report(ctx, &trainingv1alpha1.TrainingStatus{Stage: trainingv1alpha1.StageEval, Epoch: 6, Step: 40, TotalSteps: 40,
+		Outcome: trainingv1alpha1.OutcomeCompleted, Message: "trained 6 epochs"})).To(Succeed())
 	setPodStatus(g, p0, exited(0, ""))
-	waitPhase(v1.PhaseSucceeded)
+	waitPhase(trainingv1alpha1.PhaseSucceeded)
 	job := getJob(g, key)
 	if job.Generation != 2 {
 		t.Errorf("generation %d after two applies: something else changed the spec", job.Generation)
@@ -145,7 +145,7 @@ func TestGitOpsNoDrift(t *testing.T) {
 	for _, mf := range job.ManagedFields {
 		owners[mf.Manager] = mf.Subresource
 	}
-	if owners[controllers.FieldManager] != "status" || owners[v1.TrainerFieldManager] != "status" {
+	if owners[controllers.FieldManager] != "status" || owners[trainingv1alpha1.TrainerFieldManager] != "status" {
 		t.Errorf("field managers %v: want the controller and the trainer on the status subresource", owners)
 	}
 
@@ -204,8 +204,8 @@ func readSample(t *testing.T, name string) *unstructured.Unstructured {
 }
 
 // getJob reads a job as the API server has it.
-func getJob(g Gomega, key client.ObjectKey) *v1.ESPOJob {
-	job := &v1.ESPOJob{}
+func getJob(g Gomega, key client.ObjectKey) *trainingv1alpha1.ESPOJob {
+	job := &trainingv1alpha1.ESPOJob{}
 	g.Expect(env.Client.Get(context.Background(), key, job)).To(Succeed())
 	return job
 }

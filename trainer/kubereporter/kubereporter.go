@@ -25,26 +25,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // Reporter writes status.training of one ESPOJob with server-side apply under the field
-// manager espo-trainer (v1alpha1.TrainerFieldManager), so the controller's status
+// manager espo-trainer (trainingv1alpha1.TrainerFieldManager), so the controller's status
 // writes never clobber it and it never clobbers theirs. It needs only get and patch of
 // its own job's status: the Role the controller gives the trainer pods.
 type Reporter struct {
 	Client client.Client
-	Job    v1alpha1.JobRef
+	Job    trainingv1alpha1.JobRef
 }
 
 // Report applies s as the job's status.training.
-func (r *Reporter) Report(ctx context.Context, s *v1alpha1.TrainingStatus) error {
+func (r *Reporter) Report(ctx context.Context, s *trainingv1alpha1.TrainingStatus) error {
 	training, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 	if err != nil {
 		return err
 	}
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(v1alpha1.GroupVersion.String())
+	u.SetAPIVersion(trainingv1alpha1.GroupVersion.String())
 	u.SetKind("ESPOJob")
 	u.SetNamespace(r.Job.Namespace)
 	u.SetName(r.Job.Name)
@@ -52,5 +52,5 @@ func (r *Reporter) Report(ctx context.Context, s *v1alpha1.TrainingStatus) error
 		return err
 	}
 	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(v1alpha1.TrainerFieldManager), client.ForceOwnership)
+		client.FieldOwner(trainingv1alpha1.TrainerFieldManager), client.ForceOwnership)
 }

@@ -24,7 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/test/builders"
 	"github.com/espo-dev/espo-operator/test/testenv"
 	"github.com/espo-dev/espo-operator/trainer/kubereporter"
@@ -43,22 +43,22 @@ func TestReportAppliesTrainingStatusAndLeavesTheRestAlone(t *testing.T) {
 	ctx := context.Background()
 	job := builders.MakeESPOJob("reported", "default").Obj()
 	g.Expect(env.Client.Create(ctx, job)).To(Succeed())
-	job.Status.Phase = v1alpha1.PhaseRunning
+	job.Status.Phase = trainingv1alpha1.PhaseRunning
 	g.Expect(env.Client.Status().Update(ctx, job, client.FieldOwner("espo-controller"))).To(Succeed())
 
-	r := &kubereporter.Reporter{Client: env.Client, Job: v1alpha1.JobRef{Namespace: "default", Name: "reported"}}
+	r := &kubereporter.Reporter{Client: env.Client, Job: trainingv1alpha1.JobRef{Namespace: "default", Name: "reported"}}
 	now := metav1.Now()
-	first := &v1alpha1.TrainingStatus{Stage: v1alpha1.StageSFT, Epoch: 1, Step: 3, TotalSteps: 10, LastUpdateTime: &now,
-		Evaluation: &v1alpha1.EvaluationStatus{RecommendationAccuracy: v1alpha1.NewMetric(0.25)}}
+	first := &trainingv1alpha1.TrainingStatus{Stage: trainingv1alpha1.StageSFT, Epoch: 1, Step: 3, TotalSteps: 10, LastUpdateTime: &now,
+		Evaluation: &trainingv1alpha1.EvaluationStatus{RecommendationAccuracy: trainingv1alpha1.NewMetric(0.25)}}
 	g.Expect(r.Report(ctx, first)).To(Succeed())
-	second := &v1alpha1.TrainingStatus{Stage: v1alpha1.StageESPO, Epoch: 1, Step: 4, TotalSteps: 10, MeanStepReward: v1alpha1.NewMetric(0.125)}
+	second := &trainingv1alpha1.TrainingStatus{Stage: trainingv1alpha1.StageESPO, Epoch: 1, Step: 4, TotalSteps: 10, MeanStepReward: trainingv1alpha1.NewMetric(0.125)}
 	g.Expect(r.Report(ctx, second)).To(Succeed())
 
-	got := &v1alpha1.ESPOJob{}
+	got := &trainingv1alpha1.ESPOJob{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(job), got)).To(Succeed())
-	g.Expect(got.Status.Phase).To(Equal(v1alpha1.PhaseRunning))
+	g.Expect(got.Status.Phase).To(Equal(trainingv1alpha1.PhaseRunning))
 	g.Expect(got.Status.Training).NotTo(BeNil())
-	g.Expect(got.Status.Training.Stage).To(Equal(v1alpha1.StageESPO))
+	g.Expect(got.Status.Training.Stage).To(Equal(trainingv1alpha1.StageESPO))
 	g.Expect(got.Status.Training.Step).To(Equal(int64(4)))
 	g.Expect(string(got.Status.Training.MeanStepReward)).To(Equal("0.125"))
 	g.Expect(got.Status.Training.Evaluation).To(BeNil(), "a field dropped from the report is removed")
@@ -66,5 +66,5 @@ func TestReportAppliesTrainingStatusAndLeavesTheRestAlone(t *testing.T) {
 	for _, mf := range got.ManagedFields {
 		managers = append(managers, mf.Manager)
 	}
-	g.Expect(managers).To(ContainElement(v1alpha1.TrainerFieldManager))
+	g.Expect(managers).To(ContainElement(trainingv1alpha1.TrainerFieldManager))
 }

@@ -34,7 +34,7 @@ import (
 	"github.com/go-logr/logr"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/espo-dev/espo-operator/api/v1alpha1"
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
@@ -145,12 +145,12 @@ func TestPythonUnitTests(t *testing.T) {
 // G = 2, two episodes per batch, with the tiny model.
 func smallRun(t *testing.T) *trainer.Config {
 	c := &trainer.Config{OutputDir: t.TempDir()}
-	c.Spec.Datasets.Sources = []v1alpha1.DatasetSource{{Name: "synth",
-		Synthetic: &v1alpha1.SyntheticSource{Channels: []v1alpha1.Channel{"food", "hotel"}, Episodes: 6, Seed: 5}}}
+	c.Spec.Datasets.Sources = []trainingv1alpha1.DatasetSource{{Name: "synth",
+		Synthetic: &trainingv1alpha1.SyntheticSource{Channels: []trainingv1alpha1.Channel{"food", "hotel"}, Episodes: 6, Seed: 5}}}
 	one := int32(1)
-	c.Spec.Algorithm = v1alpha1.AlgorithmSpec{Name: v1alpha1.AlgorithmESPO, SFTEpochs: &one, Epochs: 1, GroupSize: 2,
+	c.Spec.Algorithm = trainingv1alpha1.AlgorithmSpec{Name: trainingv1alpha1.AlgorithmESPO, SFTEpochs: &one, Epochs: 1, GroupSize: 2,
 		EpisodesPerBatch: 2, LearningRate: "0.003", Seed: 7}
-	c.Spec.Model = v1alpha1.ModelSpec{Worker: v1alpha1.WorkerCUDA, Pretrained: "tiny"}
+	c.Spec.Model = trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "tiny"}
 	c.Spec.Default()
 	return c
 }
@@ -170,7 +170,7 @@ func TestTrainerDrivesTheTorchWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Outcome != v1alpha1.OutcomeCompleted {
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 	if rep.Steps < 2 || len(rep.Validation) != 2 || rep.Validation[1].Stage != trainer.KindESPO {

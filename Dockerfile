@@ -33,7 +33,7 @@ ARG TARGETARCH
 ARG VERSION=dev
 ARG COMMIT=unknown
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags "-X main.version=${VERSION} -X main.commit=${COMMIT}" -o /rootfs/usr/local/bin/espo .
+    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags "-X main.version=${VERSION} -X main.commit=${COMMIT}" -o /rootfs/usr/local/bin/espo ./cmd/espo
 
 FROM scratch
 COPY --from=build /rootfs/ /

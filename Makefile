@@ -17,7 +17,7 @@ all: build
 
 .PHONY: build
 build: ## Build the espo binary into bin/.
-	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/espo
 
 ##@ Code generation
 

@@ -2,7 +2,7 @@
 # The PyTorch worker on a GPU, in one go (issue 10, item 4). Run from the repository root
 # on a machine with CUDA, PyTorch, transformers, peft, grpcio and Pillow, and with a
 # prebuilt espo binary (no Go needed there): build it beforehand with
-#   CGO_ENABLED=0 go build -trimpath -o bin/espo .      (or: make build)
+#   CGO_ENABLED=0 go build -trimpath -o bin/espo ./cmd/espo     (or: make build)
 # and carry bin/espo along. Steps:
 #   1. environment: CUDA, versions
 #   2. a Qwen2-VL (ARCH=qwen2_5_vl: Qwen2.5-VL) from a small random config, no download
@@ -35,7 +35,7 @@ export PYTHONPATH="$repo_root/$pkg${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBY
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="${PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION:-python}"
 
 echo "== 1. environment" >&2
-[[ -x "$ESPO" ]] || { echo "gpu-check: $ESPO is missing: build it with CGO_ENABLED=0 go build -o bin/espo . and carry it" >&2; exit 1; }
+[[ -x "$ESPO" ]] || { echo "gpu-check: $ESPO is missing: build it with CGO_ENABLED=0 go build -o bin/espo ./cmd/espo and carry it" >&2; exit 1; }
 "$ESPO" version >&2 || true
 "$PYTHON" - "$DEVICE" <<'PY' >&2
 import sys, torch, grpc

@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Package e2e runs the product as a whole: a real etcd and kube-apiserver, a process
-// node (hack/localnode) that runs pods as local processes, the espo binary built once
+// node (internal/localcluster) that runs pods as local processes, the espo binary built once
 // and run as "espo manager" in a child process, and real kubectl.
 package e2e
 
@@ -34,12 +34,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/espo-dev/espo-operator/hack/envtestassets"
-	"github.com/espo-dev/espo-operator/hack/localnode"
+	"github.com/espo-dev/espo-operator/internal/controlplane"
+	"github.com/espo-dev/espo-operator/internal/localcluster"
 	"github.com/espo-dev/espo-operator/test/testenv"
 )
 
@@ -71,12 +70,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(workDir)
-	assets, err := envtestassets.Assets(repoRoot)
+	assets, err := controlplane.Assets(repoRoot)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	cp, err := localnode.StartControlPlane(assets, filepath.Join(repoRoot, "config", "crd", "bases"))
+	cp, err := controlplane.Start(assets, filepath.Join(repoRoot, "config", "crd", "bases"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -114,7 +113,7 @@ func setUp() error {
 	nodeState = filepath.Join(workDir, "node")
 	kubeconfig = filepath.Join(workDir, "kubeconfig")
 	espoBin = filepath.Join(workDir, "bin", "espo")
-	build := exec.Command("go", "build", "-o", espoBin, ".")
+	build := exec.Command("go", "build", "-o", espoBin, "./cmd/espo")
 	build.Dir, build.Env = repoRoot, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)
@@ -125,7 +124,7 @@ func setUp() error {
 // startCluster writes the administrator's kubeconfig and starts the process node, the
 // scheduler and the garbage collector until ctx is done; stop waits for the node (and
 // so its pods) to stop.
-func startCluster(ctx context.Context, cp *localnode.ControlPlane) (stop func(), err error) {
+func startCluster(ctx context.Context, cp *controlplane.ControlPlane) (stop func(), err error) {
 	stop = func() {}
 	kc, err := cp.AdminKubeconfig()
 	if err != nil {
@@ -134,36 +133,25 @@ func startCluster(ctx context.Context, cp *localnode.ControlPlane) (stop func(),
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		return stop, err
 	}
-	log := logr.Discard()
-	node, err := localnode.NewNode(localnode.Config{
+	node, err := localcluster.StartNode(ctx, localcluster.Config{
 		NodeName: "e2e-node", StateDir: nodeState, CPU: resource.MustParse("16"), PodCIDR: podCIDR(),
-		BinDirs: []string{filepath.Dir(espoBin)}, Clock: clock.RealClock{}, Log: log,
-	}, cp.Config)
-	if err != nil {
+		BinDirs: []string{filepath.Dir(espoBin)}, Clock: clock.RealClock{}, Log: logr.Discard(),
+	}, cp.Config, nodeReadyTimeout)
+	if node == nil {
 		return stop, err
 	}
-	gc, err := localnode.NewGarbageCollector(cp.Config, clock.RealClock{}, log)
-	if err != nil {
-		return stop, err
-	}
-	stopped := make(chan struct{})
-	go func() { defer close(stopped); _ = node.Run(ctx) }()
-	go func() {
-		_ = localnode.NewScheduler(kubernetes.NewForConfigOrDie(cp.Config), node.Name(), clock.RealClock{}, log).Run(ctx)
-	}()
-	go func() { _ = gc.Run(ctx) }()
 	stop = func() {
 		select {
-		case <-stopped:
+		case <-node.Stopped():
 		case <-time.After(stopTimeout):
 		}
 		killLeftoverProcesses()
 	}
-	return stop, node.WaitReady(ctx, nodeReadyTimeout)
+	return stop, err
 }
 
 // podCIDR is a /24 of 127.0.0.0/8 picked from the process id, in 127.200-249.x.0
-// (hack/localnode's tests use 127.100-199.x.0), so that this suite and other test
+// (internal/localcluster's tests use 127.100-199.x.0), so that this suite and other test
 // packages running at the same time do not share pod addresses.
 func podCIDR() string {
 	pid := os.Getpid()

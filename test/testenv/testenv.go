@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/espo-dev/espo-operator/controllers"
-	"github.com/espo-dev/espo-operator/hack/envtestassets"
+	"github.com/espo-dev/espo-operator/internal/controlplane"
 )
 
 // Env is a running control plane.
@@ -76,7 +76,7 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	assets, err := envtestassets.Assets(root)
+	assets, err := controlplane.Assets(root)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,61 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package localcluster
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// RunningNode is a process node that runs with its scheduler and garbage collector
+// (StartNode).
+type RunningNode struct {
+	*Node
+	stopped chan error
+}
+
+// StartNode makes the process node of cfg on the API server rc reaches and runs it,
+// with a scheduler that binds pods to it and the garbage collector, until ctx is
+// done. It returns once the node is ready, or fails when it is not within
+// readyTimeout; the node then still runs until ctx is done.
+func StartNode(ctx context.Context, cfg Config, rc *rest.Config, readyTimeout time.Duration) (*RunningNode, error) {
+	node, err := NewNode(cfg, rc)
+	if err != nil {
+		return nil, err
+	}
+	gc, err := NewGarbageCollector(rc, cfg.Clock, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	sched := NewScheduler(cs, node.Name(), cfg.Clock, cfg.Log)
+	r := &RunningNode{Node: node, stopped: make(chan error, 1)}
+	go func() { r.stopped <- node.Run(ctx) }()
+	go func() { _ = sched.Run(ctx) }()
+	go func() { _ = gc.Run(ctx) }()
+	return r, node.WaitReady(ctx, readyTimeout)
+}
+
+// Stopped receives the node's end (nil, or why it failed) once it has stopped, which
+// is after its pods have.
+func (r *RunningNode) Stopped() <-chan error { return r.stopped }

@@ -1,0 +1,361 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/virtual-kubelet/virtual-kubelet/node/api"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Named timeouts of the tests that wait on the cluster.
+const (
+	podStartTimeout = 20 * time.Second
+	podStopTimeout  = 20 * time.Second
+	pollInterval    = 50 * time.Millisecond
+	gcTimeout       = 10 * time.Second
+)
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "localnode-"}}
+	ns, err := client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// shPod is a pod with one container running script with /bin/sh.
+func shPod(ns, name, script string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{
+				Name: "main", Image: "none", Command: []string{"/bin/sh", "-c", script},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+		},
+	}
+}
+
+func create[T any](g Gomega, obj T, create func(context.Context, T, metav1.CreateOptions) (T, error)) T {
+	out, err := create(context.Background(), obj, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+func getPod(ns, name string) func() (*corev1.Pod, error) {
+	return func() (*corev1.Pod, error) {
+		return client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	}
+}
+
+func phase(p *corev1.Pod) corev1.PodPhase { return p.Status.Phase }
+
+func TestNodeRegisters(t *testing.T) {
+	g := NewWithT(t)
+	n, err := client.CoreV1().Nodes().Get(context.Background(), testNode.Name(), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n.Status.Allocatable).To(HaveKeyWithValue(GPUResource, resource.MustParse("2")))
+	g.Expect(n.Status.Allocatable).To(HaveKeyWithValue(corev1.ResourceCPU, resource.MustParse("4")))
+	g.Expect(n.Labels).To(HaveKeyWithValue(LabelProcessNode, "true"))
+	ready := false
+	for _, c := range n.Status.Conditions {
+		ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+	}
+	g.Expect(ready).To(BeTrue(), "node Ready condition")
+}
+
+func TestPodFailsWithExitCodeAndLogs(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	create(g, shPod(ns, "hello", "echo hello; exit 3"), client.CoreV1().Pods(ns).Create)
+
+	g.Eventually(getPod(ns, "hello"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodFailed)))
+	pod, _ := getPod(ns, "hello")()
+	g.Expect(pod.Spec.NodeName).To(Equal(testNode.Name()))
+	term := pod.Status.ContainerStatuses[0].State.Terminated
+	g.Expect(term).NotTo(BeNil())
+	g.Expect(term.ExitCode).To(BeEquivalentTo(3))
+	g.Expect(term.Message).To(Equal("hello\n"), "termination message falls back to the log")
+
+	rc, err := testNode.provider.GetContainerLogs(context.Background(), ns, "hello", "main", api.ContainerLogOpts{})
+	g.Expect(err).NotTo(HaveOccurred())
+	b, _ := io.ReadAll(rc)
+	g.Expect(string(b)).To(Equal("hello\n"))
+
+	out, err := kubectl(t, "logs", "-n", ns, "hello")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(Equal("hello\n"))
+}
+
+// kubectl runs the real kubectl against the test cluster as an administrator.
+func kubectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	kc, err := cp.AdminKubeconfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", path}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if err != nil {
+		return stdout.String() + stderr.String(), err
+	}
+	return stdout.String(), nil
+}
+
+func TestEnvConfigMapAndClaimAreVisible(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	create(g, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: ns},
+		Data: map[string]string{"run.yaml": "output: /data/out\n", "greeting": "hi"}}, client.CoreV1().ConfigMaps(ns).Create)
+	create(g, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}},
+		client.CoreV1().PersistentVolumeClaims(ns).Create)
+	pod := shPod(ns, "env", `set -e
+out=$(sed -n 's/^output: //p' /etc/espo/run.yaml)
+mkdir -p "$out"
+echo "$POD_NAME $POD_NAMESPACE $POD_IP $GREETING" > "$out/env.txt"
+echo scratch > /scratch/file && cat /scratch/file >> "$out/env.txt"
+pwd >> "$out/env.txt"`)
+	pod.Spec.Containers[0].WorkingDir = "/data"
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "GREETING", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "greeting"}}},
+	}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
+		{Name: "cfg", MountPath: "/etc/espo"}, {Name: "data", MountPath: "/data"}, {Name: "scratch", MountPath: "/scratch"},
+	}
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+		{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim"}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	create(g, pod, client.CoreV1().Pods(ns).Create)
+
+	g.Eventually(getPod(ns, "env"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodSucceeded)))
+	pod, _ = getPod(ns, "env")()
+	b, err := os.ReadFile(filepath.Join(ClaimDir(stateDir, ns, "claim"), "out", "env.txt"))
+	g.Expect(err).NotTo(HaveOccurred())
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	g.Expect(lines).To(HaveLen(3))
+	g.Expect(lines[0]).To(Equal(strings.Join([]string{"env", ns, pod.Status.PodIP, "hi"}, " ")))
+	g.Expect(pod.Status.PodIP).To(HavePrefix("127."))
+	g.Expect(lines[1]).To(Equal("scratch"))
+	g.Expect(lines[2]).To(HaveSuffix("/root/data"), "the working directory is under the pod's root")
+}
+
+func TestMissingClaimKeepsPodPending(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	withClaim := func(name string) *corev1.Pod {
+		pod := shPod(ns, name, "exit 0")
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "missing"}}}}
+		return pod
+	}
+	create(g, withClaim("unbound"), client.CoreV1().Pods(ns).Create)
+	bound := withClaim("bound")
+	bound.Spec.NodeName = testNode.Name() // skips the scheduler: the node itself must wait
+	create(g, bound, client.CoreV1().Pods(ns).Create)
+
+	g.Eventually(getPod(ns, "unbound"), podStartTimeout, pollInterval).Should(WithTransform(
+		condition(corev1.PodScheduled), And(
+			HaveField("Reason", corev1.PodReasonUnschedulable),
+			HaveField("Message", `0/1 nodes are available: persistentvolumeclaim "missing" not found.`))))
+	g.Eventually(getPod(ns, "bound"), podStartTimeout, pollInterval).Should(WithTransform(
+		condition(corev1.PodReadyToStartContainers), And(
+			HaveField("Status", corev1.ConditionFalse),
+			HaveField("Reason", reasonFailedMount),
+			HaveField("Message", ContainSubstring(`persistentvolumeclaims "missing" not found`)))))
+	g.Expect(getPod(ns, "bound")()).To(WithTransform(phase, Equal(corev1.PodPending)))
+
+	create(g, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "missing", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}},
+		client.CoreV1().PersistentVolumeClaims(ns).Create)
+	for _, name := range []string{"unbound", "bound"} {
+		g.Eventually(getPod(ns, name), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodSucceeded)), name)
+	}
+}
+
+// condition extracts a pod condition (the zero condition when absent).
+func condition(t corev1.PodConditionType) func(*corev1.Pod) corev1.PodCondition {
+	return func(p *corev1.Pod) corev1.PodCondition {
+		for _, c := range p.Status.Conditions {
+			if c.Type == t {
+				return c
+			}
+		}
+		return corev1.PodCondition{}
+	}
+}
+
+func TestDeletingPodKillsItsProcesses(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	pod := shPod(ns, "stubborn", "trap '' TERM; echo started; sleep 1000")
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1) // SIGTERM is ignored: SIGKILL after 1s
+	pod = create(g, pod, client.CoreV1().Pods(ns).Create)
+	g.Eventually(getPod(ns, "stubborn"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodRunning)))
+	pidFile := filepath.Join(stateDir, "pods", ns, "stubborn-"+string(pod.UID), "containers", "main", "pid")
+	b, err := os.ReadFile(pidFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	pid, _ := strconv.Atoi(string(b))
+	g.Expect(syscall.Kill(-pid, 0)).To(Succeed(), "the process group is alive")
+
+	g.Expect(client.CoreV1().Pods(ns).Delete(context.Background(), "stubborn", metav1.DeleteOptions{})).To(Succeed())
+	g.Eventually(func() error { return syscall.Kill(-pid, 0) }, podStopTimeout, pollInterval).Should(MatchError(syscall.ESRCH))
+	g.Eventually(func() bool { _, err := getPod(ns, "stubborn")(); return apierrors.IsNotFound(err) },
+		podStopTimeout, pollInterval).Should(BeTrue(), "the pod object is removed")
+	g.Eventually(func() bool {
+		_, err := os.Stat(filepath.Dir(filepath.Dir(filepath.Dir(pidFile))))
+		return os.IsNotExist(err)
+	},
+		podStopTimeout, pollInterval).Should(BeTrue(), "the pod's folder is removed")
+}
+
+func TestDeletedPodIsRemovedOnceItsProcessesExit(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	pod := shPod(ns, "polite", "exec sleep 1000") // sleep ends on SIGTERM
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](600)
+	create(g, pod, client.CoreV1().Pods(ns).Create)
+	g.Eventually(getPod(ns, "polite"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodRunning)))
+
+	g.Expect(client.CoreV1().Pods(ns).Delete(context.Background(), "polite", metav1.DeleteOptions{})).To(Succeed())
+	g.Eventually(func() bool { _, err := getPod(ns, "polite")(); return apierrors.IsNotFound(err) },
+		podStopTimeout, pollInterval).Should(BeTrue(), "the pod object is removed, long before its grace period ends")
+}
+
+func TestPodsReachEachOtherByName(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	server := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "server", Namespace: ns},
+		Spec: corev1.PodSpec{Hostname: "server", Subdomain: "net", AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{helperContainer("serve", "serve")}},
+	}
+	create(g, server, client.CoreV1().Pods(ns).Create)
+	g.Eventually(getPod(ns, "server"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodRunning)))
+
+	target := "server.net." + ns + ".svc:8080"
+	dialer := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "dialer", Namespace: ns},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyOnFailure, AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{helperContainer("dial", "dial", corev1.EnvVar{Name: "TARGET", Value: target})}},
+	}
+	create(g, dialer, client.CoreV1().Pods(ns).Create)
+	g.Eventually(getPod(ns, "dialer"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodSucceeded)))
+
+	s, _ := getPod(ns, "server")()
+	d, _ := getPod(ns, "dialer")()
+	g.Expect(s.Status.PodIP).NotTo(Equal(d.Status.PodIP))
+	out, err := kubectl(t, "logs", "-n", ns, "dialer")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring(s.Status.PodIP + ":8080 answered: hello from server"))
+}
+
+func TestServiceAccountKubeconfigAuthenticatesAsThePod(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	ctx := context.Background()
+	create(g, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner", Namespace: ns}}, client.CoreV1().ServiceAccounts(ns).Create)
+	create(g, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "read-configmaps", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list"}}}},
+		client.RbacV1().Roles(ns).Create)
+	create(g, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "runner", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "read-configmaps"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "runner", Namespace: ns}}},
+		client.RbacV1().RoleBindings(ns).Create)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "whoami", Namespace: ns},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, ServiceAccountName: "runner",
+			Containers: []corev1.Container{helperContainer("whoami", "whoami", corev1.EnvVar{Name: "NAMESPACE", Value: ns})}},
+	}
+	create(g, pod, client.CoreV1().Pods(ns).Create)
+	g.Eventually(getPod(ns, "whoami"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodSucceeded)))
+
+	rc, err := testNode.provider.GetContainerLogs(ctx, ns, "whoami", "whoami", api.ContainerLogOpts{})
+	g.Expect(err).NotTo(HaveOccurred())
+	b, _ := io.ReadAll(rc)
+	g.Expect(string(b)).To(ContainSubstring("user: system:serviceaccount:" + ns + ":runner\n"))
+	g.Expect(string(b)).To(ContainSubstring(`list secrets: secrets is forbidden`))
+	g.Expect(string(b)).To(ContainSubstring("list configmaps: <nil>\n"))
+}
+
+func TestMissingServiceAccountKeepsPodPending(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	pod := shPod(ns, "nosa", "exit 0")
+	pod.Spec.AutomountServiceAccountToken = nil
+	pod.Spec.ServiceAccountName = "absent"
+	create(g, pod, client.CoreV1().Pods(ns).Create)
+	g.Eventually(getPod(ns, "nosa"), podStartTimeout, pollInterval).Should(WithTransform(
+		condition(corev1.PodReadyToStartContainers), HaveField("Message", ContainSubstring(`serviceaccounts "absent" not found`))))
+}
+
+func TestGPURequestsAreScheduledWithinAllocatable(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	gpuPod := func(name, gpus string) *corev1.Pod {
+		pod := shPod(ns, name, "sleep 1000")
+		pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{GPUResource: resource.MustParse(gpus)}
+		return pod
+	}
+	create(g, gpuPod("two", "2"), client.CoreV1().Pods(ns).Create)
+	g.Eventually(getPod(ns, "two"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodRunning)))
+	create(g, gpuPod("one-more", "1"), client.CoreV1().Pods(ns).Create)
+	g.Eventually(getPod(ns, "one-more"), podStartTimeout, pollInterval).Should(WithTransform(
+		condition(corev1.PodScheduled), HaveField("Message", "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")))
+
+	g.Expect(client.CoreV1().Pods(ns).Delete(context.Background(), "two", metav1.DeleteOptions{})).To(Succeed())
+	g.Eventually(getPod(ns, "one-more"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodRunning)))
+	g.Expect(client.CoreV1().Pods(ns).Delete(context.Background(), "one-more", metav1.DeleteOptions{})).To(Succeed())
+}

@@ -85,7 +85,6 @@ it checkpoints; a second signal stops it at once.`,
 	return cmd
 }
 
-// runTrainer loads the config, connects the workers and the reporter, and runs.
 // drainOnSignal returns a context cancelled on the second SIGTERM or SIGINT and a
 // channel closed on the first (trainer.Options.Drain).
 func drainOnSignal(parent context.Context) (context.Context, <-chan struct{}) {
@@ -109,6 +108,7 @@ func drainOnSignal(parent context.Context) (context.Context, <-chan struct{}) {
 	return ctx, drain
 }
 
+// runTrainer loads the config, connects the workers and the reporter, and runs.
 func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, log logr.Logger) error {
 	if o.config == "" {
 		return errors.New("--config (or $ESPO_CONFIG) is required")

@@ -181,16 +181,6 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctr
 	return ctrl.Result{RequeueAfter: wake}, r.createPods(ctx, u, pods)
 }
 
-// summarize recomputes the pod counts, startTime, the Running condition, the phase
-// and observedGeneration from the pods of the (possibly new) current attempt.
-func summarize(u *statusUpdate) {
-	if u.listed {
-		updatePodStatus(u, splitPods(u.job, u.pods))
-	}
-	u.status().Phase = computePhase(u.status())
-	u.status().ObservedGeneration = u.job.Generation
-}
-
 // writeStatus writes the recomputed status if it differs from the job's: a merge
 // patch of the controller's fields only, so status.training, the trainer's, is left
 // alone, guarded by the resourceVersion the status was computed from.

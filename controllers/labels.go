@@ -50,44 +50,6 @@ const (
 	RoleWorker = "worker"
 )
 
-// Ports, mount paths and file names shared by the pod and the run config.
-const (
-	// WorkerPort is the port a worker container serves the worker protocol on.
-	WorkerPort = 50051
-	// DriverPort is the port rank 0 listens on for its workers and tools.
-	DriverPort = 29500
-	// TrainerMetricsPort is where "espo trainer" serves its Prometheus metrics
-	// (its --metrics-bind-address default), declared on the trainer container as
-	// "metrics" so a PodMonitor can name it.
-	TrainerMetricsPort = 9090
-	// ConfigDir is where the job's ConfigMap is mounted.
-	ConfigDir = "/etc/espo"
-	// DataRoot is where each dataset source is mounted, one folder per source name.
-	DataRoot = "/data"
-	// CheckpointMountPath is where the checkpoint claim is mounted (rank 0 only).
-	CheckpointMountPath = "/checkpoints"
-	// OutputDir is the writable folder for the trainer's final report.
-	OutputDir = "/var/run/espo/output"
-)
-
-// Names of the children. They are derived from the job's name alone, so that a retry
-// or a restarted controller finds what an earlier reconcile created. trainingv1alpha1.MaxNameLength
-// keeps every one of them a valid DNS label.
-
-// configMapName is the name of the job's ConfigMap.
-func configMapName(job *trainingv1alpha1.ESPOJob) string { return job.Name + "-config" }
-
-// serviceName is the name of the job's headless Service, also the pods' subdomain.
-func serviceName(job *trainingv1alpha1.ESPOJob) string { return job.Name }
-
-// trainerIdentityName names the job's ServiceAccount, Role and RoleBinding.
-func trainerIdentityName(job *trainingv1alpha1.ESPOJob) string { return job.Name + "-trainer" }
-
-// podName is the name (and hostname) of the trainer pod of a rank.
-func podName(job *trainingv1alpha1.ESPOJob, rank int32) string {
-	return job.Name + "-trainer-" + strconv.Itoa(int(rank))
-}
-
 // podRole is the role of a rank: trainer for rank 0, worker for the others.
 func podRole(rank int32) string {
 	if rank == 0 {

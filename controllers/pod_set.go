@@ -17,15 +17,12 @@ limitations under the License.
 package controllers
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
@@ -122,102 +119,4 @@ func (s *podSet) missingRanks(job *trainingv1alpha1.ESPOJob) []int32 {
 // terminated reports whether a pod has finished (Succeeded or Failed).
 func terminated(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-// updatePodStatus recomputes the pod counts, startTime and the Running condition from
-// the pods of the current attempt. A job that is finished or suspended is not running,
-// for the reason of its Succeeded, Failed or Suspended condition.
-func updatePodStatus(u *statusUpdate, pods *podSet) {
-	st := u.status()
-	st.Active, st.Ready, st.Succeeded, st.Failed = 0, 0, 0, 0
-	running := int32(0)
-	for _, p := range pods.current {
-		switch p.Status.Phase {
-		case corev1.PodSucceeded:
-			st.Succeeded++
-		case corev1.PodFailed:
-			st.Failed++
-		case corev1.PodRunning:
-			running++
-			st.Active++
-		default:
-			st.Active++
-		}
-		if podReady(p) {
-			st.Ready++
-		}
-	}
-	if running > 0 && st.StartTime == nil {
-		t := metav1.NewTime(u.now)
-		st.StartTime = &t
-	}
-	n := replicas(u.job)
-	switch {
-	case u.isTrue(trainingv1alpha1.ConditionFailed) || u.isTrue(trainingv1alpha1.ConditionSucceeded) || u.isTrue(trainingv1alpha1.ConditionSuspended):
-		u.clearCondition(trainingv1alpha1.ConditionRunning, finishedReason(st), "the job has no running trainer pods")
-	case running == n:
-		u.setCondition(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, fmt.Sprintf("all %d trainer pods are running", n))
-	default:
-		reason, msg := pendingProblem(pods.ranks())
-		if reason == "" {
-			reason, msg = trainingv1alpha1.ReasonPodsPending, fmt.Sprintf("%d of %d trainer pods are running", running, n)
-		}
-		u.setCondition(trainingv1alpha1.ConditionRunning, false, reason, msg)
-	}
-}
-
-// finishedReason is the reason of the condition that stopped the job: its Failed,
-// Succeeded or Suspended condition, whichever is True.
-func finishedReason(st *trainingv1alpha1.ESPOJobStatus) string {
-	for _, typ := range []string{trainingv1alpha1.ConditionFailed, trainingv1alpha1.ConditionSucceeded, trainingv1alpha1.ConditionSuspended} {
-		if c := meta.FindStatusCondition(st.Conditions, typ); c != nil && c.Status == metav1.ConditionTrue {
-			return c.Reason
-		}
-	}
-	return trainingv1alpha1.ReasonPodsPending
-}
-
-// podReady reports whether a pod has the Ready condition.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// computePhase is the one-word summary of the conditions: Failed, Succeeded,
-// Suspended, Restarting, Running or Pending, the first whose condition is True.
-func computePhase(st *trainingv1alpha1.ESPOJobStatus) trainingv1alpha1.JobPhase {
-	for _, p := range []struct {
-		cond  string
-		phase trainingv1alpha1.JobPhase
-	}{
-		{trainingv1alpha1.ConditionFailed, trainingv1alpha1.PhaseFailed},
-		{trainingv1alpha1.ConditionSucceeded, trainingv1alpha1.PhaseSucceeded},
-		{trainingv1alpha1.ConditionSuspended, trainingv1alpha1.PhaseSuspended},
-		{trainingv1alpha1.ConditionRestarting, trainingv1alpha1.PhaseRestarting},
-		{trainingv1alpha1.ConditionRunning, trainingv1alpha1.PhaseRunning},
-	} {
-		if meta.IsStatusConditionTrue(st.Conditions, p.cond) {
-			return p.phase
-		}
-	}
-	return trainingv1alpha1.PhasePending
-}
-
-// finish ends the job: its Succeeded or Failed condition True with the reason, the
-// completion time, and no restart in progress.
-func finish(u *statusUpdate, succeeded bool, reason, message string) {
-	typ := trainingv1alpha1.ConditionFailed
-	if succeeded {
-		typ = trainingv1alpha1.ConditionSucceeded
-	}
-	u.setCondition(typ, true, reason, message)
-	u.clearCondition(trainingv1alpha1.ConditionRestarting, reason, message)
-	if u.status().CompletionTime == nil {
-		t := metav1.NewTime(u.now)
-		u.status().CompletionTime = &t
-	}
 }

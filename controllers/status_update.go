@@ -117,3 +117,18 @@ func (u *statusUpdate) clearCondition(typ, reason, message string) {
 func (u *statusUpdate) isTrue(typ string) bool {
 	return meta.IsStatusConditionTrue(u.status().Conditions, typ)
 }
+
+// finish ends the job: its Succeeded or Failed condition True with the reason, the
+// completion time, and no restart in progress.
+func finish(u *statusUpdate, succeeded bool, reason, message string) {
+	typ := trainingv1alpha1.ConditionFailed
+	if succeeded {
+		typ = trainingv1alpha1.ConditionSucceeded
+	}
+	u.setCondition(typ, true, reason, message)
+	u.clearCondition(trainingv1alpha1.ConditionRestarting, reason, message)
+	if u.status().CompletionTime == nil {
+		t := metav1.NewTime(u.now)
+		u.status().CompletionTime = &t
+	}
+}

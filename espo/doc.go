@@ -18,10 +18,12 @@ limitations under the License.
 // "ODYSSE: Episode-wise Policy Optimization for Personalized Agentic Reasoning"):
 // answer parsing, stage rewards, the Chain-of-User-Thought (COUT) reward, advantage
 // fusion, the per-token weights of the clipped, KL-penalised policy objective, and
-// the episodic batch sampler. It is pure computation: no I/O, no global state, no
-// randomness but what the caller seeds. docs/algorithm.md in the repository gives
-// the same formulas with the paper's values and the reasons for the choices it
-// leaves open.
+// the episodic batch sampler. It is pure computation: no I/O, no mutable global
+// state, no randomness but what the caller seeds. It imports the standard library
+// and, on amd64 (unless built with the tag purego), golang.org/x/sys/cpu, through
+// its internal loss kernel, to detect AVX2. docs/algorithm.md in the repository
+// gives the same formulas with the paper's values and the reasons for the choices
+// it leaves open.
 //
 // # The path of one episode
 //
@@ -119,10 +121,12 @@ limitations under the License.
 // Back-propagating sum_t w_t * logp_t with w_t held constant gives exactly the
 // gradient of J.
 //
-// On amd64 with AVX2, the k3 estimator's per-token work runs four tokens at a time
-// in assembly (losskernel_amd64.s), which adds the same numbers in the same order as
-// the Go loop and is tested to agree with it bit for bit; the build tag purego, or a
-// CPU without AVX2, leaves the Go loop alone.
+// The per-token work is in internal/losskernel, which, like gonum's internal/asm,
+// keeps a Go loop and an amd64 assembly kernel and chooses once, when the program
+// starts: on amd64 where golang.org/x/sys/cpu reports AVX2, the k3 estimator's
+// tokens run four at a time in the assembly, which adds the same numbers in the
+// same order as the Go loop and is tested to agree with it bit for bit; the build
+// tag purego, GODEBUG=cpu.avx2=off or a CPU without AVX2 leaves the Go loop alone.
 //
 // # Batches
 //

@@ -19,6 +19,8 @@ package espo
 import (
 	"fmt"
 	"math"
+
+	"github.com/espo-dev/espo-operator/espo/internal/losskernel"
 )
 
 // KLEstimator names the estimator of KL(pi_theta || pi_ref) per token; with
@@ -58,8 +60,8 @@ const (
 // The clamps of the objective: the log-ratio log rho to [-20, 20] and the k3
 // estimator to [-10, 10], as in verl and EasyR1.
 const (
-	LogRatioClamp = 20
-	KLClamp       = 10
+	LogRatioClamp = losskernel.LogRatioClamp
+	KLClamp       = losskernel.KLClamp
 )
 
 // LossConfig holds the parameters of the policy objective; DefaultLossConfig
@@ -102,8 +104,8 @@ func (c LossConfig) Validate() error {
 	return nil
 }
 
-// codes returns the estimator as 1, 2 or 3.
-func (c LossConfig) codes() (int, error) {
+// codes returns the kernel's estimator.
+func (c LossConfig) codes() (losskernel.Estimator, error) {
 	switch c.Agg {
 	case TokenMean, SeqMeanTokenMean, SeqMeanTokenSum:
 	default:
@@ -111,11 +113,11 @@ func (c LossConfig) codes() (int, error) {
 	}
 	switch c.KL {
 	case KLK1:
-		return 1, nil
+		return losskernel.K1, nil
 	case KLK2:
-		return 2, nil
+		return losskernel.K2, nil
 	case KLK3:
-		return 3, nil
+		return losskernel.K3, nil
 	}
 	return 0, fmt.Errorf("espo: unknown KL estimator %q, want k1, k2 or k3", c.KL)
 }
@@ -174,7 +176,8 @@ type LossStats struct {
 // derivative of the J returned. A NaN in LogP, OldLogP or Adv makes its sequence's
 // weights and J NaN; a NaN in RefLogP makes its token's weight and J NaN. On amd64
 // with AVX2, the default k3 estimator runs four tokens at a time in an assembly
-// kernel whose results are bit for bit those of the Go loop (see lossTokens).
+// kernel whose results are bit for bit those of the Go loop; the build tag purego,
+// or GODEBUG=cpu.avx2=off, keeps the Go loop.
 //
 // It returns an error if cfg names an unknown estimator or aggregation, and panics
 // if the lengths disagree: dst, LogP, OldLogP, RefLogP (unless nil with Beta 0) and
@@ -206,11 +209,11 @@ func LossWeights(dst []float64, t Tokens, cfg LossConfig) (LossStats, error) {
 		c = math.Inf(1)
 	}
 	if t.RefLogP == nil {
-		est = 0
+		est = losskernel.NoKL
 	}
 	var st LossStats
 	var clipped, dual int64
-	var l lossLanes
+	var l losskernel.Lanes
 	off := 0
 	for s, L := range t.Lens {
 		if L == 0 {
@@ -235,15 +238,15 @@ func LossWeights(dst []float64, t Tokens, cfg LossConfig) (LossStats, error) {
 		} else if A < 0 {
 			lb, ub = lo, c
 		}
-		l.reset(A, coef, coef*cfg.Beta, lb, ub)
+		l.Reset(A, coef, coef*cfg.Beta, lb, ub)
 		w := dst[off : off+L]
 		var ref []float64
-		if est != 0 {
+		if est != losskernel.NoKL {
 			ref = t.RefLogP[off : off+L]
 		}
-		lossTokens(w, t.LogP[off:off+L], t.OldLogP[off:off+L], ref, est, &l)
+		losskernel.Tokens(w, t.LogP[off:off+L], t.OldLogP[off:off+L], ref, est, &l)
 		off += L
-		sumQ, sumR, sumK, below, above := l.sums()
+		sumQ, sumR, sumK, below, above := l.Sums()
 		if math.IsNaN(sumR) || math.IsNaN(A) {
 			// A NaN log-probability or advantage makes the sequence's weights and J
 			// NaN (the clip above would hide it).

@@ -252,19 +252,3 @@ func TestLossWeightsContract(t *testing.T) {
 		t.Errorf("empty batch: %+v, %v", st, err)
 	}
 }
-
-func TestExp20(t *testing.T) {
-	worst := 0.0
-	for i := 0; i <= 400000; i++ {
-		x := -20 + 40*float64(i)/400000
-		if d := math.Abs(exp20(x)-math.Exp(x)) / math.Exp(x); d > worst {
-			worst = d
-		}
-	}
-	if worst > 3*0x1p-52 { // 3 ulp of 1
-		t.Errorf("exp20 has a relative error of %v ulp of 1", worst/0x1p-52)
-	}
-	if !math.IsNaN(exp20(math.NaN())) || exp20(0) != 1 {
-		t.Error("exp20 at NaN or 0")
-	}
-}

@@ -16,11 +16,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package espo
+package losskernel
 
-// useAVX2 is false: without the assembly, lossTokens runs the Go loop.
-const useAVX2 = false
+import "testing"
 
-func lossTokensVec(w, lp, old, ref *float64, n int, l *lossLanes) {
-	panic("espo: no AVX2 kernel in this build")
+// TestNoVectorKernel checks that a build without the assembly runs the Go loop.
+func TestNoVectorKernel(t *testing.T) {
+	if useVector {
+		t.Fatal("a vector kernel was chosen in a build without one")
+	}
 }

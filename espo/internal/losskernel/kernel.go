@@ -14,21 +14,48 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package espo
+// Package losskernel is the per-token kernel of espo.LossWeights: for each token of
+// one sequence, the ratio rho = e^clamp(logp - logp_old, -20, 20), its clip, the KL
+// estimate and its derivative, the token's weight dJ/dlogp, and the sums of the
+// sequence (see Tokens).
+//
+// Like gonum's internal/asm, it keeps a Go reference loop and an amd64 assembly
+// kernel that does the k3 estimator's work four tokens per AVX2 instruction.
+// Which one runs is chosen once, when the package is initialised: the assembly
+// where golang.org/x/sys/cpu reports AVX2 (with the operating system saving the
+// YMM registers), the Go loop elsewhere, in a build with the tag purego, or with
+// GODEBUG=cpu.avx2=off. Token i of a sequence accumulates into lane i mod 4 of
+// Lanes, in token order, so that both add the same numbers in the same order and
+// agree bit for bit. Every product is rounded before it is added (float64(x*y)):
+// the compiler may not fuse it into a multiply-add, which the assembly does not use
+// either.
+package losskernel
 
 import "math"
 
-// The per-token kernel of LossWeights. Token i of a sequence accumulates into lane
-// i mod 4 of lossLanes, in token order, so that the Go loop (lossTokensGo) and the
-// AVX2 kernel (lossTokensAVX2, four tokens per instruction) add the same numbers in
-// the same order and agree bit for bit. Every product is rounded before it is added
-// (float64(x*y)): the compiler may not fuse it into a multiply-add, which the
-// assembly does not use either.
+// The clamps: the log-ratio log rho to [-LogRatioClamp, LogRatioClamp] and the k3
+// estimate to at most KLClamp.
+const (
+	LogRatioClamp = 20
+	KLClamp       = 10
+)
 
-// lossLanes holds one sequence's parameters, broadcast to four lanes for the
+// Estimator chooses the KL estimator of Tokens; with d = logp_ref - logp,
+// K1 is -d, K2 is d^2/2 and K3 is e^d - d - 1, at most KLClamp.
+type Estimator int
+
+// The estimators.
+const (
+	NoKL Estimator = iota // no KL term; ref is not read
+	K1
+	K2
+	K3
+)
+
+// Lanes holds one sequence's parameters, broadcast to four lanes for the
 // assembly, and the per-lane sums the kernel accumulates. Field offsets reach the
-// assembly through go_asm.h: keep the fields' types as they are.
-type lossLanes struct {
+// assembly through go_asm.h: keep the fields' names and types as they are.
+type Lanes struct {
 	// A is the sequence's advantage, Coef its aggregation coefficient a_t and KB
 	// a_t times beta.
 	A, Coef, KB [4]float64
@@ -40,48 +67,63 @@ type lossLanes struct {
 	Below, Above [4]int64
 }
 
-// reset sets the parameters of a sequence and zeroes the sums.
-func (l *lossLanes) reset(A, coef, kb, lb, ub float64) {
-	*l = lossLanes{}
+// Reset sets the parameters of a sequence and zeroes the sums.
+func (l *Lanes) Reset(A, coef, kb, lb, ub float64) {
+	*l = Lanes{}
 	for j := range 4 {
 		l.A[j], l.Coef[j], l.KB[j], l.LB[j], l.UB[j] = A, coef, kb, lb, ub
 	}
 }
 
-// sums adds up the lanes: (lane 0 + lane 1) + (lane 2 + lane 3).
-func (l *lossLanes) sums() (q, r, k float64, below, above int64) {
+// Sums adds up the lanes, (lane 0 + lane 1) + (lane 2 + lane 3): the sums of the
+// clipped ratios q, the log-ratios r and the KL estimates k, and the counts of
+// ratios below LB and above UB.
+func (l *Lanes) Sums() (q, r, k float64, below, above int64) {
 	add := func(v *[4]float64) float64 { return (v[0] + v[1]) + (v[2] + v[3]) }
 	return add(&l.Q), add(&l.R), add(&l.K),
 		l.Below[0] + l.Below[1] + l.Below[2] + l.Below[3],
 		l.Above[0] + l.Above[1] + l.Above[2] + l.Above[3]
 }
 
-// lossTokens computes the weights w of one sequence's tokens (see LossWeights) and
-// accumulates its sums into l; est is the KL estimator (1, 2 or 3), 0 for none, in
-// which case ref is not read. It uses the AVX2 kernel for k3 where the CPU has it,
-// for the tokens up to the last multiple of four, and the Go loop for the rest.
-func lossTokens(w, lp, old, ref []float64, est int, l *lossLanes) {
-	old, w = old[:len(lp)], w[:len(lp)]
-	if est == 3 {
-		ref = ref[:len(lp)]
-		if n := len(lp) &^ 3; n > 0 && useAVX2 {
-			lossTokensVec(&w[0], &lp[0], &old[0], &ref[0], n, l)
-			w, lp, old, ref = w[n:], lp[n:], old[n:], ref[n:]
-		}
-	}
-	lossTokensGo(w, lp, old, ref, est, l)
-}
+// useVector reports whether Tokens runs k3Vector, the k3 estimator's tokens four at
+// a time. It is set once, when the package is initialised, to whether the build
+// and the CPU have a vector kernel; only tests change it (to force the Go loop).
+// A flag rather than a function value keeps the call direct, so that escape
+// analysis sees that Tokens does not keep l.
+var useVector = vectorSupported()
 
-// lossTokensGo is the reference kernel: for each token,
+// Tokens computes the weights w of one sequence's tokens, given their
+// log-probabilities lp under the policy, old under the sampling policy and ref
+// under the reference policy, and adds the sequence's sums to l (set by Reset);
+// est chooses the KL estimator, and with NoKL ref is not read. old, w and (unless
+// NoKL) ref must be at least as long as lp. For each token, with the parameters
+// of l,
 //
 //	r   = logp - logp_old, rc = clamp(r, -20, 20), rho = e^rc
 //	q   = clamp(rho, LB, UB)
 //	w   = Coef * (A*rho if q == rho and rc == r, else 0) - KB * dKL/dlogp
 //
-// and the sums of q, r and KL, the counts of rho < LB and rho > UB.
-func lossTokensGo(w, lp, old, ref []float64, est int, l *lossLanes) {
+// and the sums of q, r and KL, the counts of rho < LB and rho > UB. For K3, the
+// tokens up to the last multiple of four run in the vector kernel where there is
+// one, the rest in the Go loop; the results are the same bit for bit. It allocates
+// nothing.
+func Tokens(w, lp, old, ref []float64, est Estimator, l *Lanes) {
 	old, w = old[:len(lp)], w[:len(lp)]
-	if est != 0 {
+	if est == K3 {
+		ref = ref[:len(lp)]
+		if n := len(lp) &^ 3; n > 0 && useVector {
+			k3Vector(w[:n], lp[:n], old[:n], ref[:n], l)
+			w, lp, old, ref = w[n:], lp[n:], old[n:], ref[n:]
+		}
+	}
+	tokensGo(w, lp, old, ref, est, l)
+}
+
+// tokensGo is Tokens in Go, token by token: the reference the vector kernel
+// agrees with.
+func tokensGo(w, lp, old, ref []float64, est Estimator, l *Lanes) {
+	old, w = old[:len(lp)], w[:len(lp)]
+	if est != NoKL {
 		ref = ref[:len(lp)]
 	}
 	A, coef, kb, lb, ub := l.A[0], l.Coef[0], l.KB[0], l.LB[0], l.UB[0]
@@ -117,13 +159,13 @@ func lossTokensGo(w, lp, old, ref []float64, est int, l *lossLanes) {
 		}
 		var k, dk float64
 		switch est {
-		case 1:
+		case K1:
 			d := ref[i] - x
 			k, dk = -d, 1
-		case 2:
+		case K2:
 			d := ref[i] - x
 			k, dk = float64(d*d)/2, -d
-		case 3:
+		case K3:
 			k, dk = klK3(ref[i] - x)
 		}
 		l.K[j] += k

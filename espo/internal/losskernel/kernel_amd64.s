@@ -52,12 +52,12 @@
 	VMULPD     t1, y, t1;                      \
 	VADDPD     t1, y, y
 
-// func lossTokensAVX2(w, lp, old, ref *float64, n int, l *lossLanes, c *expVectors)
+// func tokensK3AVX2(w, lp, old, ref *float64, n int, l *Lanes, c *expVectors)
 //
 // Registers: DI w, SI lp, BX old, DX ref, CX n, AX the token index, R8 l, R10 c,
 // R9 &expTable.
 // Y8 LB, Y9 UB; the sums Y10 Q, Y11 R, Y12 K, Y13 Below, Y14 Above; Y0-Y7 scratch.
-TEXT ·lossTokensAVX2(SB), NOSPLIT, $0-56
+TEXT ·tokensK3AVX2(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), DI
 	MOVQ lp+8(FP), SI
 	MOVQ old+16(FP), BX
@@ -66,13 +66,13 @@ TEXT ·lossTokensAVX2(SB), NOSPLIT, $0-56
 	MOVQ l+40(FP), R8
 	LEAQ ·expTable(SB), R9
 	MOVQ c+48(FP), R10
-	VMOVUPD lossLanes_LB(R8), Y8
-	VMOVUPD lossLanes_UB(R8), Y9
-	VMOVUPD lossLanes_Q(R8), Y10
-	VMOVUPD lossLanes_R(R8), Y11
-	VMOVUPD lossLanes_K(R8), Y12
-	VMOVDQU lossLanes_Below(R8), Y13
-	VMOVDQU lossLanes_Above(R8), Y14
+	VMOVUPD Lanes_LB(R8), Y8
+	VMOVUPD Lanes_UB(R8), Y9
+	VMOVUPD Lanes_Q(R8), Y10
+	VMOVUPD Lanes_R(R8), Y11
+	VMOVUPD Lanes_K(R8), Y12
+	VMOVDQU Lanes_Below(R8), Y13
+	VMOVDQU Lanes_Above(R8), Y14
 	XORQ    AX, AX
 
 loop:
@@ -98,9 +98,9 @@ loop:
 	VPSUBQ  Y5, Y13, Y13
 	VCMPPD  $0x1e, Y9, Y3, Y5    // rho > UB (GT_OQ)
 	VPSUBQ  Y5, Y14, Y14
-	VMULPD  lossLanes_A(R8), Y3, Y3
+	VMULPD  Lanes_A(R8), Y3, Y3
 	VANDPD  Y4, Y3, Y3
-	VMULPD  lossLanes_Coef(R8), Y3, Y3
+	VMULPD  Lanes_Coef(R8), Y3, Y3
 
 	// k3: d = clamp(ref - x, -12, 3), e = e^d, k = (e - d) - 1, dk = 1 - e, and
 	// where k > 10, k = 10 and dk = 0. K += k; w = Coef*pg - KB*dk.
@@ -119,7 +119,7 @@ loop:
 	VBLENDVPD Y4, expVectors_KLClamp(R10), Y1, Y1
 	VADDPD    Y1, Y12, Y12
 	VANDNPD   Y2, Y4, Y2
-	VMULPD    lossLanes_KB(R8), Y2, Y2
+	VMULPD    Lanes_KB(R8), Y2, Y2
 	VSUBPD    Y2, Y3, Y3
 	VMOVUPD   Y3, (DI)(AX*8)
 
@@ -127,10 +127,10 @@ loop:
 	CMPQ AX, CX
 	JLT  loop
 
-	VMOVUPD Y10, lossLanes_Q(R8)
-	VMOVUPD Y11, lossLanes_R(R8)
-	VMOVUPD Y12, lossLanes_K(R8)
-	VMOVDQU Y13, lossLanes_Below(R8)
-	VMOVDQU Y14, lossLanes_Above(R8)
+	VMOVUPD Y10, Lanes_Q(R8)
+	VMOVUPD Y11, Lanes_R(R8)
+	VMOVUPD Y12, Lanes_K(R8)
+	VMOVDQU Y13, Lanes_Below(R8)
+	VMOVDQU Y14, Lanes_Above(R8)
 	VZEROUPPER
 	RET

@@ -1,0 +1,27 @@
+//go:build !amd64 || purego
+
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package losskernel
+
+// vectorSupported reports false: without the assembly, Tokens runs the Go loop.
+func vectorSupported() bool { return false }
+
+// k3Vector is never called in this build.
+func k3Vector(w, lp, old, ref []float64, l *Lanes) {
+	panic("losskernel: no vector kernel in this build")
+}

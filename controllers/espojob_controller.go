@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
@@ -426,15 +427,18 @@ func indexByOwner(obj client.Object) []string {
 	return []string{string(ref.UID)}
 }
 
-// SetupWithManager registers the owner index and the controller with mgr: it watches
+// SetupWithManager registers the owner index, the gauge espo_jobs (served while mgr
+// runs) and the controller with mgr: it watches
 // ESPOJobs and the pods (batched, see Options.PodEventBatchPeriod), ConfigMaps,
 // Services, ServiceAccounts, Roles and RoleBindings they own.
 func (r *ESPOJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, ownerUIDKey, indexByOwner); err != nil {
 		return fmt.Errorf("indexing pods by owner: %w", err)
 	}
-	reader := client.Reader(mgr.GetCache())
-	phaseReader.Store(&reader)
+	gauge := registeredWhileRunning{registry: crmetrics.Registry, collector: phaseCollector{reader: mgr.GetCache()}}
+	if err := mgr.Add(gauge); err != nil {
+		return fmt.Errorf("adding the espo_jobs gauge: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&trainingv1alpha1.ESPOJob{}).
 		Watches(&corev1.Pod{}, podEventHandler(mgr, r.opts.PodEventBatchPeriod)).

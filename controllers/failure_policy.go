@@ -124,21 +124,23 @@ func (f *podFailure) String() string {
 // a terminated rank 0 is a failure too: it exited non-zero, or 0 with the outcome
 // Error.
 func firstFailure(u *statusUpdate, pods *podSet) *podFailure {
-	for _, p := range pods.finished() {
-		f := &podFailure{Pod: p.Name, Reason: p.Status.Reason, Message: p.Status.Message, Disruption: disruption(p)}
-		if cs := exitedContainer(p); cs != nil {
-			t := cs.State.Terminated
-			f.Container, f.ExitCode, f.Reason, f.Message = cs.Name, t.ExitCode, t.Reason, t.Message
-		}
-		if p.Labels[LabelRole] == RoleWorker && p.Status.Phase == corev1.PodSucceeded && f.Disruption == nil {
-			f.Message = strings.TrimSpace(f.Message + " the worker exited before the trainer finished")
-		}
-		if t := u.status().Training; p.Labels[LabelRole] == RoleTrainer && t != nil && t.Outcome == trainingv1alpha1.OutcomeError {
-			f.Message = strings.TrimSpace(f.Message + " the trainer reported: " + t.Message)
-		}
-		return f
+	finished := pods.finished()
+	if len(finished) == 0 {
+		return nil
 	}
-	return nil
+	p := finished[0]
+	f := &podFailure{Pod: p.Name, Reason: p.Status.Reason, Message: p.Status.Message, Disruption: disruption(p)}
+	if cs := exitedContainer(p); cs != nil {
+		t := cs.State.Terminated
+		f.Container, f.ExitCode, f.Reason, f.Message = cs.Name, t.ExitCode, t.Reason, t.Message
+	}
+	if p.Labels[LabelRole] == RoleWorker && p.Status.Phase == corev1.PodSucceeded && f.Disruption == nil {
+		f.Message = strings.TrimSpace(f.Message + " the worker exited before the trainer finished")
+	}
+	if t := u.status().Training; p.Labels[LabelRole] == RoleTrainer && t != nil && t.Outcome == trainingv1alpha1.OutcomeError {
+		f.Message = strings.TrimSpace(f.Message + " the trainer reported: " + t.Message)
+	}
+	return f
 }
 
 // exitedContainer is the first container of p that exited non-zero, else the first

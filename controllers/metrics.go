@@ -18,7 +18,7 @@ package controllers
 
 import (
 	"context"
-	"sync/atomic"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,10 +50,6 @@ var (
 	})
 	jobsByPhaseDesc = prometheus.NewDesc("espo_jobs",
 		"ESPOJobs by namespace and phase, as the controller's cache holds them.", []string{"namespace", "phase"}, nil)
-
-	// phaseReader is the cache the phase gauge reads at scrape time; the newest
-	// reconciler set up wins.
-	phaseReader atomic.Pointer[client.Reader]
 )
 
 // jobCounter is a counter of ESPOJob transitions by namespace.
@@ -63,26 +59,26 @@ func jobCounter(name, help string) *prometheus.CounterVec {
 
 func init() {
 	crmetrics.Registry.MustRegister(jobsCreated, jobsSucceeded, jobsFailed, jobsRestarted, jobsDisrupted,
-		podsCreatedSeconds, runningSeconds, phaseCollector{})
+		podsCreatedSeconds, runningSeconds)
 }
 
-// phaseCollector counts the ESPOJobs by phase when scraped, from the cache: right
-// after a controller restart and never drifting, unlike a gauge moved on transitions.
-type phaseCollector struct{}
+// phaseCollector is the gauge espo_jobs: it counts the ESPOJobs by namespace and
+// phase when scraped, from reader (the manager's cache), so it is right after a
+// controller restart and never drifts, unlike a gauge moved on transitions.
+type phaseCollector struct {
+	reader client.Reader
+}
 
 // Describe sends the gauge's description.
 func (phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsByPhaseDesc }
 
-// Collect counts the jobs in the cache by namespace and phase.
-func (phaseCollector) Collect(ch chan<- prometheus.Metric) {
-	r := phaseReader.Load()
-	if r == nil {
-		return
-	}
+// Collect counts the jobs that the reader lists by namespace and phase; it sends
+// nothing if the list fails.
+func (c phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var jobs trainingv1alpha1.ESPOJobList
-	if err := (*r).List(ctx, &jobs); err != nil {
+	if err := c.reader.List(ctx, &jobs); err != nil {
 		return
 	}
 	type key struct{ ns, phase string }
@@ -98,6 +94,29 @@ func (phaseCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(jobsByPhaseDesc, prometheus.GaugeValue, float64(n), k.ns, k.phase)
 	}
 }
+
+// registeredWhileRunning is a manager runnable that keeps a collector registered
+// with a registry while the manager runs, so that the registry never reads the cache
+// of a stopped manager, and a manager started after it can register its own.
+type registeredWhileRunning struct {
+	registry  prometheus.Registerer
+	collector prometheus.Collector
+}
+
+// Start registers the collector, waits for ctx to end and unregisters it. It fails
+// if the registry holds another collector of the same metric (a second manager
+// running in the process).
+func (r registeredWhileRunning) Start(ctx context.Context) error {
+	if err := r.registry.Register(r.collector); err != nil {
+		return fmt.Errorf("registering the espo_jobs gauge: %w", err)
+	}
+	<-ctx.Done()
+	r.registry.Unregister(r.collector)
+	return nil
+}
+
+// NeedLeaderElection is false: every replica serves the gauge from its own cache.
+func (registeredWhileRunning) NeedLeaderElection() bool { return false }
 
 // recordMetrics counts the transitions from old to new, a status that was just
 // written: jobs created, succeeded, failed, restarted and restarted after a

@@ -17,10 +17,12 @@ limitations under the License.
 package controllers
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -92,26 +94,52 @@ func TestRecordMetrics(t *testing.T) {
 	}
 }
 
-func TestPhaseGaugeCountsTheCachedJobs(t *testing.T) {
-	jobs := []client.Object{
+// phaseJobs are four jobs in two namespaces, for the espo_jobs gauge, and the gauge
+// they give.
+var (
+	phaseJobs = []client.Object{
 		builders.MakeESPOJob("a", "ns1").Phase(trainingv1alpha1.PhaseRunning).Obj(),
 		builders.MakeESPOJob("b", "ns1").Phase(trainingv1alpha1.PhaseRunning).Obj(),
 		builders.MakeESPOJob("c", "ns1").Obj(), // no status yet: Pending
 		builders.MakeESPOJob("d", "ns2").Phase(trainingv1alpha1.PhaseFailed).Obj(),
 	}
-	reader := client.Reader(fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(jobs...).Build())
-	old := phaseReader.Swap(&reader)
-	defer phaseReader.Store(old)
-	want := `
+	phaseGauge = `
 # HELP espo_jobs ESPOJobs by namespace and phase, as the controller's cache holds them.
 # TYPE espo_jobs gauge
 espo_jobs{namespace="ns1",phase="Pending"} 1
 espo_jobs{namespace="ns1",phase="Running"} 2
 espo_jobs{namespace="ns2",phase="Failed"} 1
 `
-	if err := testutil.CollectAndCompare(phaseCollector{}, strings.NewReader(want)); err != nil {
+)
+
+func TestPhaseGaugeCountsTheCachedJobs(t *testing.T) {
+	reader := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(phaseJobs...).Build()
+	if err := testutil.CollectAndCompare(phaseCollector{reader: reader}, strings.NewReader(phaseGauge)); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestPhaseGaugeIsRegisteredWhileTheManagerRuns runs the runnable that SetupWithManager
+// adds against a registry of its own: the gauge is served while it runs, a second
+// one is refused meanwhile, and the registry is free again once it stopped.
+func TestPhaseGaugeIsRegisteredWhileTheManagerRuns(t *testing.T) {
+	registry := prometheus.NewPedanticRegistry()
+	reader := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(phaseJobs...).Build()
+	gauge := registeredWhileRunning{registry: registry, collector: phaseCollector{reader: reader}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gauge.Start(ctx) }()
+
+	g := NewWithT(t)
+	g.Eventually(func() error {
+		return testutil.GatherAndCompare(registry, strings.NewReader(phaseGauge), "espo_jobs")
+	}).Should(Succeed())
+	second := registeredWhileRunning{registry: registry, collector: phaseCollector{reader: reader}}
+	g.Expect(second.Start(context.Background())).To(MatchError(ContainSubstring("registering the espo_jobs gauge")))
+
+	cancel()
+	g.Expect(<-done).To(Succeed())
+	g.Expect(registry.Register(phaseCollector{reader: reader})).To(Succeed(), "unregistered when stopped")
 }
 
 // histogramCount is the number of samples of a histogram.

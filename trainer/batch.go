@@ -26,7 +26,6 @@ import (
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/worker"
-	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
 // batchStats summarises one training step.
@@ -54,14 +53,13 @@ func (s batchStats) meanReward() float64 {
 
 // group is the steps of one episode that a batch holds, in order, with what the
 // reinforcement step computes for them. GRPO batches hold groups of single steps.
+// Group i is request i of every call to the gang, which deals it to one member.
 type group struct {
 	ep      *dataset.Episode
 	steps   []int
-	prompts []*workerpb.Prompt
-	// worker is the index of the worker that serves the group.
-	worker int
+	prompts []worker.Prompt
 	// samples[j*G+g] is candidate g of step j.
-	samples []*workerpb.Sample
+	samples []worker.Sample
 	// adv[j*G+g] is its advantage; cout is R_COUT of the group's episode.
 	adv  []float64
 	cout float64
@@ -72,18 +70,18 @@ type group struct {
 }
 
 // groups splits a batch's steps (indices into the plan's steps) into per-episode
-// groups, in batch order, and deals whole groups to workers round-robin.
+// groups, in batch order.
 func (t *Trainer) groups(steps []int) []*group {
 	var gs []*group
 	for _, i := range steps {
 		ref := t.plan.steps[i]
 		ep := &t.data.Train[ref.episode]
 		if n := len(gs); n == 0 || gs[n-1].ep != ep {
-			gs = append(gs, &group{ep: ep, worker: len(gs) % len(t.opts.Workers)})
+			gs = append(gs, &group{ep: ep})
 		}
 		g := gs[len(gs)-1]
 		g.steps = append(g.steps, ref.step)
-		g.prompts = append(g.prompts, worker.PromptFromStep(ep, ref.step))
+		g.prompts = append(g.prompts, worker.NewPrompt(ep, ref.step))
 	}
 	return gs
 }
@@ -113,17 +111,17 @@ func (t *Trainer) backwardSFT(ctx context.Context, gs []*group, stats *batchStat
 	for _, g := range gs {
 		n += len(g.steps)
 	}
-	items := make([][]*workerpb.Weighted, len(t.opts.Workers))
-	for _, g := range gs {
+	reqs := make([][]worker.Weighted, len(gs))
+	for i, g := range gs {
 		for j, s := range g.steps {
-			items[g.worker] = append(items[g.worker], &workerpb.Weighted{
+			reqs[i] = append(reqs[i], worker.Weighted{
 				Prompt:         g.prompts[j],
-				Answer:         &workerpb.Answer{Text: demonstrated(&g.ep.Steps[s])},
+				Answer:         worker.Answer{Text: demonstrated(&g.ep.Steps[s])},
 				SequenceWeight: 1 / float64(n),
 			})
 		}
 	}
-	return t.backward(ctx, items, stats)
+	return t.backward(ctx, reqs, stats)
 }
 
 // demonstrated returns the demonstrated answer of a step in the GUI-R1 format.
@@ -152,31 +150,25 @@ func (t *Trainer) backwardRL(ctx context.Context, k Kind, gs []*group, stats *ba
 	return t.lossBackward(ctx, gs, stats)
 }
 
-// generate samples G candidates for every step of every group, one Generate call per
+// generate samples G candidates for every step of every group, one request per
 // group with a seed derived from the run's seed, the step count and the episode, so
 // candidates do not depend on how groups are dealt to workers.
 func (t *Trainer) generate(ctx context.Context, gs []*group) error {
-	G := int(t.cfg.Spec.Algorithm.GroupSize)
-	return t.perGroup(gs, func(g *group) error {
-		resp, err := t.opts.Workers[g.worker].Generate(ctx, &workerpb.GenerateRequest{
-			Prompts: g.prompts, Samples: int32(G), Temperature: t.res.Temperature,
+	reqs := make([]worker.Rollouts, len(gs))
+	for i, g := range gs {
+		reqs[i] = worker.Rollouts{Prompts: g.prompts, Options: worker.SampleOptions{
+			Samples: int(t.cfg.Spec.Algorithm.GroupSize), Temperature: t.res.Temperature,
 			Seed: sampleSeed(uint64(t.cfg.Spec.Algorithm.Seed), t.state.Step, g.ep.ID),
-		})
-		if err != nil {
-			return err
-		}
-		if len(resp.Candidates) != len(g.prompts) {
-			return fmt.Errorf("generate: %d candidate lists for %d prompts", len(resp.Candidates), len(g.prompts))
-		}
-		g.samples = make([]*workerpb.Sample, 0, len(g.prompts)*G)
-		for _, c := range resp.Candidates {
-			if len(c.Samples) != G {
-				return fmt.Errorf("generate: %d samples, want %d", len(c.Samples), G)
-			}
-			g.samples = append(g.samples, c.Samples...)
-		}
-		return nil
-	})
+		}}
+	}
+	samples, err := t.opts.Workers.Generate(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	for i, g := range gs {
+		g.samples = samples[i]
+	}
+	return nil
 }
 
 // advantages scores every candidate and computes its advantage.
@@ -190,7 +182,7 @@ func (t *Trainer) advantages(k Kind, gs []*group, stats *batchStats) error {
 			gt := g.ep.GroundTruth(step)
 			ep.Stages[j] = step.Stage.Espo()
 			for c := range G {
-				sc := t.rewarder.Score(&gt, g.samples[j*G+c].GetAnswer().GetText())
+				sc := t.rewarder.Score(&gt, g.samples[j*G+c].Answer.Text)
 				ep.Step[j*G+c], ep.Stage[j*G+c] = sc.Step(), sc.Stage
 				stats.rewardSum += sc.Step()
 				stats.rewardCount++
@@ -240,8 +232,8 @@ func (t *Trainer) fusedAdvantages(dst []float64, ep espo.EpisodeRewards) (espo.C
 // logProbs sets every candidate's log-probs under the current policy (logp) and, when
 // the loss has a KL term (beta != 0), under the reference policy (ref). A batch takes
 // one optimizer step, so the current policy is the one that sampled the candidates and
-// logp is what Generate reported; the workers are asked for the reference only
-// (reference_only), and not at all when beta is 0.
+// logp is what Generate reported; the workers are asked for the reference only, and
+// not at all when beta is 0.
 func (t *Trainer) logProbs(ctx context.Context, gs []*group) error {
 	for _, g := range gs {
 		g.useSampledLogProbs()
@@ -249,7 +241,20 @@ func (t *Trainer) logProbs(ctx context.Context, gs []*group) error {
 	if t.res.Loss.Beta == 0 {
 		return nil
 	}
-	return t.perGroup(gs, func(g *group) error { return t.referenceLogProbs(ctx, g) })
+	reqs := make([][]worker.Scored, len(gs))
+	for i, g := range gs {
+		reqs[i] = g.scored()
+	}
+	lps, err := t.opts.Workers.ReferenceLogProbs(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	for i, g := range gs {
+		if err := g.useReference(lps[i]); err != nil {
+			return fmt.Errorf("episode %s: %w", g.ep.ID, err)
+		}
+	}
+	return nil
 }
 
 // useSampledLogProbs takes the log-probs Generate reported as the group's current
@@ -257,29 +262,27 @@ func (t *Trainer) logProbs(ctx context.Context, gs []*group) error {
 func (g *group) useSampledLogProbs() {
 	g.logp, g.ref = make([][]float64, len(g.samples)), make([][]float64, len(g.samples))
 	for i, s := range g.samples {
-		g.logp[i] = s.Logprobs
+		g.logp[i] = s.LogProbs
 	}
 }
 
-// referenceLogProbs asks the group's worker for its candidates' reference log-probs
-// (reference_only). A worker that returns the current log-probs anyway (one that
-// ignores reference_only) has them used instead of Generate's; each answer's current
-// and reference log-probs must have as many tokens as Generate gave it.
-func (t *Trainer) referenceLogProbs(ctx context.Context, g *group) error {
-	req := &workerpb.LogProbsRequest{Reference: true, ReferenceOnly: true}
+// scored returns the group's candidates as answers to score.
+func (g *group) scored() []worker.Scored {
 	G := len(g.samples) / len(g.prompts)
+	out := make([]worker.Scored, len(g.samples))
 	for i, s := range g.samples {
-		req.Items = append(req.Items, &workerpb.Scored{Prompt: g.prompts[i/G], Answer: s.Answer})
+		out[i] = worker.Scored{Prompt: g.prompts[i/G], Answer: s.Answer}
 	}
-	resp, err := t.opts.Workers[g.worker].LogProbs(ctx, req)
-	if err != nil {
-		return err
-	}
-	if len(resp.Items) != len(g.samples) {
-		return fmt.Errorf("logprobs: %d results for %d answers", len(resp.Items), len(g.samples))
-	}
-	for i, it := range resp.Items {
-		n := len(g.samples[i].Logprobs)
+	return out
+}
+
+// useReference takes the reference log-probs of the group's candidates, one per
+// candidate. A worker that returns the current log-probs anyway (one that ignores
+// ReferenceOnly) has them used instead of Generate's; each answer's current and
+// reference log-probs must have as many tokens as Generate gave it.
+func (g *group) useReference(lps []worker.TokenLogProbs) error {
+	for i, it := range lps {
+		n := len(g.samples[i].LogProbs)
 		if len(it.Current) > 0 {
 			if len(it.Current) != n {
 				return fmt.Errorf("logprobs: answer %d has %d tokens, generate gave %d", i, len(it.Current), n)
@@ -302,11 +305,11 @@ func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchSta
 	for _, g := range gs {
 		for i, s := range g.samples {
 			tok.LogP = append(tok.LogP, g.logp[i]...)
-			tok.OldLogP = append(tok.OldLogP, s.Logprobs...)
+			tok.OldLogP = append(tok.OldLogP, s.LogProbs...)
 			if tok.RefLogP != nil || len(g.ref[i]) > 0 {
 				tok.RefLogP = append(tok.RefLogP, g.ref[i]...)
 			}
-			tok.Lens = append(tok.Lens, len(s.Logprobs))
+			tok.Lens = append(tok.Lens, len(s.LogProbs))
 			tok.Adv = append(tok.Adv, g.adv[i])
 		}
 	}
@@ -318,106 +321,34 @@ func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchSta
 		return err
 	}
 	stats.kl, stats.clipFraction = ls.KL, ls.ClipFrac
-	items := make([][]*workerpb.Weighted, len(t.opts.Workers))
+	reqs := make([][]worker.Weighted, len(gs))
 	off := 0
-	for _, g := range gs {
+	for k, g := range gs {
 		G := len(g.samples) / len(g.prompts)
+		reqs[k] = make([]worker.Weighted, len(g.samples))
 		for i, s := range g.samples {
-			n := len(s.Logprobs)
-			items[g.worker] = append(items[g.worker], &workerpb.Weighted{
-				Prompt: g.prompts[i/G], Answer: s.Answer, TokenWeights: weights[off : off+n],
-			})
+			n := len(s.LogProbs)
+			reqs[k][i] = worker.Weighted{Prompt: g.prompts[i/G], Answer: s.Answer, TokenWeights: weights[off : off+n]}
 			off += n
 		}
 	}
-	return t.backward(ctx, items, stats)
+	return t.backward(ctx, reqs, stats)
 }
 
-// backward sends each worker its weighted answers.
-func (t *Trainer) backward(ctx context.Context, items [][]*workerpb.Weighted, stats *batchStats) error {
-	objectives := make([]float64, len(t.opts.Workers))
-	err := t.eachWorker(func(i int, w workerpb.WorkerClient) error {
-		if len(items[i]) == 0 {
-			return nil
-		}
-		resp, err := w.Backward(ctx, &workerpb.BackwardRequest{Items: items[i]})
-		if err == nil {
-			objectives[i] = resp.Objective
-		}
-		return err
-	})
-	for _, o := range objectives {
-		stats.objective += o
-	}
+// backward accumulates the gradient of each group's weighted answers (request i is
+// group i's) on the gang.
+func (t *Trainer) backward(ctx context.Context, reqs [][]worker.Weighted, stats *batchStats) error {
+	objective, err := t.opts.Workers.Backward(ctx, reqs)
+	stats.objective += objective
 	return err
 }
 
-// step applies the optimizer step. One worker applies its accumulated gradient; with
-// several, the trainer sums their gradients (the loss weights already normalise over
-// the whole batch, so the sum is the batch gradient) and every worker applies the same
-// sum, unless the workers reduce gradients among themselves.
+// step applies the optimizer step to the batch's gradient (the gang sums its
+// members' gradients: the loss weights already normalise over the whole batch).
 func (t *Trainer) step(ctx context.Context) (float64, error) {
-	req := &workerpb.StepRequest{
+	return t.opts.Workers.Step(ctx, worker.StepOptions{
 		LearningRate: t.res.LearningRate, MaxGradNorm: t.res.MaxGradNorm,
 		Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.01,
-	}
-	if len(t.opts.Workers) > 1 && !t.reducesGradients {
-		sum, err := t.sumGradients(ctx)
-		if err != nil {
-			return 0, err
-		}
-		req.Gradient = sum
-	}
-	norms := make([]float64, len(t.opts.Workers))
-	err := t.eachWorker(func(i int, w workerpb.WorkerClient) error {
-		resp, err := w.Step(ctx, req)
-		if err == nil {
-			norms[i] = resp.GradNorm
-		}
-		return err
-	})
-	return norms[0], err
-}
-
-// sumGradients gathers every worker's accumulated gradient and adds them in worker
-// order.
-func (t *Trainer) sumGradients(ctx context.Context) ([]float32, error) {
-	grads := make([][]float32, len(t.opts.Workers))
-	err := t.eachWorker(func(i int, w workerpb.WorkerClient) error {
-		resp, err := w.Gradients(ctx, &workerpb.GradientsRequest{})
-		if err == nil {
-			grads[i] = resp.Gradient
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	sum := make([]float32, len(grads[0]))
-	for i, g := range grads {
-		if len(g) != len(sum) {
-			return nil, fmt.Errorf("worker %d has %d gradient values, worker 0 has %d", i, len(g), len(sum))
-		}
-		for k, v := range g {
-			sum[k] += v
-		}
-	}
-	return sum, nil
-}
-
-// perGroup runs fn for every group, groups of one worker in order, workers
-// concurrently.
-func (t *Trainer) perGroup(gs []*group, fn func(g *group) error) error {
-	return t.eachWorker(func(i int, _ workerpb.WorkerClient) error {
-		for _, g := range gs {
-			if g.worker != i {
-				continue
-			}
-			if err := fn(g); err != nil {
-				return err
-			}
-		}
-		return nil
 	})
 }
 

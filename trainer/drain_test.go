@@ -26,10 +26,9 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
-	"google.golang.org/grpc"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
-	"github.com/espo-dev/espo-operator/trainer/workerpb"
+	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
 // drainAt is a Reporter that closes drain when a report reaches step and stage,
@@ -54,7 +53,7 @@ func (d *drainAt) Report(ctx context.Context, s *trainingv1alpha1.TrainingStatus
 func drainedRun(t *testing.T, c *Config, step int64, stage trainingv1alpha1.TrainingStage) (*drainAt, error) {
 	t.Helper()
 	d := &drainAt{step: step, stage: stage, drain: make(chan struct{})}
-	tr, err := New(c, Options{Workers: cpuWorkers(1), Reporter: d, Drain: d.drain, Log: logr.Discard()})
+	tr, err := New(c, Options{Workers: cpuGang(1), Reporter: d, Drain: d.drain, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +70,8 @@ func drainedRun(t *testing.T, c *Config, step int64, stage trainingv1alpha1.Trai
 // weights, byte for byte.
 func TestDrainCheckpointsTheStepInFlight(t *testing.T) {
 	whole := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
-	ws := cpuWorkers(1)
-	run(t, whole, Options{Workers: ws})
+	ws := cpuMembers(1)
+	run(t, whole, Options{Workers: worker.NewGang(ws...)})
 	want := savedState(t, ws[0])
 
 	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
@@ -90,8 +89,8 @@ func TestDrainCheckpointsTheStepInFlight(t *testing.T) {
 		t.Errorf("last report: outcome %q, message %q", last.Outcome, last.Message)
 	}
 
-	resumed, rec := cpuWorkers(1), &recorder{}
-	rep, _ := run(t, c, Options{Workers: resumed, Reporter: rec})
+	resumed, rec := cpuMembers(1), &recorder{}
+	rep, _ := run(t, c, Options{Workers: worker.NewGang(resumed...), Reporter: rec})
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
@@ -117,15 +116,15 @@ func TestDrainWithoutCheckpointsSaysSo(t *testing.T) {
 
 // drainOnSave closes drain when the worker is asked to save (a checkpoint).
 type drainOnSave struct {
-	workerpb.WorkerClient
+	worker.Member
 	drain chan struct{}
 	once  sync.Once
 }
 
-func (w *drainOnSave) Save(ctx context.Context, in *workerpb.SaveRequest, opts ...grpc.CallOption) (*workerpb.SaveResponse, error) {
-	resp, err := w.WorkerClient.Save(ctx, in, opts...)
+func (w *drainOnSave) Save(ctx context.Context, path string) error {
+	err := w.Member.Save(ctx, path)
 	w.once.Do(func() { close(w.drain) })
-	return resp, err
+	return err
 }
 
 // TestDrainAtAnEpochsEnd drains a run while it writes the first epoch's checkpoint,
@@ -133,16 +132,16 @@ func (w *drainOnSave) Save(ctx context.Context, in *workerpb.SaveRequest, opts .
 // a resumed run evaluates the epoch and completes with the uninterrupted run's weights.
 func TestDrainAtAnEpochsEnd(t *testing.T) {
 	whole := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
-	ws := cpuWorkers(1)
-	wholeRep, _ := run(t, whole, Options{Workers: ws})
+	ws := cpuMembers(1)
+	wholeRep, _ := run(t, whole, Options{Workers: worker.NewGang(ws...)})
 	want := savedState(t, ws[0])
 
 	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	c.CheckpointDir = t.TempDir()
 	c.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 100, Keep: 2}
-	w := &drainOnSave{WorkerClient: cpuWorkers(1)[0], drain: make(chan struct{})}
+	w := &drainOnSave{Member: cpuMembers(1)[0], drain: make(chan struct{})}
 	rec := &recorder{}
-	tr, err := New(c, Options{Workers: []workerpb.WorkerClient{w}, Reporter: rec, Drain: w.drain, Log: logr.Discard()})
+	tr, err := New(c, Options{Workers: worker.NewGang(w), Reporter: rec, Drain: w.drain, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +153,8 @@ func TestDrainAtAnEpochsEnd(t *testing.T) {
 		t.Fatalf("last report: stage %s, step %d, checkpoint %+v; want the SFT epoch's end", last.Stage, last.Step, last.LastCheckpoint)
 	}
 
-	resumed := cpuWorkers(1)
-	rep, _ := run(t, c, Options{Workers: resumed})
+	resumed := cpuMembers(1)
+	rep, _ := run(t, c, Options{Workers: worker.NewGang(resumed...)})
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || rep.Steps != wholeRep.Steps {
 		t.Fatalf("resumed run: outcome %s after %d steps, want Completed after %d", rep.Outcome, rep.Steps, wholeRep.Steps)
 	}
@@ -173,18 +172,18 @@ type stuckWorker struct {
 	releaseCounter
 }
 
-func (w *stuckWorker) Configure(ctx context.Context, _ *workerpb.ConfigureRequest, _ ...grpc.CallOption) (*workerpb.ConfigureResponse, error) {
+func (w *stuckWorker) Configure(ctx context.Context, _ worker.Setup) (worker.Description, error) {
 	<-ctx.Done()
-	return nil, ctx.Err()
+	return worker.Description{}, ctx.Err()
 }
 
 // TestDrainWhileWaitingForWorkers drains a run whose worker never starts: Run stops
 // at once, reports no Error outcome, and releases the worker.
 func TestDrainWhileWaitingForWorkers(t *testing.T) {
-	w := &stuckWorker{releaseCounter{WorkerClient: cpuWorkers(1)[0]}}
+	w := &stuckWorker{releaseCounter{Member: cpuMembers(1)[0]}}
 	drain, rec := make(chan struct{}), &recorder{}
 	close(drain)
-	tr, err := New(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{w}, Reporter: rec, Drain: drain, Log: logr.Discard()})
+	tr, err := New(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: worker.NewGang(w), Reporter: rec, Drain: drain, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,20 +205,20 @@ func TestDrainWhileWaitingForWorkers(t *testing.T) {
 
 // releaseCounter counts Release calls.
 type releaseCounter struct {
-	workerpb.WorkerClient
+	worker.Member
 	released atomic.Int32
 }
 
-func (w *releaseCounter) Release(ctx context.Context, in *workerpb.ReleaseRequest, opts ...grpc.CallOption) (*workerpb.ReleaseResponse, error) {
+func (w *releaseCounter) Release(ctx context.Context) error {
 	w.released.Add(1)
-	return w.WorkerClient.Release(ctx, in, opts...)
+	return w.Member.Release(ctx)
 }
 
 // TestEveryRunReleasesItsWorkers checks that a run that completes releases each of
 // its workers once.
 func TestEveryRunReleasesItsWorkers(t *testing.T) {
-	ws := []*releaseCounter{{WorkerClient: cpuWorkers(1)[0]}, {WorkerClient: cpuWorkers(1)[0]}}
-	rep, _ := run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{ws[0], ws[1]}})
+	ws := []*releaseCounter{{Member: cpuMembers(1)[0]}, {Member: cpuMembers(1)[0]}}
+	rep, _ := run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: worker.NewGang(ws[0], ws[1])})
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/metrics"
 	"github.com/espo-dev/espo-operator/trainer/worker"
-	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
 // EvalResult holds the metrics of one evaluation, as fractions in [0, 1].
@@ -89,19 +88,9 @@ func (r *EvalResult) status() *trainingv1alpha1.EvaluationStatus {
 // training) and scores the answers with the SmartSpot metrics. With an embedding
 // service, the intents of the answers are embedded before they are scored.
 func (t *Trainer) Evaluate(ctx context.Context, split string, eps []dataset.Episode) (*EvalResult, error) {
-	answers := make([][]string, len(eps))
-	err := t.eachWorker(func(i int, w workerpb.WorkerClient) error {
-		for e := i; e < len(eps); e += len(t.opts.Workers) {
-			a, err := greedyAnswers(ctx, w, &eps[e])
-			if err != nil {
-				return fmt.Errorf("evaluating episode %s: %w", eps[e].ID, err)
-			}
-			answers[e] = a
-		}
-		return nil
-	})
+	answers, err := t.greedyAnswers(ctx, eps)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("evaluating the %s split: %w", split, err)
 	}
 	if err := t.prefetchEvalIntents(ctx, eps, answers); err != nil {
 		return nil, err
@@ -119,27 +108,28 @@ func (t *Trainer) Evaluate(ctx context.Context, split string, eps []dataset.Epis
 	return r, nil
 }
 
-// greedyAnswers returns the policy's greedy answer to every step of ep.
-func greedyAnswers(ctx context.Context, w workerpb.WorkerClient, ep *dataset.Episode) ([]string, error) {
-	req := &workerpb.GenerateRequest{Samples: 1, Greedy: true}
-	for j := range ep.Steps {
-		req.Prompts = append(req.Prompts, worker.PromptFromStep(ep, j))
+// greedyAnswers returns the policy's greedy answer to every step of every episode,
+// one request per episode.
+func (t *Trainer) greedyAnswers(ctx context.Context, eps []dataset.Episode) ([][]string, error) {
+	reqs := make([]worker.Rollouts, len(eps))
+	for e := range eps {
+		reqs[e].Options = worker.SampleOptions{Samples: 1, Greedy: true}
+		for j := range eps[e].Steps {
+			reqs[e].Prompts = append(reqs[e].Prompts, worker.NewPrompt(&eps[e], j))
+		}
 	}
-	resp, err := w.Generate(ctx, req)
+	samples, err := t.opts.Workers.Generate(ctx, reqs)
 	if err != nil {
 		return nil, err
 	}
-	if len(resp.Candidates) != len(ep.Steps) {
-		return nil, fmt.Errorf("generate: %d answers for %d steps", len(resp.Candidates), len(ep.Steps))
-	}
-	out := make([]string, len(ep.Steps))
-	for j, c := range resp.Candidates {
-		if len(c.Samples) != 1 {
-			return nil, fmt.Errorf("generate: %d greedy samples, want 1", len(c.Samples))
+	answers := make([][]string, len(eps))
+	for e, ss := range samples {
+		answers[e] = make([]string, len(ss))
+		for j, s := range ss {
+			answers[e][j] = s.Answer.Text
 		}
-		out[j] = c.Samples[0].GetAnswer().GetText()
 	}
-	return out, nil
+	return answers, nil
 }
 
 // evaluateEpoch evaluates on the validation split after an epoch, reports, and applies

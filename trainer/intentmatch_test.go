@@ -378,7 +378,7 @@ func fileConfig(t *testing.T, drop func(i int) bool) *Config {
 func TestSlotsMatchWithoutPreferencesFailsAtStart(t *testing.T) {
 	c := fileConfig(t, func(i int) bool { return i == 5 })
 	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchSlots
-	_, err := New(c, Options{Workers: cpuWorkers(1)})
+	_, err := New(c, Options{Workers: cpuGang(1)})
 	if err == nil {
 		t.Fatal("New accepted match slots with an episode without preferences")
 	}
@@ -388,7 +388,7 @@ func TestSlotsMatchWithoutPreferencesFailsAtStart(t *testing.T) {
 		}
 	}
 	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchAuto
-	if _, err := New(c, Options{Workers: cpuWorkers(1)}); err != nil {
+	if _, err := New(c, Options{Workers: cpuGang(1)}); err != nil {
 		t.Errorf("match auto: %v", err)
 	}
 }
@@ -407,7 +407,7 @@ func TestRunReportsTheIntentMatch(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := tc.config(t)
 			rec := &recorder{}
-			rep, _ := run(t, c, Options{Workers: cpuWorkers(1), Reporter: rec})
+			rep, _ := run(t, c, Options{Workers: cpuGang(1), Reporter: rec})
 			last := rec.reports[len(rec.reports)-1]
 			if rep.IntentMatch != tc.want || last.IntentMatch != tc.want || rep.Test == nil || rep.Test.IntentMatch != tc.want {
 				t.Errorf("intent match: report %q, status %q, test evaluation %+v; want %q", rep.IntentMatch, last.IntentMatch, rep.Test, tc.want)
@@ -448,7 +448,7 @@ func TestIntentMatchNamesBothWhenMixed(t *testing.T) {
 	} {
 		c := fileConfig(t, tc.drop)
 		c.Spec.Rewards.Intent.Match = tc.match
-		tr, err := New(c, Options{Workers: cpuWorkers(1)})
+		tr, err := New(c, Options{Workers: cpuGang(1)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +475,7 @@ func TestSlotJudgedIntentsAreNotSentToTheEmbeddingService(t *testing.T) {
 			c := fileConfig(t, tc.drop)
 			c.Spec.Rewards.Intent.Embedder = &trainingv1alpha1.EmbedderSpec{Endpoint: svc.endpoint(), Model: "sentence-encoder"}
 			c.Spec.Default()
-			_, tr := run(t, c, Options{Workers: cpuWorkers(1), EmbeddingRetryWait: noWait})
+			_, tr := run(t, c, Options{Workers: cpuGang(1), EmbeddingRetryWait: noWait})
 			if got := tr.intentMatch(slices.Concat(tr.data.Train, tr.data.Validation, tr.data.Test)); got != tc.want {
 				t.Errorf("intent match %q, want %q", got, tc.want)
 			}

@@ -253,7 +253,7 @@ func batchIntentTexts(rc espo.RewardConfig, gs []*group) *embedding.Texts {
 				continue
 			}
 			for _, c := range g.samples[j*G : (j+1)*G] {
-				ts.AddScored(&gt, c.GetAnswer().GetText())
+				ts.AddScored(&gt, c.Answer.Text)
 			}
 		}
 	}

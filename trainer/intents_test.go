@@ -34,6 +34,7 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
 // embeddingService is a fake OpenAI-compatible embedding service that embeds with
@@ -128,13 +129,13 @@ func withEmbedder(t *testing.T, endpoint string, batchSize int32) *Config {
 // the trainer sent the service every text the rewards embed; the service must have
 // received every requirement and predicted intents besides.
 func TestEmbeddingServiceRunEqualsTheBuiltInEmbeddersRun(t *testing.T) {
-	builtIn := cpuWorkers(1)
-	want, tr := run(t, embeddingConfig(t), Options{Workers: builtIn})
+	builtIn := cpuMembers(1)
+	want, tr := run(t, embeddingConfig(t), Options{Workers: worker.NewGang(builtIn...)})
 
 	svc := newEmbeddingService(t, -1)
-	served := cpuWorkers(1)
+	served := cpuMembers(1)
 	rec := &recorder{}
-	got, _ := run(t, withEmbedder(t, svc.endpoint(), 7), Options{Workers: served, Reporter: rec, EmbeddingRetryWait: noWait})
+	got, _ := run(t, withEmbedder(t, svc.endpoint(), 7), Options{Workers: worker.NewGang(served...), Reporter: rec, EmbeddingRetryWait: noWait})
 	if got.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", got.Outcome, got.Message)
 	}
@@ -202,7 +203,7 @@ func TestFailingEmbeddingServiceFailsTheRun(t *testing.T) {
 			c.Spec.Algorithm.SFTEpochs = &tc.sft
 			rec := &recorder{}
 			waits := 0
-			tr, err := New(c, Options{Workers: cpuWorkers(1), Reporter: rec, Log: logr.Discard(),
+			tr, err := New(c, Options{Workers: cpuGang(1), Reporter: rec, Log: logr.Discard(),
 				EmbeddingRetryWait: func(context.Context, time.Duration) error { waits++; return nil }})
 			if err != nil {
 				t.Fatal(err)
@@ -254,7 +255,7 @@ func TestEmbeddingServiceWithAnAPIKey(t *testing.T) {
 	svc := newEmbeddingService(t, -1)
 	svc.apiKey = embedderKey
 	rep, _ := run(t, withEmbedderKey(t, svc.endpoint()),
-		Options{Workers: cpuWorkers(1), EmbeddingRetryWait: noWait, Getenv: env(trainingv1alpha1.EmbedderAPIKeyEnv, embedderKey+"\n")})
+		Options{Workers: cpuGang(1), EmbeddingRetryWait: noWait, Getenv: env(trainingv1alpha1.EmbedderAPIKeyEnv, embedderKey+"\n")})
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
@@ -276,7 +277,7 @@ func TestEmbedderAPIKeyMissingFailsClearly(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			svc := newEmbeddingService(t, -1)
-			_, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuWorkers(1), Log: logr.Discard(), Getenv: getenv})
+			_, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuGang(1), Log: logr.Discard(), Getenv: getenv})
 			if err == nil {
 				t.Fatal("New succeeded without the API key")
 			}
@@ -296,7 +297,7 @@ func TestEmbedderAPIKeyMissingFailsClearly(t *testing.T) {
 	// Without apiKeySecretRef the variable is not read: a job that names no Secret
 	// does not depend on the trainer's environment.
 	svc := newEmbeddingService(t, -1)
-	if _, err := New(withEmbedder(t, svc.endpoint(), 0), Options{Workers: cpuWorkers(1), Log: logr.Discard(),
+	if _, err := New(withEmbedder(t, svc.endpoint(), 0), Options{Workers: cpuGang(1), Log: logr.Discard(),
 		Getenv: func(n string) string { t.Errorf("read %s", n); return "" }}); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func TestWrongEmbedderAPIKeyFailsWithoutQuotingIt(t *testing.T) {
 	svc := newEmbeddingService(t, -1)
 	svc.apiKey = "the-service-wants-another-key"
 	rec := &recorder{}
-	tr, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuWorkers(1), Reporter: rec, Log: logr.Discard(),
+	tr, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuGang(1), Reporter: rec, Log: logr.Discard(),
 		EmbeddingRetryWait: noWait, Getenv: env(trainingv1alpha1.EmbedderAPIKeyEnv, embedderKey)})
 	if err != nil {
 		t.Fatal(err)

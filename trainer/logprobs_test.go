@@ -25,49 +25,46 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
-	"github.com/espo-dev/espo-operator/trainer/workerpb"
+	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
 // logProbsRecorder forwards every call to a worker and counts the LogProbs calls, those
 // that asked for the reference only, and the answers that came back with current
-// log-probs. With ignoreReferenceOnly it clears reference_only before forwarding, so
+// log-probs. With ignoreReferenceOnly it clears ReferenceOnly before forwarding, so
 // it stands for a worker that does not know the field.
 type logProbsRecorder struct {
-	workerpb.WorkerClient
+	worker.Member
 	ignoreReferenceOnly bool
 
 	mu                                   sync.Mutex
 	calls, referenceOnly, currentAnswers int
 }
 
-func (w *logProbsRecorder) LogProbs(ctx context.Context, in *workerpb.LogProbsRequest, opts ...grpc.CallOption) (*workerpb.LogProbsResponse, error) {
+func (w *logProbsRecorder) LogProbs(ctx context.Context, items []worker.Scored, o worker.ScoreOptions) ([]worker.TokenLogProbs, error) {
 	w.mu.Lock()
 	w.calls++
-	if in.ReferenceOnly {
+	if o.ReferenceOnly {
 		w.referenceOnly++
 	}
 	w.mu.Unlock()
 	if w.ignoreReferenceOnly {
-		in = proto.Clone(in).(*workerpb.LogProbsRequest)
-		in.ReferenceOnly = false
+		o.ReferenceOnly = false
 	}
-	resp, err := w.WorkerClient.LogProbs(ctx, in, opts...)
+	lps, err := w.Member.LogProbs(ctx, items, o)
 	if err != nil {
 		return nil, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, it := range resp.Items {
+	for _, it := range lps {
 		if len(it.Current) > 0 {
 			w.currentAnswers++
 		}
 	}
-	return resp, nil
+	return lps, nil
 }
 
 // recordedRun is what a run with a logProbsRecorder around one CPU worker gives.
@@ -82,10 +79,10 @@ type recordedRun struct {
 // that two runs' reports can be compared whole.
 func runRecorded(t *testing.T, c *Config, ignoreReferenceOnly bool) recordedRun {
 	t.Helper()
-	w := &logProbsRecorder{WorkerClient: cpuWorkers(1)[0], ignoreReferenceOnly: ignoreReferenceOnly}
+	w := &logProbsRecorder{Member: cpuMembers(1)[0], ignoreReferenceOnly: ignoreReferenceOnly}
 	rep := &recorder{}
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	report, _ := run(t, c, Options{Workers: []workerpb.WorkerClient{w}, Reporter: rep, Clock: clock})
+	report, _ := run(t, c, Options{Workers: worker.NewGang(w), Reporter: rep, Clock: clock})
 	if report.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", report.Outcome, report.Message)
 	}

@@ -123,7 +123,7 @@ func TestRunWithAStepBudget(t *testing.T) {
 	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	budget := int32(12)
 	c.Spec.Algorithm.EpisodesPerBatch, c.Spec.Algorithm.MaxStepsPerBatch = 1, &budget
-	rep, tr := run(t, c, Options{Workers: cpuWorkers(1)})
+	rep, tr := run(t, c, Options{Workers: cpuGang(1)})
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}

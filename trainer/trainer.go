@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -34,7 +33,7 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/checkpoint"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/embedding"
-	"github.com/espo-dev/espo-operator/trainer/workerpb"
+	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
 // workerStateFile is the file of a checkpoint that holds worker 0's full state.
@@ -66,8 +65,9 @@ type State struct {
 
 // Options are what a Trainer needs besides its Config.
 type Options struct {
-	// Workers are the policy workers; the trainer deals whole episodes among them.
-	Workers []workerpb.WorkerClient
+	// Workers is the gang of policy workers; the trainer deals whole episodes among
+	// them. It must have at least one member; the trainer does not close it.
+	Workers *worker.Gang
 	// Reporter receives progress; nil discards it.
 	Reporter Reporter
 	// Metrics receives Prometheus metrics; nil discards them.
@@ -124,8 +124,6 @@ type Trainer struct {
 	status trainingv1alpha1.TrainingStatus
 	// epochReward accumulates the current epoch's step rewards.
 	epochReward meanAcc
-	// reducesGradients is whether the workers all-reduce gradients themselves.
-	reducesGradients bool
 	// shuffledCOUT holds the COUT advantages of the episode trained last, for
 	// Options.ShuffleCOUT.
 	shuffledCOUT []float64
@@ -133,8 +131,8 @@ type Trainer struct {
 
 // New validates the config, loads the datasets and plans the run.
 func New(cfg *Config, opts Options) (*Trainer, error) {
-	if len(opts.Workers) == 0 {
-		return nil, errors.New("trainer: no workers")
+	if opts.Workers == nil {
+		return nil, errors.New("trainer: Options.Workers is nil: give the trainer a worker.Gang")
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -241,10 +239,7 @@ func (t *Trainer) reportDrained(ctx context.Context, err error) error {
 func (t *Trainer) releaseWorkers() {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	_ = t.eachWorker(func(_ int, w workerpb.WorkerClient) error {
-		_, err := w.Release(ctx, &workerpb.ReleaseRequest{})
-		return err
-	})
+	_ = t.opts.Workers.Release(ctx)
 }
 
 // releaseTimeout bounds the Release calls at the end of a run.
@@ -285,25 +280,17 @@ func (t *Trainer) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	req := &workerpb.ConfigureRequest{Seed: uint64(t.cfg.Spec.Algorithm.Seed), Options: workerOptions(&t.cfg.Spec.Model), LoadPath: loadPath}
-	infos := make([]*workerpb.InfoResponse, len(t.opts.Workers))
 	// Remote workers start with the trainer, in pods of their own: Configure waits
 	// until each is reachable, up to workerReadyTimeout, rather than failing the run.
 	readyCtx, cancel := context.WithTimeout(ctx, workerReadyTimeout)
 	defer cancel()
-	err = t.eachWorker(func(i int, w workerpb.WorkerClient) error {
-		resp, err := w.Configure(readyCtx, req, grpc.WaitForReady(true))
-		if err == nil {
-			infos[i] = resp.GetInfo()
-		}
-		return err
-	})
+	d, err := t.opts.Workers.Configure(readyCtx, worker.Setup{Seed: uint64(t.cfg.Spec.Algorithm.Seed),
+		Options: workerOptions(&t.cfg.Spec.Model), LoadPath: loadPath})
 	if err != nil {
 		return err
 	}
-	t.reducesGradients = infos[0].GetReducesGradients()
-	t.opts.Log.Info("workers ready", "workers", len(infos), "model", infos[0].GetModel(),
-		"device", infos[0].GetDevice(), "parameters", infos[0].GetParameters())
+	t.opts.Log.Info("workers ready", "workers", t.opts.Workers.Size(), "model", d.Model,
+		"device", d.Device, "parameters", d.Parameters)
 	return t.prepareRewards(ctx)
 }
 
@@ -374,10 +361,7 @@ func (t *Trainer) freezeReferenceBefore(ctx context.Context, k Kind) error {
 	if k == KindSFT || t.state.ReferenceFrozen {
 		return nil
 	}
-	err := t.eachWorker(func(_ int, w workerpb.WorkerClient) error {
-		_, err := w.SnapshotReference(ctx, &workerpb.SnapshotReferenceRequest{})
-		return err
-	})
+	err := t.opts.Workers.SnapshotReference(ctx)
 	t.state.ReferenceFrozen = err == nil
 	return err
 }
@@ -433,14 +417,13 @@ func (t *Trainer) checkpointDue() bool {
 	return t.state.Step%int64(t.cfg.Spec.Checkpoint.EverySteps) == 0
 }
 
-// checkpoint saves worker 0's state and the trainer state.
+// checkpoint saves the gang's state (worker 0's) and the trainer state.
 func (t *Trainer) checkpoint(ctx context.Context) error {
 	if t.store == nil {
 		return nil
 	}
 	dir, err := t.store.Save(t.state.Step, t.state, func(dir string) error {
-		_, err := t.opts.Workers[0].Save(ctx, &workerpb.SaveRequest{Path: filepath.Join(dir, workerStateFile)})
-		return err
+		return t.opts.Workers.Save(ctx, filepath.Join(dir, workerStateFile))
 	})
 	if err != nil {
 		return err
@@ -486,22 +469,4 @@ func (t *Trainer) fail(ctx context.Context, err error) error {
 	t.status.Outcome, t.status.Message = trainingv1alpha1.OutcomeError, trainingv1alpha1.BoundMessage(err.Error())
 	t.report(ctx)
 	return err
-}
-
-// eachWorker calls fn on every worker concurrently and joins their errors.
-func (t *Trainer) eachWorker(fn func(i int, w workerpb.WorkerClient) error) error {
-	errs := make([]error, len(t.opts.Workers))
-	done := make(chan struct{})
-	for i, w := range t.opts.Workers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			if err := fn(i, w); err != nil {
-				errs[i] = fmt.Errorf("worker %d: %w", i, err)
-			}
-		}()
-	}
-	for range t.opts.Workers {
-		<-done
-	}
-	return errors.Join(errs...)
 }

@@ -19,7 +19,6 @@ package trainer
 import (
 	"bytes"
 	"context"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -28,12 +27,10 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
-	"google.golang.org/grpc"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
-	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
 // smallConfig is a run that finishes in seconds: 12 synthetic episodes, one SFT epoch
@@ -51,13 +48,17 @@ func smallConfig(t *testing.T, alg trainingv1alpha1.AlgorithmName) *Config {
 	return c
 }
 
-func cpuWorkers(n int) []workerpb.WorkerClient {
-	ws := make([]workerpb.WorkerClient, n)
-	for i := range ws {
-		ws[i] = worker.LocalClient(cpu.New(0))
+// cpuMembers returns n in-process CPU workers.
+func cpuMembers(n int) []worker.Member {
+	ms := make([]worker.Member, n)
+	for i := range ms {
+		ms[i] = worker.NewLocal(cpu.New(0))
 	}
-	return ws
+	return ms
 }
+
+// cpuGang returns a gang of n in-process CPU workers.
+func cpuGang(n int) *worker.Gang { return worker.NewGang(cpuMembers(n)...) }
 
 // recorder keeps every report.
 type recorder struct {
@@ -86,11 +87,11 @@ func run(t *testing.T, c *Config, opts Options) (*Report, *Trainer) {
 	return rep, tr
 }
 
-// savedState returns worker 0's saved state after a run.
-func savedState(t *testing.T, w workerpb.WorkerClient) []byte {
+// savedState returns a worker's saved state after a run.
+func savedState(t *testing.T, m worker.Member) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state")
-	if _, err := w.Save(context.Background(), &workerpb.SaveRequest{Path: path}); err != nil {
+	if err := m.Save(context.Background(), path); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -103,7 +104,7 @@ func savedState(t *testing.T, w workerpb.WorkerClient) []byte {
 func TestRunESPOCompletesWithReportsAndTestMetrics(t *testing.T) {
 	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	rec := &recorder{}
-	rep, tr := run(t, c, Options{Workers: cpuWorkers(1), Reporter: rec})
+	rep, tr := run(t, c, Options{Workers: cpuGang(1), Reporter: rec})
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
@@ -137,7 +138,7 @@ func TestRunESPOCompletesWithReportsAndTestMetrics(t *testing.T) {
 func TestEveryAlgorithmGetsTheSameBudget(t *testing.T) {
 	var steps []int64
 	for _, alg := range []trainingv1alpha1.AlgorithmName{trainingv1alpha1.AlgorithmESPO, trainingv1alpha1.AlgorithmGRPO, trainingv1alpha1.AlgorithmSFT} {
-		rep, _ := run(t, smallConfig(t, alg), Options{Workers: cpuWorkers(1)})
+		rep, _ := run(t, smallConfig(t, alg), Options{Workers: cpuGang(1)})
 		if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 			t.Fatalf("%s: outcome %s: %s", alg, rep.Outcome, rep.Message)
 		}
@@ -155,23 +156,23 @@ func TestResumeEndsWithTheSameWeights(t *testing.T) {
 	whole := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	whole.CheckpointDir = t.TempDir()
 	whole.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 2, Keep: 2}
-	ws := cpuWorkers(1)
-	run(t, whole, Options{Workers: ws})
+	ws := cpuMembers(1)
+	run(t, whole, Options{Workers: worker.NewGang(ws...)})
 	want := savedState(t, ws[0])
 
 	killed := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	killed.CheckpointDir = t.TempDir()
 	killed.Spec.Checkpoint = whole.Spec.Checkpoint
-	tr, err := New(killed, Options{Workers: cpuWorkers(1), Log: logr.Discard(), StopAfterSteps: 5})
+	tr, err := New(killed, Options{Workers: cpuGang(1), Log: logr.Discard(), StopAfterSteps: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep, err := tr.Run(context.Background()); err != nil || rep != nil {
 		t.Fatalf("the killed run returned %+v, %v", rep, err)
 	}
-	resumedWorkers := cpuWorkers(1)
+	resumedWorkers := cpuMembers(1)
 	rec := &recorder{}
-	rep, _ := run(t, killed, Options{Workers: resumedWorkers, Reporter: rec})
+	rep, _ := run(t, killed, Options{Workers: worker.NewGang(resumedWorkers...), Reporter: rec})
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
@@ -186,20 +187,19 @@ func TestResumeEndsWithTheSameWeights(t *testing.T) {
 // TestDataParallelWorkersMatchOne trains with one worker and with two, on the same
 // seed and batches, and compares the resulting policies' log-probs.
 func TestDataParallelWorkersMatchOne(t *testing.T) {
-	one := cpuWorkers(1)
-	_, tr := run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: one})
-	two := cpuWorkers(2)
-	run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: two})
+	one := cpuMembers(1)
+	_, tr := run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: worker.NewGang(one...)})
+	two := cpuMembers(2)
+	run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: worker.NewGang(two...)})
 
 	ep := &tr.data.Test[0]
-	req := &workerpb.LogProbsRequest{}
+	var items []worker.Scored
 	for j := range ep.Steps {
-		req.Items = append(req.Items, &workerpb.Scored{Prompt: worker.PromptFromStep(ep, j),
-			Answer: &workerpb.Answer{Text: demonstrated(&ep.Steps[j])}})
+		items = append(items, worker.Scored{Prompt: worker.NewPrompt(ep, j), Answer: worker.Answer{Text: demonstrated(&ep.Steps[j])}})
 	}
-	a := logProbs(t, one[0], req)
+	a := logProbs(t, one[0], items)
 	for w := range two {
-		b := logProbs(t, two[w], req)
+		b := logProbs(t, two[w], items)
 		for i := range a {
 			if math.Abs(a[i]-b[i]) > 1e-4 {
 				t.Fatalf("worker %d of 2: log-prob %d = %v, one worker gives %v", w, i, b[i], a[i])
@@ -208,32 +208,29 @@ func TestDataParallelWorkersMatchOne(t *testing.T) {
 	}
 }
 
-func logProbs(t *testing.T, w workerpb.WorkerClient, req *workerpb.LogProbsRequest) []float64 {
+func logProbs(t *testing.T, m worker.Member, items []worker.Scored) []float64 {
 	t.Helper()
-	resp, err := w.LogProbs(context.Background(), req)
+	lps, err := m.LogProbs(context.Background(), items, worker.ScoreOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []float64
-	for _, it := range resp.Items {
+	for _, it := range lps {
 		out = append(out, it.Current...)
 	}
 	return out
 }
 
 // nanWorker reports a NaN gradient norm from every step.
-type nanWorker struct{ workerpb.WorkerClient }
+type nanWorker struct{ worker.Member }
 
-func (w nanWorker) Step(ctx context.Context, in *workerpb.StepRequest, opts ...grpc.CallOption) (*workerpb.StepResponse, error) {
-	resp, err := w.WorkerClient.Step(ctx, in, opts...)
-	if err == nil {
-		resp.GradNorm = math.NaN()
-	}
-	return resp, err
+func (w nanWorker) Step(ctx context.Context, o worker.StepOptions) (float64, error) {
+	_, err := w.Member.Step(ctx, o)
+	return math.NaN(), err
 }
 
 func TestNonFiniteGradientStopsTheRun(t *testing.T) {
-	rep, _ := run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{nanWorker{cpuWorkers(1)[0]}}})
+	rep, _ := run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: worker.NewGang(nanWorker{cpuMembers(1)[0]})})
 	if rep.Outcome != trainingv1alpha1.OutcomeNonFiniteLoss || rep.Steps != 1 {
 		t.Errorf("outcome %s after %d steps, want NonFiniteLoss after 1: %s", rep.Outcome, rep.Steps, rep.Message)
 	}
@@ -242,7 +239,7 @@ func TestNonFiniteGradientStopsTheRun(t *testing.T) {
 func TestEarlyStoppingOnATargetMetric(t *testing.T) {
 	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	c.Spec.EarlyStopping = &trainingv1alpha1.EarlyStoppingSpec{Target: &trainingv1alpha1.MetricTarget{Metric: trainingv1alpha1.MetricFormatRate, Value: "0"}}
-	rep, tr := run(t, c, Options{Workers: cpuWorkers(1)})
+	rep, tr := run(t, c, Options{Workers: cpuGang(1)})
 	if rep.Outcome != trainingv1alpha1.OutcomeTargetReached {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
@@ -254,7 +251,7 @@ func TestEarlyStoppingOnATargetMetric(t *testing.T) {
 func TestEarlyStoppingOnRewardCollapse(t *testing.T) {
 	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	c.Spec.EarlyStopping = &trainingv1alpha1.EarlyStoppingSpec{MinReward: "100", Patience: 1}
-	rep, _ := run(t, c, Options{Workers: cpuWorkers(1)})
+	rep, _ := run(t, c, Options{Workers: cpuGang(1)})
 	if rep.Outcome != trainingv1alpha1.OutcomeRewardCollapsed {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
@@ -266,7 +263,7 @@ func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
 	first := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	first.CheckpointDir = t.TempDir()
 	first.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 100, Keep: 1}
-	run(t, first, Options{Workers: cpuWorkers(1)})
+	run(t, first, Options{Workers: cpuGang(1)})
 	entries, err := os.ReadDir(first.CheckpointDir)
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("checkpoints of the first run: %v, %v", entries, err)
@@ -279,8 +276,8 @@ func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
 
 	second := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	second.InitialCheckpoint = final
-	ws := cpuWorkers(1)
-	tr, err := New(second, Options{Workers: ws, Log: logr.Discard()})
+	ws := cpuMembers(1)
+	tr, err := New(second, Options{Workers: worker.NewGang(ws...), Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,27 +289,8 @@ func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
 	}
 
 	second.InitialCheckpoint = t.TempDir() // no manifest
-	tr, _ = New(second, Options{Workers: cpuWorkers(1), Log: logr.Discard()})
+	tr, _ = New(second, Options{Workers: cpuGang(1), Log: logr.Discard()})
 	if err := tr.start(context.Background()); err == nil || !strings.Contains(err.Error(), "spec.model.initialCheckpoint") {
 		t.Errorf("start from an empty folder: %v, want an error naming spec.model.initialCheckpoint", err)
-	}
-}
-
-// waitCheckingWorker fails Configure unless the call waits for the worker to be ready.
-type waitCheckingWorker struct{ workerpb.WorkerClient }
-
-func (w waitCheckingWorker) Configure(ctx context.Context, in *workerpb.ConfigureRequest, opts ...grpc.CallOption) (*workerpb.ConfigureResponse, error) {
-	for _, o := range opts {
-		if ff, ok := o.(grpc.FailFastCallOption); ok && !ff.FailFast {
-			return w.WorkerClient.Configure(ctx, in, opts...)
-		}
-	}
-	return nil, errors.New("Configure without grpc.WaitForReady: a worker whose pod starts after the trainer's fails the run")
-}
-
-func TestConfigureWaitsForWorkersStillStarting(t *testing.T) {
-	rep, _ := run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: []workerpb.WorkerClient{waitCheckingWorker{cpuWorkers(1)[0]}}})
-	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
-		t.Errorf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 }

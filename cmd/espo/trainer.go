@@ -43,7 +43,6 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/kubereporter"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
-	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
 // trainerOptions are the flags of "espo trainer".
@@ -124,11 +123,11 @@ func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, lo
 	if err != nil {
 		return err
 	}
-	workers, closer, err := connectWorkers(cfg, podnet.FromEnv())
+	workers, err := connectWorkers(cfg, podnet.FromEnv())
 	if err != nil {
 		return err
 	}
-	defer closer.Close()
+	defer workers.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	stopMetrics, err := serveMetrics(o.metricsAddr, podnet.FromEnv(), reg, log)
@@ -183,15 +182,16 @@ func newReporter(o trainerOptions, cfg *trainer.Config) (trainer.Reporter, error
 	return &kubereporter.Reporter{Client: c, Job: cfg.Job}, nil
 }
 
-// connectWorkers starts spec.trainer.workersPerReplica in-process CPU workers (for the
-// cpu worker kind) and dials the remote workers of the config, in that order, through
-// pods (nil: as gRPC resolves and dials; the local mode's pod network otherwise).
-func connectWorkers(cfg *trainer.Config, pods *podnet.Network) ([]workerpb.WorkerClient, io.Closer, error) {
-	var workers []workerpb.WorkerClient
+// connectWorkers returns the gang of spec.trainer.workersPerReplica in-process CPU
+// workers (for the cpu worker kind) and the remote workers of the config, in that
+// order, dialed through pods (nil: as gRPC resolves and dials; the local mode's pod
+// network otherwise). Closing the gang closes its connections.
+func connectWorkers(cfg *trainer.Config, pods *podnet.Network) (*worker.Gang, error) {
+	var members []worker.Member
 	var closers closeAll
 	if cfg.Spec.Model.Worker == trainingv1alpha1.WorkerCPU {
 		for range cfg.Spec.Trainer.WorkersPerReplica {
-			workers = append(workers, worker.LocalClient(cpu.New(0)))
+			members = append(members, worker.NewLocal(cpu.New(0)))
 		}
 	}
 	addrs := cfg.Workers
@@ -199,17 +199,17 @@ func connectWorkers(cfg *trainer.Config, pods *podnet.Network) ([]workerpb.Worke
 		addrs = append([]string{cfg.Spec.Model.Endpoint}, addrs...)
 	}
 	for _, addr := range addrs {
-		w, c, err := worker.Dial(addr, dialer(pods))
+		r, err := worker.Dial(addr, dialer(pods))
 		if err != nil {
 			closers.Close()
-			return nil, nil, fmt.Errorf("worker %s: %w", addr, err)
+			return nil, fmt.Errorf("worker %s: %w", addr, err)
 		}
-		workers, closers = append(workers, w), append(closers, c)
+		members, closers = append(members, r), append(closers, r)
 	}
-	if len(workers) == 0 {
-		return nil, nil, fmt.Errorf("no workers: spec.model.worker is %q and the run config lists no worker addresses", cfg.Spec.Model.Worker)
+	if len(members) == 0 {
+		return nil, fmt.Errorf("no workers: spec.model.worker is %q and the run config lists no worker addresses", cfg.Spec.Model.Worker)
 	}
-	return workers, closers, nil
+	return worker.NewGang(members...), nil
 }
 
 // closeAll closes every closer it holds.

@@ -31,7 +31,6 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/metrics"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
-	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
 // metric is one test metric, read from an evaluation of one episode as a tally.
@@ -169,7 +168,7 @@ func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.E
 		return decisionScores(test, evidenceRule), nil, nil
 	}
 	c := &trainer.Config{Spec: spec(o, seed)}
-	opts := trainer.Options{Workers: []workerpb.WorkerClient{worker.LocalClient(cpu.New(0))}, Log: logr.Discard()}
+	opts := trainer.Options{Workers: worker.NewGang(worker.NewLocal(cpu.New(0))), Log: logr.Discard()}
 	a.setup(&c.Spec, &opts, o.ablationMode)
 	c.Spec.Default()
 	t, err := trainer.New(c, opts)

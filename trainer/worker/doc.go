@@ -14,10 +14,12 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package worker connects the trainer to policy workers: the gRPC server adapter
-// (NewServer) over a small Go interface, Policy, that a worker implements; an
-// in-process client (LocalClient) and a remote one (Dial), both
-// workerpb.WorkerClient, which is all the trainer drives; and PromptFromStep, the
+// Package worker connects the trainer to policy workers. A worker implements a
+// small Go interface, Policy; NewGRPCServer serves one over the worker protocol
+// (gRPC). The trainer drives a Gang of Members in Go types: a Member is one worker,
+// remote (Dial, over gRPC) or in process (NewLocal, calling the Policy directly);
+// the Gang deals a batch's requests among its members, fans every call out to them
+// and sums their gradients. NewPrompt (and PromptFromStep, its wire form) is the
 // teacher-forced prompt of one step of a SmartSpot episode.
 //
 // The protocol and its contracts are described call by call in
@@ -31,8 +33,8 @@ limitations under the License.
 // (with every w_{i,t} = sequence_weight when no token weights are given, which is
 // how the cold start asks for cross-entropy); Step applies one AdamW step to the
 // accumulated gradient, or to the gradient it is given, and clears the
-// accumulator. The server adapter owns what every worker shares: the order of
-// calls (Configure first), locking (scoring calls run concurrently, calls that
-// change the state run alone), the defaults of Step's options, atomic Save files,
-// and the mapping of errors to gRPC status codes.
+// accumulator. The server and the in-process member share what every worker owes
+// its caller: the order of calls (Configure first), locking (scoring calls run
+// concurrently, calls that change the state run alone), the defaults of the
+// options, atomic Save files; the server maps its errors to gRPC status codes.
 package worker

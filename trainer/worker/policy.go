@@ -24,11 +24,11 @@ import (
 )
 
 // Policy is what a worker implements; NewServer serves it over the worker
-// protocol. The server serialises the calls that change the state (Configure,
-// Backward, Step, SnapshotReference, Load) against every other call, and calls
-// nothing but Configure, Load and Describe before the policy is configured, so an
-// implementation needs no locking of its own for them; Generate, LogProbs,
-// Gradient and Save may run concurrently with each other.
+// protocol, NewLocal as a Member in process. Both serialise the calls that change
+// the state (Configure, Backward, Step, SnapshotReference, Load) against every
+// other call, and call nothing but Configure, Load and Describe before the policy
+// is configured, so an implementation needs no locking of its own for them;
+// Generate, LogProbs, Gradient and Save may run concurrently with each other.
 //
 // Errors that wrap ErrInvalid are the caller's fault (a malformed answer, a
 // weight count that does not match the tokens) and become InvalidArgument;
@@ -70,7 +70,7 @@ type Policy interface {
 	Load(r io.Reader) error
 }
 
-// Description is what InfoResponse reports about a policy.
+// Description is what a policy says it is (InfoResponse on the wire).
 type Description struct {
 	Model  string
 	Device string
@@ -83,11 +83,12 @@ type Description struct {
 	ReducesGradients bool
 }
 
-// SampleOptions are the options of Generate, as GenerateRequest gives them.
+// SampleOptions are the options of Generate, as GenerateRequest gives them. A
+// Policy gets them with the defaults filled in.
 type SampleOptions struct {
-	// Samples is the number of candidates per prompt (G), at least 1.
+	// Samples is the number of candidates per prompt (G); 0 means 1.
 	Samples int
-	// Temperature divides the logits before sampling; it is positive.
+	// Temperature divides the logits before sampling; 0 means 1.
 	Temperature float64
 	// Greedy takes the most likely choice at every token instead of sampling.
 	Greedy bool
@@ -106,7 +107,8 @@ type ScoreOptions struct {
 	ReferenceOnly bool
 }
 
-// StepOptions are the options of one AdamW step, with the defaults filled in.
+// StepOptions are the options of one AdamW step; a Policy gets them with the
+// defaults filled in (DefaultBeta1, DefaultBeta2 and DefaultEpsilon for zeros).
 // With g the gradient, clipped to global norm MaxGradNorm (when positive) by
 // g <- g * min(1, MaxGradNorm / (|g| + 1e-6)), and t the step number counting
 // this one:
@@ -125,7 +127,7 @@ type StepOptions struct {
 	Gradient []float32
 }
 
-// The default AdamW coefficients, used when a StepRequest leaves them 0.
+// The default AdamW coefficients, used when a step leaves them 0.
 const (
 	DefaultBeta1   = 0.9
 	DefaultBeta2   = 0.999

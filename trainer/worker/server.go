@@ -19,100 +19,81 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"sync"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
+// NewGRPCServer returns a gRPC server that serves p with the worker protocol and
+// the standard gRPC health service (grpc.health.v1, reporting SERVING for "" and
+// for "espo.worker.v1.Worker"), accepting messages of up to MaxMessageBytes, and
+// recording its calls in a when a is not nil. The caller registers nothing else and
+// calls Serve.
+func NewGRPCServer(p Policy, a *Activity) *grpc.Server {
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes)}
+	if a != nil {
+		opts = append(opts, grpc.UnaryInterceptor(a.UnaryInterceptor()))
+	}
+	gs := grpc.NewServer(opts...)
+	workerpb.RegisterWorkerServer(gs, NewServer(p))
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(workerpb.Worker_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	return gs
+}
+
 // NewServer returns the worker protocol served by p. See Policy for the locking
 // it provides and docs/worker-protocol.md for each call's contract.
 func NewServer(p Policy) workerpb.WorkerServer {
-	return &server{p: p}
+	return &server{g: guarded{p: p}}
 }
 
+// server adapts the messages of the protocol to a guarded policy and its errors to
+// gRPC status codes.
 type server struct {
 	workerpb.UnimplementedWorkerServer
-	p Policy
-	// mu is held shared by the calls that only read the state and exclusively by
-	// those that change it.
-	mu         sync.RWMutex
-	configured bool
+	g guarded
 }
 
-// read runs fn under the shared lock once the policy is configured.
-func (s *server) read(fn func() error) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if !s.configured {
-		return status.Error(codes.FailedPrecondition, ErrNotConfigured.Error())
-	}
-	return statusOf(fn())
-}
-
-// write runs fn under the exclusive lock once the policy is configured.
-func (s *server) write(fn func() error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.configured {
-		return status.Error(codes.FailedPrecondition, ErrNotConfigured.Error())
-	}
-	return statusOf(fn())
-}
-
-// statusOf maps a policy error to a gRPC status: InvalidArgument for ErrInvalid,
+// statusOf maps an error of a guarded policy to a gRPC status: FailedPrecondition
+// for ErrNotConfigured, InvalidArgument for ErrInvalid, a codeError's own code,
 // Internal for the rest.
 func statusOf(err error) error {
+	var ce *codeError
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrNotConfigured):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, ErrInvalid):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.As(err, &ce):
+		return status.Error(ce.code, err.Error())
 	case status.Code(err) != codes.Unknown:
 		return err
 	}
 	return status.Error(codes.Internal, err.Error())
 }
 
-func invalid(format string, args ...any) error {
-	return status.Error(codes.InvalidArgument, fmt.Sprintf(format, args...))
-}
-
-func (s *server) info() *workerpb.InfoResponse {
-	d := s.p.Describe()
-	return &workerpb.InfoResponse{Model: d.Model, Device: d.Device, Parameters: d.Parameters,
-		ReducesGradients: d.ReducesGradients, Steps: d.Steps}
-}
-
 // Configure initialises the policy from the seed and options, then loads
 // load_path when it is set.
 func (s *server) Configure(_ context.Context, req *workerpb.ConfigureRequest) (*workerpb.ConfigureResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.configured = false
-	if err := s.p.Configure(req.GetSeed(), req.GetOptions()); err != nil {
+	d, err := s.g.configure(Setup{Seed: req.GetSeed(), Options: req.GetOptions(), LoadPath: req.GetLoadPath()})
+	if err != nil {
 		return nil, statusOf(err)
 	}
-	if path := req.GetLoadPath(); path != "" {
-		if err := s.load(path); err != nil {
-			return nil, err
-		}
-	}
-	s.configured = true
-	return &workerpb.ConfigureResponse{Info: s.info()}, nil
+	return &workerpb.ConfigureResponse{Info: infoMsg(d)}, nil
 }
 
 // Info describes the policy; it answers before Configure too.
 func (s *server) Info(context.Context, *workerpb.InfoRequest) (*workerpb.InfoResponse, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.info(), nil
+	return infoMsg(s.g.describe()), nil
 }
 
 // Health answers serving = true while the server runs.
@@ -120,210 +101,79 @@ func (s *server) Health(context.Context, *workerpb.HealthRequest) (*workerpb.Hea
 	return &workerpb.HealthResponse{Serving: true}, nil
 }
 
-// Generate checks the options (samples 0 means 1, temperature 0 means 1) and
-// samples.
+// Generate samples.
 func (s *server) Generate(_ context.Context, req *workerpb.GenerateRequest) (*workerpb.GenerateResponse, error) {
-	o := SampleOptions{Samples: int(req.GetSamples()), Temperature: req.GetTemperature(), Greedy: req.GetGreedy(),
-		Seed: req.GetSeed(), MaxTokens: int(req.GetMaxTokens())}
-	switch {
-	case o.Samples < 0 || o.MaxTokens < 0:
-		return nil, invalid("generate: samples %d and max_tokens %d must not be negative", o.Samples, o.MaxTokens)
-	case o.Temperature < 0:
-		return nil, invalid("generate: temperature %v must not be negative", o.Temperature)
-	}
-	if o.Samples == 0 {
-		o.Samples = 1
-	}
-	if o.Temperature == 0 {
-		o.Temperature = 1
-	}
-	var resp workerpb.GenerateResponse
-	err := s.read(func() (err error) {
-		resp.Candidates, err = s.p.Generate(req.GetPrompts(), o)
-		return err
-	})
+	cs, err := s.g.generate(req.GetPrompts(), sampleOptionsOf(req))
 	if err != nil {
-		return nil, err
+		return nil, statusOf(err)
 	}
-	return &resp, nil
+	return &workerpb.GenerateResponse{Candidates: cs}, nil
 }
 
 // LogProbs scores the answers, under the current policy unless reference_only.
 func (s *server) LogProbs(_ context.Context, req *workerpb.LogProbsRequest) (*workerpb.LogProbsResponse, error) {
-	o := ScoreOptions{Reference: req.GetReference(), ReferenceOnly: req.GetReferenceOnly()}
-	var resp workerpb.LogProbsResponse
-	err := s.read(func() (err error) {
-		resp.Items, err = s.p.LogProbs(req.GetItems(), o)
-		return err
-	})
+	items, err := s.g.logProbs(req.GetItems(), ScoreOptions{Reference: req.GetReference(), ReferenceOnly: req.GetReferenceOnly()})
 	if err != nil {
-		return nil, err
+		return nil, statusOf(err)
 	}
-	return &resp, nil
+	return &workerpb.LogProbsResponse{Items: items}, nil
 }
 
 // Backward accumulates the gradient.
 func (s *server) Backward(_ context.Context, req *workerpb.BackwardRequest) (*workerpb.BackwardResponse, error) {
-	var resp workerpb.BackwardResponse
-	err := s.write(func() (err error) {
-		resp.Objective, resp.Tokens, err = s.p.Backward(req.GetItems())
-		return err
-	})
+	objective, tokens, err := s.g.backward(req.GetItems())
 	if err != nil {
-		return nil, err
+		return nil, statusOf(err)
 	}
-	return &resp, nil
+	return &workerpb.BackwardResponse{Objective: objective, Tokens: tokens}, nil
 }
 
 // Gradients returns the accumulated gradient.
 func (s *server) Gradients(context.Context, *workerpb.GradientsRequest) (*workerpb.GradientsResponse, error) {
-	var resp workerpb.GradientsResponse
-	err := s.read(func() error {
-		resp.Gradient = s.p.Gradient()
-		return nil
-	})
+	g, err := s.g.gradient()
 	if err != nil {
-		return nil, err
+		return nil, statusOf(err)
 	}
-	return &resp, nil
+	return &workerpb.GradientsResponse{Gradient: g}, nil
 }
 
 // Step fills in the default coefficients and takes the step.
 func (s *server) Step(_ context.Context, req *workerpb.StepRequest) (*workerpb.StepResponse, error) {
-	o, err := stepOptions(req)
+	norm, steps, err := s.g.step(stepOptionsOf(req))
 	if err != nil {
-		return nil, err
+		return nil, statusOf(err)
 	}
-	var resp workerpb.StepResponse
-	err = s.write(func() (err error) {
-		resp.GradNorm, err = s.p.Step(o)
-		resp.Steps = s.p.Describe().Steps
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &resp, nil
-}
-
-// stepOptions reads a StepRequest: beta1, beta2 and epsilon of 0 take the
-// defaults; every value must be finite, the betas in [0, 1), the others >= 0.
-func stepOptions(req *workerpb.StepRequest) (StepOptions, error) {
-	o := StepOptions{LearningRate: req.GetLearningRate(), WeightDecay: req.GetWeightDecay(),
-		Beta1: req.GetBeta1(), Beta2: req.GetBeta2(), Epsilon: req.GetEpsilon(),
-		MaxGradNorm: req.GetMaxGradNorm(), Gradient: req.GetGradient()}
-	if o.Beta1 == 0 {
-		o.Beta1 = DefaultBeta1
-	}
-	if o.Beta2 == 0 {
-		o.Beta2 = DefaultBeta2
-	}
-	if o.Epsilon == 0 {
-		o.Epsilon = DefaultEpsilon
-	}
-	for _, v := range []float64{o.LearningRate, o.WeightDecay, o.Epsilon, o.MaxGradNorm} {
-		if !(v >= 0 && v < 1e300) {
-			return o, invalid("step: learning_rate, weight_decay, epsilon and max_grad_norm must be finite and >= 0")
-		}
-	}
-	if !(o.Beta1 >= 0 && o.Beta1 < 1 && o.Beta2 >= 0 && o.Beta2 < 1) {
-		return o, invalid("step: beta1 %v and beta2 %v must lie in [0, 1)", o.Beta1, o.Beta2)
-	}
-	return o, nil
+	return &workerpb.StepResponse{GradNorm: norm, Steps: steps}, nil
 }
 
 // SnapshotReference freezes the current weights as the reference.
 func (s *server) SnapshotReference(context.Context, *workerpb.SnapshotReferenceRequest) (*workerpb.SnapshotReferenceResponse, error) {
-	if err := s.write(s.p.SnapshotReference); err != nil {
-		return nil, err
+	if err := s.g.snapshotReference(); err != nil {
+		return nil, statusOf(err)
 	}
 	return &workerpb.SnapshotReferenceResponse{}, nil
 }
 
-// Save writes the state to path atomically: to a temporary file in the same
-// folder, synced, then renamed over path.
+// Save writes the state to path atomically.
 func (s *server) Save(_ context.Context, req *workerpb.SaveRequest) (*workerpb.SaveResponse, error) {
-	path := req.GetPath()
-	if path == "" {
-		return nil, invalid("save: empty path")
-	}
-	var n int64
-	err := s.read(func() (err error) {
-		n, err = writeAtomic(path, s.p.Save)
-		return err
-	})
+	n, err := s.g.save(req.GetPath())
 	if err != nil {
-		return nil, err
+		return nil, statusOf(err)
 	}
-	return &workerpb.SaveResponse{Path: path, Bytes: n}, nil
+	return &workerpb.SaveResponse{Path: req.GetPath(), Bytes: n}, nil
 }
 
 // Load restores a state written by Save; it also configures a fresh server.
 func (s *server) Load(_ context.Context, req *workerpb.LoadRequest) (*workerpb.LoadResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.load(req.GetPath()); err != nil {
-		return nil, err
+	steps, err := s.g.load(req.GetPath())
+	if err != nil {
+		return nil, statusOf(err)
 	}
-	s.configured = true
-	return &workerpb.LoadResponse{Steps: s.p.Describe().Steps}, nil
+	return &workerpb.LoadResponse{Steps: steps}, nil
 }
 
-// load reads the state at path into the policy; the caller holds mu.
 // Release answers at once: what a release means to a worker process (stop now when
-// asked to stop) is its Activity's business; an in-process worker has none.
+// asked to stop) is its Activity's business.
 func (s *server) Release(context.Context, *workerpb.ReleaseRequest) (*workerpb.ReleaseResponse, error) {
 	return &workerpb.ReleaseResponse{}, nil
-}
-
-func (s *server) load(path string) error {
-	if path == "" {
-		return invalid("load: empty path")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return status.Error(codes.NotFound, err.Error())
-	}
-	defer f.Close()
-	if err := s.p.Load(f); err != nil {
-		return status.Error(codes.DataLoss, fmt.Sprintf("load %s: %v", path, err))
-	}
-	return nil
-}
-
-// writeAtomic writes a file with write, through a temporary file renamed into
-// place, and returns its size.
-func writeAtomic(path string, write func(w io.Writer) error) (int64, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return 0, err
-	}
-	tmp := f.Name()
-	cw := &countingWriter{w: f}
-	err = write(cw)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return 0, err
-	}
-	return cw.n, nil
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

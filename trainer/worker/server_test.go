@@ -18,16 +18,20 @@ package worker_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
@@ -35,8 +39,9 @@ import (
 
 var smallModel = map[string]string{"hash_bits": "12", "hidden": "8"}
 
-// serve starts a real gRPC worker on 127.0.0.1:0 and returns a client of it.
-func serve(t *testing.T) workerpb.WorkerClient {
+// listen starts a real gRPC worker of a CPU policy on 127.0.0.1:0 and returns its
+// address.
+func listen(t *testing.T) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,98 +50,119 @@ func serve(t *testing.T) workerpb.WorkerClient {
 	gs := worker.NewGRPCServer(cpu.New(2), nil)
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
-	c, closer, err := worker.Dial(lis.Addr().String())
+	return lis.Addr().String()
+}
+
+// dial returns the worker at addr as a Remote member, closed at the test's end.
+func dial(t *testing.T, addr string, d worker.DialFunc) *worker.Remote {
+	t.Helper()
+	r, err := worker.Dial(addr, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closer.Close() })
-	return c
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
-// session drives a worker through every call of the protocol and returns the
-// responses, in order.
-func session(t *testing.T, c workerpb.WorkerClient, dir string) []proto.Message {
+// serve starts a real gRPC worker and returns a Remote member of it.
+func serve(t *testing.T) *worker.Remote { return dial(t, listen(t), nil) }
+
+// prompts returns the prompts of every step of ep.
+func prompts(ep *dataset.Episode) []worker.Prompt {
+	ps := make([]worker.Prompt, len(ep.Steps))
+	for j := range ps {
+		ps[j] = worker.NewPrompt(ep, j)
+	}
+	return ps
+}
+
+// demonstrated returns step j's demonstrated answer.
+func demonstrated(ep *dataset.Episode, j int) worker.Answer {
+	return worker.Answer{Text: espo.FormatAnswer("", ep.Steps[j].Answer.Espo())}
+}
+
+// session drives a member through every call and returns what each returned,
+// printed, in order.
+func session(t *testing.T, m worker.Member, dir string) []string {
 	t.Helper()
 	ctx := context.Background()
-	var out []proto.Message
-	must := func(m proto.Message, err error) proto.Message {
+	var out []string
+	must := func(v any, err error) any {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, m)
-		return m
+		out = append(out, fmt.Sprintf("%v", v))
+		return v
 	}
 	ep := &generated(t, 2)[1]
-	ps := make([]*workerpb.Prompt, len(ep.Steps))
-	for j := range ps {
-		ps[j] = worker.PromptFromStep(ep, j)
-	}
-	must(c.Configure(ctx, &workerpb.ConfigureRequest{Seed: 4, Options: smallModel}))
-	must(c.Health(ctx, &workerpb.HealthRequest{}))
-	gen := must(c.Generate(ctx, &workerpb.GenerateRequest{Prompts: ps, Samples: 3, Temperature: 1, Seed: 9})).(*workerpb.GenerateResponse)
-	var scored []*workerpb.Scored
-	var weighted []*workerpb.Weighted
-	for i, cs := range gen.Candidates {
-		for _, s := range cs.Samples {
-			scored = append(scored, &workerpb.Scored{Prompt: ps[i], Answer: s.Answer})
-			weighted = append(weighted, &workerpb.Weighted{Prompt: ps[i], Answer: s.Answer, SequenceWeight: 0.1})
+	ps := prompts(ep)
+	must(m.Configure(ctx, worker.Setup{Seed: 4, Options: smallModel}))
+	gen := must(m.Generate(ctx, ps, worker.SampleOptions{Samples: 3, Temperature: 1, Seed: 9})).([][]worker.Sample)
+	var scored []worker.Scored
+	var weighted []worker.Weighted
+	for j, cs := range gen {
+		for _, s := range cs {
+			scored = append(scored, worker.Scored{Prompt: ps[j], Answer: s.Answer})
+			weighted = append(weighted, worker.Weighted{Prompt: ps[j], Answer: s.Answer, SequenceWeight: 0.1})
 		}
-		truth := espo.FormatAnswer("", ep.Steps[i].Answer.Espo())
-		weighted = append(weighted, &workerpb.Weighted{Prompt: ps[i], Answer: &workerpb.Answer{Text: truth}, SequenceWeight: 0.2})
+		weighted = append(weighted, worker.Weighted{Prompt: ps[j], Answer: demonstrated(ep, j), SequenceWeight: 0.2})
 	}
-	must(c.LogProbs(ctx, &workerpb.LogProbsRequest{Items: scored, Reference: true}))
-	must(c.Backward(ctx, &workerpb.BackwardRequest{Items: weighted}))
-	must(c.Gradients(ctx, &workerpb.GradientsRequest{}))
-	must(c.Step(ctx, &workerpb.StepRequest{LearningRate: 0.01, WeightDecay: 0.01, MaxGradNorm: 1}))
-	must(c.SnapshotReference(ctx, &workerpb.SnapshotReferenceRequest{}))
+	must(m.LogProbs(ctx, scored, worker.ScoreOptions{Reference: true}))
+	must(m.Backward(ctx, weighted))
+	must(m.Gradient(ctx))
+	must(m.Step(ctx, worker.StepOptions{LearningRate: 0.01, WeightDecay: 0.01, MaxGradNorm: 1}))
+	must(nil, m.SnapshotReference(ctx))
 	path := filepath.Join(dir, "state")
-	save := must(c.Save(ctx, &workerpb.SaveRequest{Path: path})).(*workerpb.SaveResponse)
-	save.Path = filepath.Base(save.Path)
-	must(c.Generate(ctx, &workerpb.GenerateRequest{Prompts: ps, Greedy: true}))
-	must(c.Load(ctx, &workerpb.LoadRequest{Path: path}))
-	must(c.Info(ctx, &workerpb.InfoRequest{}))
-	return out
+	must(nil, m.Save(ctx, path))
+	must(m.Generate(ctx, ps, worker.SampleOptions{Greedy: true}))
+	must(m.Configure(ctx, worker.Setup{Seed: 5, LoadPath: path}))
+	must(m.Generate(ctx, ps, worker.SampleOptions{Greedy: true}))
+	must(nil, m.Release(ctx))
+	state, err := os.ReadFile(path)
+	return append(out, string(state), fmt.Sprint(err))
 }
 
-// TestRemoteEqualsLocal runs the same session on a real gRPC server and on the
-// in-process client: every response must be the same.
+// TestRemoteEqualsLocal runs the same session on a real gRPC server and on an
+// in-process member: every result must be the same.
 func TestRemoteEqualsLocal(t *testing.T) {
 	remote := session(t, serve(t), t.TempDir())
-	local := session(t, worker.LocalClient(cpu.New(2)), t.TempDir())
+	local := session(t, worker.NewLocal(cpu.New(2)), t.TempDir())
+	if len(remote) != len(local) {
+		t.Fatalf("%d results remotely, %d in process", len(remote), len(local))
+	}
 	for i := range remote {
-		if !proto.Equal(remote[i], local[i]) {
-			t.Errorf("response %d (%T) differs between the remote and the local worker", i, remote[i])
+		if remote[i] != local[i] {
+			t.Errorf("result %d differs between the remote and the in-process member", i)
 		}
 	}
 }
 
-// TestServerPassesReferenceOnly: LogProbs over the protocol honours reference_only,
-// leaving current empty and returning the token ids and the reference.
+// TestServerPassesReferenceOnly: LogProbs over the protocol honours ReferenceOnly,
+// leaving Current empty and returning the token ids and the reference.
 func TestServerPassesReferenceOnly(t *testing.T) {
 	ctx := context.Background()
-	c := serve(t)
-	if _, err := c.Configure(ctx, &workerpb.ConfigureRequest{Seed: 4, Options: smallModel}); err != nil {
+	r := serve(t)
+	if _, err := r.Configure(ctx, worker.Setup{Seed: 4, Options: smallModel}); err != nil {
 		t.Fatal(err)
 	}
 	ep := &generated(t, 1)[0]
-	truth := &workerpb.Answer{Text: espo.FormatAnswer("", ep.Steps[0].Answer.Espo())}
-	req := &workerpb.LogProbsRequest{Items: []*workerpb.Scored{{Prompt: worker.PromptFromStep(ep, 0), Answer: truth}},
-		Reference: true, ReferenceOnly: true}
-	resp, err := c.LogProbs(ctx, req)
+	items := []worker.Scored{{Prompt: worker.NewPrompt(ep, 0), Answer: demonstrated(ep, 0)}}
+	lps, err := r.LogProbs(ctx, items, worker.ScoreOptions{Reference: true, ReferenceOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	it := resp.Items[0]
-	if len(it.Current) != 0 || len(it.TokenIds) == 0 || len(it.Reference) != len(it.TokenIds) {
+	it := lps[0]
+	if len(it.Current) != 0 || len(it.Tokens) == 0 || len(it.Reference) != len(it.Tokens) {
 		t.Errorf("reference only: %d token ids, %d current and %d reference log-probs, want no current",
-			len(it.TokenIds), len(it.Current), len(it.Reference))
+			len(it.Tokens), len(it.Current), len(it.Reference))
 	}
 }
 
+// TestServerErrors checks the gRPC status code of each kind of error.
 func TestServerErrors(t *testing.T) {
 	ctx := context.Background()
-	c := worker.LocalClient(cpu.New(1))
+	c := serve(t).Client()
 	if _, err := c.Generate(ctx, &workerpb.GenerateRequest{}); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("generate before configure: %v, want FailedPrecondition", err)
 	}
@@ -166,37 +192,75 @@ func TestServerErrors(t *testing.T) {
 	if _, err := c.Configure(ctx, &workerpb.ConfigureRequest{LoadPath: filepath.Join(t.TempDir(), "missing")}); status.Code(err) != codes.NotFound {
 		t.Errorf("configure from a missing state: %v, want NotFound", err)
 	}
+	garbage := filepath.Join(t.TempDir(), "garbage")
+	if err := os.WriteFile(garbage, []byte("not a state"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Load(ctx, &workerpb.LoadRequest{Path: garbage}); status.Code(err) != codes.DataLoss {
+		t.Errorf("unreadable state: %v, want DataLoss", err)
+	}
+}
+
+// TestLocalErrors checks that an in-process member's errors are the package's
+// sentinels, as the server's codes are.
+func TestLocalErrors(t *testing.T) {
+	ctx := context.Background()
+	m := worker.NewLocal(cpu.New(1))
+	ep := &generated(t, 1)[0]
+	ps := []worker.Prompt{worker.NewPrompt(ep, 0)}
+	if _, err := m.Generate(ctx, ps, worker.SampleOptions{}); !errors.Is(err, worker.ErrNotConfigured) {
+		t.Errorf("generate before configure: %v, want ErrNotConfigured", err)
+	}
+	if _, err := m.Configure(ctx, worker.Setup{Options: map[string]string{"bogus": "1"}}); !errors.Is(err, worker.ErrInvalid) {
+		t.Errorf("bad option: %v, want ErrInvalid", err)
+	}
+	if _, err := m.Configure(ctx, worker.Setup{LoadPath: filepath.Join(t.TempDir(), "missing")}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("configure from a missing state: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := m.Configure(ctx, worker.Setup{Options: smallModel}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Generate(ctx, ps, worker.SampleOptions{Temperature: -1}); !errors.Is(err, worker.ErrInvalid) {
+		t.Errorf("negative temperature: %v, want ErrInvalid", err)
+	}
+	if _, err := m.Step(ctx, worker.StepOptions{Beta2: 1}); !errors.Is(err, worker.ErrInvalid) {
+		t.Errorf("beta2 = 1: %v, want ErrInvalid", err)
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := m.Generate(done, ps, worker.SampleOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("generate with a cancelled context: %v, want context.Canceled", err)
+	}
 }
 
 // TestStepDefaults checks that zero coefficients take the AdamW defaults: the
 // same step as one that names them.
 func TestStepDefaults(t *testing.T) {
 	ctx := context.Background()
-	var logps [][]float32
-	for _, req := range []*workerpb.StepRequest{
+	ep := &generated(t, 1)[0]
+	var logps [][]float64
+	for _, o := range []worker.StepOptions{
 		{LearningRate: 0.1},
 		{LearningRate: 0.1, Beta1: worker.DefaultBeta1, Beta2: worker.DefaultBeta2, Epsilon: worker.DefaultEpsilon},
 	} {
-		c := worker.LocalClient(cpu.New(1))
-		if _, err := c.Configure(ctx, &workerpb.ConfigureRequest{Seed: 1, Options: map[string]string{"hash_bits": "4", "hidden": "2"}}); err != nil {
+		m := worker.NewLocal(cpu.New(1))
+		if _, err := m.Configure(ctx, worker.Setup{Seed: 1, Options: map[string]string{"hash_bits": "4", "hidden": "2"}}); err != nil {
 			t.Fatal(err)
 		}
-		req.Gradient = make([]float32, 16*2+4)
-		for i := range req.Gradient {
-			req.Gradient[i] = float32(i%3) - 1
+		o.Gradient = make([]float32, 16*2+4)
+		for i := range o.Gradient {
+			o.Gradient[i] = float32(i%3) - 1
 		}
-		if _, err := c.Step(ctx, req); err != nil {
+		if _, err := m.Step(ctx, o); err != nil {
 			t.Fatal(err)
 		}
-		gen, err := c.Generate(ctx, &workerpb.GenerateRequest{Prompts: []*workerpb.Prompt{worker.PromptFromStep(&generated(t, 1)[0], 0)}, Samples: 2, Seed: 1})
+		gen, err := m.Generate(ctx, []worker.Prompt{worker.NewPrompt(ep, 0)}, worker.SampleOptions{Samples: 2, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var lp []float32
-		for _, s := range gen.Candidates[0].Samples {
-			for _, x := range s.Logprobs {
-				lp = append(lp, float32(x))
-			}
+		var lp []float64
+		for _, s := range gen[0] {
+			lp = append(lp, s.LogProbs...)
 		}
 		logps = append(logps, lp)
 	}

@@ -18,7 +18,7 @@ limitations under the License.
 // policy in pure Go that reads a step's prompt and answers it as a short
 // sequence of decisions ("tokens"), rendered in the GUI-R1 format with
 // espo.FormatAnswer. It implements worker.Policy; serve it with
-// worker.NewServer, worker.LocalClient or worker.NewGRPCServer.
+// worker.NewServer, worker.NewLocal or worker.NewGRPCServer.
 //
 // # Architectures
 //

@@ -70,8 +70,8 @@ func pyEnv() []string {
 var servingRE = regexp.MustCompile(`serving on (\S+):(\d+) `)
 
 // startWorker starts the torch worker with the tiny model on a free loopback port
-// and returns a client of it; the process is stopped at the end of the test.
-func startWorker(t *testing.T, args ...string) workerpb.WorkerClient {
+// and returns it as a Member; the process is stopped at the end of the test.
+func startWorker(t *testing.T, args ...string) *worker.Remote {
 	t.Helper()
 	cmd := exec.Command(python, append([]string{"-m", "espo_worker", "--listen", "127.0.0.1:0", "--model", "tiny",
 		"--device", "cpu", "--threads", "4"}, args...)...)
@@ -121,11 +121,11 @@ func startWorker(t *testing.T, args ...string) workerpb.WorkerClient {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the torch worker did not start serving within 60s")
 	}
-	w, c, err := worker.Dial(a)
+	w, err := worker.Dial(a, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { w.Close() })
 	return w
 }
 
@@ -161,7 +161,7 @@ func TestTrainerDrivesTheTorchWorker(t *testing.T) {
 	needPython(t)
 	w := startWorker(t, "--max-new-tokens", "24", "--max-prompt-tokens", "96")
 	c := smallRun(t)
-	tr, err := trainer.New(c, trainer.Options{Workers: []workerpb.WorkerClient{w}, Log: logr.Discard()})
+	tr, err := trainer.New(c, trainer.Options{Workers: worker.NewGang(w), Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestTrainerDrivesTheTorchWorker(t *testing.T) {
 	if rep.Steps < 2 || len(rep.Validation) != 2 || rep.Validation[1].Stage != trainer.KindESPO {
 		t.Fatalf("report %+v: want SFT and ESPO steps, each epoch evaluated", rep)
 	}
-	info, err := w.Info(context.Background(), &workerpb.InfoRequest{})
+	info, err := w.Client().Info(context.Background(), &workerpb.InfoRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func fatalOnPanic(t *testing.T) {
 // configuredTiny starts a worker with the tiny model, answers of up to maxNew
 // tokens and prompts of up to maxPrompt, and configures it with seed.
 func configuredTiny(t *testing.T, seed uint64, maxNew, maxPrompt string) workerpb.WorkerClient {
-	w := startWorker(t, "--max-new-tokens", maxNew, "--max-prompt-tokens", maxPrompt)
+	w := startWorker(t, "--max-new-tokens", maxNew, "--max-prompt-tokens", maxPrompt).Client()
 	must(w.Configure(context.Background(), &workerpb.ConfigureRequest{Seed: seed, Options: map[string]string{"pretrained": "tiny"}}))
 	return w
 }

@@ -1,0 +1,281 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Gang is the policy workers of one trainer, data-parallel: every member holds the
+// same policy; each serves a share of a batch's requests, and every optimizer step
+// applies the whole batch's gradient on every member.
+//
+// Calls that take a slice of requests deal them among the members: request i goes
+// to member i mod Size, in every call, so that the requests of one episode at the
+// same index meet the same member; a member serves its requests in order, the
+// members concurrently. Every call fans out to the members concurrently; the first
+// member to fail cancels the others' calls, and the error names it.
+type Gang struct {
+	members []Member
+	// reduces is whether the members all-reduce gradients among themselves in Step
+	// (Description.ReducesGradients of member 0, set by Configure).
+	reduces bool
+}
+
+// NewGang returns the gang of members, in that order; member 0 is the one whose
+// state Save writes. It panics without members.
+func NewGang(members ...Member) *Gang {
+	if len(members) == 0 {
+		panic("worker.NewGang: a gang needs at least one member")
+	}
+	return &Gang{members: members}
+}
+
+// Size returns the number of members.
+func (g *Gang) Size() int { return len(g.members) }
+
+// Close closes every member that holds a connection (an io.Closer, as Remote is).
+func (g *Gang) Close() error {
+	var errs []error
+	for _, m := range g.members {
+		if c, ok := m.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Configure initialises every member from s (remote members may still be starting:
+// it waits for them until ctx ends) and returns member 0's description.
+func (g *Gang) Configure(ctx context.Context, s Setup) (Description, error) {
+	ds := make([]Description, len(g.members))
+	err := g.each(ctx, func(ctx context.Context, i int, m Member) (err error) {
+		ds[i], err = m.Configure(ctx, s)
+		return err
+	})
+	if err != nil {
+		return Description{}, err
+	}
+	g.reduces = ds[0].ReducesGradients
+	return ds[0], nil
+}
+
+// Rollouts asks for Options.Samples answers (1 when 0) to each of Prompts, sampled
+// with Options (its Seed included).
+type Rollouts struct {
+	Prompts []Prompt
+	Options SampleOptions
+}
+
+// Generate samples the answers of every request, dealt among the members: out[i]
+// holds request i's, the answers to prompt j at j*Samples, ..., j*Samples+Samples-1.
+func (g *Gang) Generate(ctx context.Context, reqs []Rollouts) ([][]Sample, error) {
+	out := make([][]Sample, len(reqs))
+	err := g.dealt(ctx, len(reqs), func(ctx context.Context, i int, m Member) error {
+		r := &reqs[i]
+		cs, err := m.Generate(ctx, r.Prompts, r.Options)
+		if err != nil {
+			return err
+		}
+		out[i], err = flatten(cs, len(r.Prompts), max(r.Options.Samples, 1))
+		return err
+	})
+	return out, err
+}
+
+// flatten returns the candidates of n prompts, k each, in one slice, or an error
+// when there are not that many.
+func flatten(cs [][]Sample, n, k int) ([]Sample, error) {
+	if len(cs) != n {
+		return nil, fmt.Errorf("generate: %d candidate lists for %d prompts", len(cs), n)
+	}
+	out := make([]Sample, 0, n*k)
+	for _, c := range cs {
+		if len(c) != k {
+			return nil, fmt.Errorf("generate: %d samples, want %d", len(c), k)
+		}
+		out = append(out, c...)
+	}
+	return out, nil
+}
+
+// ReferenceLogProbs scores every request's answers under the reference policy
+// (ScoreOptions.ReferenceOnly), dealt among the members: out[i][k] is reqs[i][k]'s.
+// A member that ignores ReferenceOnly returns the current log-probs too.
+func (g *Gang) ReferenceLogProbs(ctx context.Context, reqs [][]Scored) ([][]TokenLogProbs, error) {
+	out := make([][]TokenLogProbs, len(reqs))
+	err := g.dealt(ctx, len(reqs), func(ctx context.Context, i int, m Member) error {
+		lps, err := m.LogProbs(ctx, reqs[i], ScoreOptions{Reference: true, ReferenceOnly: true})
+		if err != nil {
+			return err
+		}
+		if len(lps) != len(reqs[i]) {
+			return fmt.Errorf("logprobs: %d results for %d answers", len(lps), len(reqs[i]))
+		}
+		out[i] = lps
+		return nil
+	})
+	return out, err
+}
+
+// Backward accumulates the gradient of every request's weighted answers, dealt among
+// the members (one Backward call per member with all of its requests), and returns
+// the sum of their objectives.
+func (g *Gang) Backward(ctx context.Context, reqs [][]Weighted) (float64, error) {
+	objectives := make([]float64, len(g.members))
+	err := g.each(ctx, func(ctx context.Context, i int, m Member) (err error) {
+		var items []Weighted
+		for r := i; r < len(reqs); r += len(g.members) {
+			items = append(items, reqs[r]...)
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		objectives[i], err = m.Backward(ctx, items)
+		return err
+	})
+	var sum float64
+	for _, o := range objectives {
+		sum += o
+	}
+	return sum, err
+}
+
+// Step applies one optimizer step to the batch's gradient on every member and
+// returns member 0's gradient norm. With one member, or members that all-reduce
+// among themselves, each applies its own accumulated gradient; otherwise the gang
+// gathers every member's gradient, adds them in member order (the loss weights
+// normalise over the whole batch, so the sum is the batch gradient) and has every
+// member apply that sum. o.Gradient is the gang's to set and must be empty.
+func (g *Gang) Step(ctx context.Context, o StepOptions) (float64, error) {
+	if len(o.Gradient) > 0 {
+		return 0, fmt.Errorf("%w: Gang.Step: StepOptions.Gradient must be empty: the gang sums its members' gradients", ErrInvalid)
+	}
+	if len(g.members) > 1 && !g.reduces {
+		sum, err := g.sumGradients(ctx)
+		if err != nil {
+			return 0, err
+		}
+		o.Gradient = sum
+	}
+	norms := make([]float64, len(g.members))
+	err := g.each(ctx, func(ctx context.Context, i int, m Member) (err error) {
+		norms[i], err = m.Step(ctx, o)
+		return err
+	})
+	return norms[0], err
+}
+
+// sumGradients gathers every member's accumulated gradient and adds them in member
+// order.
+func (g *Gang) sumGradients(ctx context.Context) ([]float32, error) {
+	grads := make([][]float32, len(g.members))
+	err := g.each(ctx, func(ctx context.Context, i int, m Member) (err error) {
+		grads[i], err = m.Gradient(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sum := make([]float32, len(grads[0]))
+	for i, gr := range grads {
+		if len(gr) != len(sum) {
+			return nil, fmt.Errorf("worker %d has %d gradient values, worker 0 has %d", i, len(gr), len(sum))
+		}
+		for k, v := range gr {
+			sum[k] += v
+		}
+	}
+	return sum, nil
+}
+
+// SnapshotReference freezes every member's current weights as its reference.
+func (g *Gang) SnapshotReference(ctx context.Context) error {
+	return g.each(ctx, func(ctx context.Context, _ int, m Member) error { return m.SnapshotReference(ctx) })
+}
+
+// Save writes member 0's full state, which every member shares, to the file path.
+// Configure's Setup.LoadPath loads it back.
+func (g *Gang) Save(ctx context.Context, path string) error {
+	if err := g.members[0].Save(ctx, path); err != nil {
+		return memberError(0, g.members[0], err)
+	}
+	return nil
+}
+
+// Release tells every member that the trainer is done with it, so that workers
+// asked to stop exit now. Unlike the other calls, a member that fails (one already
+// gone) does not cancel the others; the errors are joined.
+func (g *Gang) Release(ctx context.Context) error {
+	errs := make([]error, len(g.members))
+	_ = g.each(ctx, func(ctx context.Context, i int, m Member) error {
+		if err := m.Release(ctx); err != nil {
+			errs[i] = memberError(i, m, err)
+		}
+		return nil
+	})
+	return errors.Join(errs...)
+}
+
+// dealt calls fn for requests 0..n-1, request i on member i mod Size: the requests
+// of one member in order, the members concurrently, as each does.
+func (g *Gang) dealt(ctx context.Context, n int, fn func(ctx context.Context, i int, m Member) error) error {
+	return g.each(ctx, func(ctx context.Context, k int, m Member) error {
+		for i := k; i < n; i += len(g.members) {
+			if err := fn(ctx, i, m); err != nil {
+				return fmt.Errorf("request %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+}
+
+// each calls fn on every member concurrently, with a context that is cancelled as
+// soon as one call fails, and returns the first error, naming its member.
+func (g *Gang) each(ctx context.Context, fn func(ctx context.Context, i int, m Member) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for i, m := range g.members {
+		wg.Go(func() {
+			if err := fn(ctx, i, m); err != nil {
+				once.Do(func() {
+					first = memberError(i, m, err)
+					cancel()
+				})
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// memberError names member i in err: "worker 1 (host:port): ...".
+func memberError(i int, m Member, err error) error {
+	if s, ok := m.(fmt.Stringer); ok {
+		return fmt.Errorf("worker %d (%s): %w", i, s, err)
+	}
+	return fmt.Errorf("worker %d: %w", i, err)
+}

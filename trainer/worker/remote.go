@@ -1,0 +1,133 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package worker
+
+import (
+	"context"
+	"net"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/espo-dev/espo-operator/trainer/workerpb"
+)
+
+// MaxMessageBytes bounds a gRPC message of the worker protocol both ways: a
+// GradientsResponse or StepRequest carries 4 bytes per parameter, beyond gRPC's
+// default limit of 4 MiB for a policy of a million parameters.
+const MaxMessageBytes = 1 << 30
+
+// DialFunc connects to a "host:port" address; the local mode's is
+// podnet.Network.DialContext over "tcp", which resolves pod names itself.
+type DialFunc func(ctx context.Context, addr string) (net.Conn, error)
+
+// Remote is a Member that calls a worker over gRPC with the worker protocol.
+type Remote struct {
+	addr   string
+	conn   *grpc.ClientConn
+	client workerpb.WorkerClient
+}
+
+// Dial returns the worker at addr (host:port, or any gRPC target) as a Member, over
+// an insecure connection with MaxMessageBytes both ways. The connection is made
+// lazily, on the first call; Close closes it. A non-nil dial makes every
+// connection, given addr as it is (gRPC's name resolution is skipped); nil resolves
+// and dials as gRPC does.
+func Dial(addr string, dial DialFunc) (*Remote, error) {
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
+	}
+	target := addr
+	if dial != nil {
+		target = "passthrough:///" + addr
+		opts = append(opts, grpc.WithContextDialer(dial))
+	}
+	conn, err := grpc.NewClient(target, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Remote{addr: addr, conn: conn, client: workerpb.NewWorkerClient(conn)}, nil
+}
+
+// Client returns the protocol client the member calls, for tests that drive a
+// worker call by call.
+func (r *Remote) Client() workerpb.WorkerClient { return r.client }
+
+// Close closes the connection.
+func (r *Remote) Close() error { return r.conn.Close() }
+
+// String names the member in errors: its address.
+func (r *Remote) String() string { return r.addr }
+
+// Configure waits until the worker is reachable (grpc.WaitForReady): remote workers
+// start with the trainer, in pods of their own, and may come up after it.
+func (r *Remote) Configure(ctx context.Context, s Setup) (Description, error) {
+	resp, err := r.client.Configure(ctx, &workerpb.ConfigureRequest{Seed: s.Seed, Options: s.Options, LoadPath: s.LoadPath},
+		grpc.WaitForReady(true))
+	if err != nil {
+		return Description{}, err
+	}
+	return descriptionOf(resp.GetInfo()), nil
+}
+
+func (r *Remote) Generate(ctx context.Context, prompts []Prompt, o SampleOptions) ([][]Sample, error) {
+	resp, err := r.client.Generate(ctx, generateRequest(prompts, o))
+	if err != nil {
+		return nil, err
+	}
+	return samplesOf(resp.GetCandidates()), nil
+}
+
+func (r *Remote) LogProbs(ctx context.Context, items []Scored, o ScoreOptions) ([]TokenLogProbs, error) {
+	resp, err := r.client.LogProbs(ctx, &workerpb.LogProbsRequest{Items: scoredMsgs(items),
+		Reference: o.Reference, ReferenceOnly: o.ReferenceOnly})
+	if err != nil {
+		return nil, err
+	}
+	return tokenLogProbsOf(resp.GetItems()), nil
+}
+
+func (r *Remote) Backward(ctx context.Context, items []Weighted) (float64, error) {
+	resp, err := r.client.Backward(ctx, &workerpb.BackwardRequest{Items: weightedMsgs(items)})
+	return resp.GetObjective(), err
+}
+
+func (r *Remote) Gradient(ctx context.Context) ([]float32, error) {
+	resp, err := r.client.Gradients(ctx, &workerpb.GradientsRequest{})
+	return resp.GetGradient(), err
+}
+
+func (r *Remote) Step(ctx context.Context, o StepOptions) (float64, error) {
+	resp, err := r.client.Step(ctx, stepRequest(o))
+	return resp.GetGradNorm(), err
+}
+
+func (r *Remote) SnapshotReference(ctx context.Context) error {
+	_, err := r.client.SnapshotReference(ctx, &workerpb.SnapshotReferenceRequest{})
+	return err
+}
+
+func (r *Remote) Save(ctx context.Context, path string) error {
+	_, err := r.client.Save(ctx, &workerpb.SaveRequest{Path: path})
+	return err
+}
+
+func (r *Remote) Release(ctx context.Context) error {
+	_, err := r.client.Release(ctx, &workerpb.ReleaseRequest{})
+	return err
+}

@@ -205,30 +205,6 @@ func (t *Trainer) advantages(k Kind, gs []*group, stats *batchStats) error {
 	return nil
 }
 
-// fusedAdvantages writes the ESPO advantages of an episode's candidates to dst
-// (espo.Advantages), or, with Options.ShuffleCOUT, the step advantages fused with the
-// COUT advantages of the episode trained before this one.
-func (t *Trainer) fusedAdvantages(dst []float64, ep espo.EpisodeRewards) (espo.COUT, error) {
-	cfg := t.res.Advantage
-	if !t.opts.ShuffleCOUT {
-		return espo.Advantages(dst, ep, cfg)
-	}
-	if err := espo.StepAdvantages(dst, ep.Step, ep.G, cfg.Eps); err != nil {
-		return espo.COUT{}, err
-	}
-	own := make([]float64, ep.G)
-	c, err := espo.COUTAdvantages(own, ep, cfg)
-	if err != nil {
-		return espo.COUT{}, err
-	}
-	if len(t.shuffledCOUT) != ep.G {
-		t.shuffledCOUT = make([]float64, ep.G)
-	}
-	espo.FuseAdvantages(dst, t.shuffledCOUT, cfg.W)
-	t.shuffledCOUT = own
-	return c, nil
-}
-
 // logProbs sets every candidate's log-probs under the current policy (logp) and, when
 // the loss has a KL term (beta != 0), under the reference policy (ref). A batch takes
 // one optimizer step, so the current policy is the one that sampled the candidates and

@@ -77,8 +77,8 @@ func BenchmarkESPOEpoch100(b *testing.B) {
 		b.StopTimer()
 		tr := benchTrainer(b, 100)
 		b.StartTimer()
-		if _, _, err := tr.trainEpoch(context.Background(), &tr.plan.epochs[0]); err != nil {
-			b.Fatal(err)
+		if s, stopped := tr.trainEpoch(context.Background(), &tr.plan.epochs[0]); stopped {
+			b.Fatalf("the epoch stopped: %s", s.message)
 		}
 	}
 }

@@ -31,7 +31,7 @@ func episodeWithIntent(gui0, gui1, intent0, intent1 float64) espo.EpisodeRewards
 		Stage: []float64{gui0, gui1, intent0, intent1}}
 }
 
-// TestShuffleCOUTUsesThePreviousEpisodes checks the control of Options.ShuffleCOUT:
+// TestShuffleCOUTUsesThePreviousEpisodes checks the control of Controls.ShuffleCOUT:
 // the first episode gets no COUT advantage, each later one the COUT advantages of
 // the episode before it, and the step advantages are untouched.
 func TestShuffleCOUTUsesThePreviousEpisodes(t *testing.T) {
@@ -39,7 +39,7 @@ func TestShuffleCOUTUsesThePreviousEpisodes(t *testing.T) {
 		cfg := espo.DefaultAdvantageConfig()
 		cfg.Mode = mode
 		eps := []espo.EpisodeRewards{episodeWithIntent(0.5, -0.5, 0.5, 0), episodeWithIntent(-0.5, 0.5, 0.5, 0.5), episodeWithIntent(0.5, 0.5, 0.5, 0)}
-		shuffled := &Trainer{res: &Resolved{Advantage: cfg}, opts: Options{ShuffleCOUT: true}}
+		shuffled := &Trainer{res: &Resolved{Advantage: cfg}, controls: Controls{ShuffleCOUT: true}}
 		var prevCOUT []float64
 		for i, ep := range eps {
 			got := make([]float64, len(ep.Step))

@@ -133,14 +133,17 @@ func (t *Trainer) greedyAnswers(ctx context.Context, eps []dataset.Episode) ([][
 }
 
 // evaluateEpoch evaluates on the validation split after an epoch, reports, and applies
-// early stopping. It returns an outcome when the run must stop.
-func (t *Trainer) evaluateEpoch(ctx context.Context, ep *epochPlan) (trainingv1alpha1.TrainingOutcome, string, error) {
+// early stopping; it stops the loop on an early stop or a failure. A drain stops the
+// evaluation at once.
+func (t *Trainer) evaluateEpoch(ctx context.Context, ep *epochPlan) (stop, bool) {
 	if len(t.data.Validation) == 0 {
-		return "", "", nil
+		return stop{}, false
 	}
-	r, err := t.Evaluate(ctx, "validation", t.data.Validation)
+	evalCtx, cancel := t.untilDrained(ctx)
+	r, err := t.Evaluate(evalCtx, "validation", t.data.Validation)
+	cancel()
 	if err != nil {
-		return "", "", err
+		return t.failed(err), true
 	}
 	r.Stage, r.Epoch, r.Step = ep.kind, ep.number, t.state.Step
 	t.state.History = append(t.state.History, r.summary())
@@ -171,43 +174,46 @@ func (t *Trainer) publishEval(ctx context.Context, ep *epochPlan, r *EvalResult)
 }
 
 // earlyStop applies spec.earlyStopping to a validation result.
-func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (trainingv1alpha1.TrainingOutcome, string, error) {
+func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (stop, bool) {
 	es := t.cfg.Spec.EarlyStopping
 	if es == nil {
-		return "", "", nil
+		return stop{}, false
 	}
 	if es.Target != nil {
 		target, err := es.Target.Value.Float64()
 		if err != nil {
-			return "", "", fmt.Errorf("spec.earlyStopping.target.value: %w", err)
+			return t.failed(fmt.Errorf("spec.earlyStopping.target.value: %w", err)), true
 		}
 		if v := r.named()[string(es.Target.Metric)]; v >= target {
-			return trainingv1alpha1.OutcomeTargetReached, fmt.Sprintf("%s %.3f reached the target %s at step %d", es.Target.Metric, v, es.Target.Value, t.state.Step), nil
+			return stop{reason: stopTargetReached, message: fmt.Sprintf("%s %.3f reached the target %s at step %d",
+				es.Target.Metric, v, es.Target.Value, t.state.Step)}, true
 		}
 	}
 	if es.MinReward == "" || ep.kind == KindSFT {
-		return "", "", nil
+		return stop{}, false
 	}
 	minReward, err := es.MinReward.Float64()
 	if err != nil {
-		return "", "", fmt.Errorf("spec.earlyStopping.minReward: %w", err)
+		return t.failed(fmt.Errorf("spec.earlyStopping.minReward: %w", err)), true
 	}
 	if mean := t.epochReward.mean(); mean < minReward {
 		t.state.LowRewardEvals++
 		if t.state.LowRewardEvals >= int(es.Patience) {
-			return trainingv1alpha1.OutcomeRewardCollapsed, fmt.Sprintf("the mean step reward %.3f stayed below %s for %d evaluations", mean, es.MinReward, t.state.LowRewardEvals), nil
+			return stop{reason: stopRewardCollapsed, message: fmt.Sprintf("the mean step reward %.3f stayed below %s for %d evaluations",
+				mean, es.MinReward, t.state.LowRewardEvals)}, true
 		}
 	} else {
 		t.state.LowRewardEvals = 0
 	}
-	return "", "", nil
+	return stop{}, false
 }
 
-// finish evaluates on the test split, writes the final report and reports the outcome.
-func (t *Trainer) finish(ctx context.Context, outcome trainingv1alpha1.TrainingOutcome, msg string) (*Report, error) {
-	rep := &Report{Outcome: outcome, Message: msg, Steps: t.state.Step, Validation: t.state.History,
+// finish evaluates on the test split, writes the final report and reports the outcome
+// of a run that ended as s.
+func (t *Trainer) finish(ctx context.Context, s stop) (*Report, error) {
+	rep := &Report{Outcome: s.outcome(), Message: s.message, Steps: t.state.Step, Validation: t.state.History,
 		BestRecommendationAccuracy: max(t.state.BestRecommendationAccuracy, 0)}
-	if len(t.data.Test) > 0 && outcome != trainingv1alpha1.OutcomeNonFiniteLoss {
+	if len(t.data.Test) > 0 && s.reason != stopNonFiniteLoss {
 		r, err := t.Evaluate(ctx, "test", t.data.Test)
 		if err != nil {
 			return nil, t.fail(ctx, err)
@@ -221,14 +227,13 @@ func (t *Trainer) finish(ctx context.Context, outcome trainingv1alpha1.TrainingO
 		t.status.Stage = trainingv1alpha1.StageEval
 		t.publishEval(ctx, last, r)
 	}
-	t.status.Outcome, t.status.Message = outcome, trainingv1alpha1.BoundMessage(msg)
-	t.report(ctx)
+	t.reportEnd(ctx, s)
 	rep.Status = t.status.DeepCopy()
 	rep.IntentMatch = t.status.IntentMatch
 	if err := writeReport(t.cfg.OutputDir, rep); err != nil {
 		return nil, fmt.Errorf("writing the final report: %w", err)
 	}
-	t.opts.Log.Info("training finished", "outcome", outcome, "message", msg, "steps", t.state.Step)
+	t.opts.Log.Info("training finished", "outcome", rep.Outcome, "message", s.message, "steps", t.state.Step)
 	return rep, nil
 }
 

@@ -76,9 +76,6 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Log is the progress log.
 	Log logr.Logger
-	// StopAfterSteps, when positive, stops the run (without an outcome) once that many
-	// optimizer steps are done: tests use it to simulate a killed trainer.
-	StopAfterSteps int64
 	// Drain, closed when the process is asked to stop (SIGTERM: a suspend, a
 	// preemption, a gang restart), makes the run stop at the next safe point: after
 	// the step in flight, whose state it checkpoints (when spec.checkpoint is set), or
@@ -96,12 +93,6 @@ type Options struct {
 	// (trainingv1alpha1.EmbedderAPIKeyEnv) when spec.rewards.intent.embedder.apiKeySecretRef is
 	// set; nil is os.Getenv.
 	Getenv func(name string) string
-	// ShuffleCOUT is a control for the comparison of COUT modes (hack/results), not a
-	// training method: each ESPO episode is given the COUT advantages of the episode
-	// trained before it (zeros for the run's first), so R_COUT is permuted across
-	// episodes while its size and spread stay what they were. A resumed run starts
-	// the permutation afresh.
-	ShuffleCOUT bool
 }
 
 // Trainer runs one training job.
@@ -124,8 +115,9 @@ type Trainer struct {
 	status trainingv1alpha1.TrainingStatus
 	// epochReward accumulates the current epoch's step rewards.
 	epochReward meanAcc
-	// shuffledCOUT holds the COUT advantages of the episode trained last, for
-	// Options.ShuffleCOUT.
+	// controls are the experiment controls (SetControls); shuffledCOUT holds the COUT
+	// advantages of the episode trained last, for Controls.ShuffleCOUT.
+	controls     Controls
 	shuffledCOUT []float64
 }
 
@@ -182,55 +174,22 @@ func (t *Trainer) Splits() *Splits { return t.data }
 
 // Run trains to the end of the plan (or an early stop), evaluates on the test split and
 // returns the final report. It resumes from the newest valid checkpoint when there is
-// one.
+// one. A run that fails reports the Error outcome (unless ctx ended) and returns the
+// error; a drained one returns ErrDrained. At every end it releases the workers.
 func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 	defer t.releaseWorkers()
+	return t.end(ctx, t.run(ctx))
+}
+
+// run starts the workers and trains, and says why it stopped.
+func (t *Trainer) run(ctx context.Context) stop {
 	startCtx, cancel := t.untilDrained(ctx) // waiting for workers is no step in flight
 	err := t.start(startCtx)
 	cancel()
-	if err != nil && t.draining() {
-		return nil, t.reportDrained(ctx, err)
-	}
 	if err != nil {
-		return nil, t.fail(ctx, err)
+		return t.failed(err)
 	}
-	outcome, msg, err := t.train(ctx)
-	if (err != nil || outcome == "") && t.draining() {
-		return nil, t.reportDrained(ctx, err)
-	}
-	if err != nil {
-		return nil, t.fail(ctx, err)
-	}
-	if outcome == "" { // stopped by StopAfterSteps
-		return nil, nil
-	}
-	return t.finish(ctx, outcome, msg)
-}
-
-// ErrDrained is Run's error when it stopped because Options.Drain was closed.
-var ErrDrained = errors.New("the trainer was asked to stop (SIGTERM) and stopped at a safe point")
-
-// reportDrained reports where a drained run stopped and returns ErrDrained, wrapped
-// with the step and the checkpoint the next start resumes from; err, when not nil, is
-// what interrupted the step in flight (a worker of the gang already gone, say).
-func (t *Trainer) reportDrained(ctx context.Context, err error) error {
-	var resume string
-	switch c := t.status.LastCheckpoint; {
-	case t.store == nil:
-		resume = "no checkpoint: spec.checkpoint is not set, the next start begins the run again"
-	case c == nil:
-		resume = "no checkpoint written yet: the next start begins the run again"
-	default:
-		resume = fmt.Sprintf("the next start resumes from the checkpoint of step %d", c.Step)
-	}
-	msg := fmt.Sprintf("stopped on SIGTERM after step %d; %s", t.state.Step, resume)
-	if err != nil {
-		msg = fmt.Sprintf("stopped on SIGTERM after step %d, the next one interrupted (%v); %s", t.state.Step, err, resume)
-	}
-	t.status.Message = trainingv1alpha1.BoundMessage(msg)
-	t.report(ctx)
-	t.opts.Log.Info(msg)
-	return fmt.Errorf("%w: %s", ErrDrained, msg)
+	return t.train(ctx)
 }
 
 // releaseWorkers tells every worker the trainer is done with it (Release), so that
@@ -324,35 +283,28 @@ func (t *Trainer) resumePoint() (string, error) {
 	return filepath.Join(c.Dir, workerStateFile), nil
 }
 
-// train runs the epochs of the plan from the current state. It returns the outcome
-// when the run ended, or "" when it stopped at StopAfterSteps.
-func (t *Trainer) train(ctx context.Context) (trainingv1alpha1.TrainingOutcome, string, error) {
+// train runs the epochs of the plan from the current state and says why it stopped.
+func (t *Trainer) train(ctx context.Context) stop {
 	for ; t.state.Epoch < len(t.plan.epochs); t.state.Epoch, t.state.Batch = t.state.Epoch+1, 0 {
 		ep := &t.plan.epochs[t.state.Epoch]
 		if err := t.freezeReferenceBefore(ctx, ep.kind); err != nil {
-			return "", "", err
+			return t.failed(err)
 		}
-		outcome, msg, err := t.trainEpoch(ctx, ep)
-		if err != nil || outcome != "" || t.stopRequested() {
-			return outcome, msg, err
-		}
-		if t.state.Batch < t.plan.batches[t.state.Epoch] {
-			return "", "", nil // drained mid-epoch: the last step's checkpoint is written
+		if s, stopped := t.trainEpoch(ctx, ep); stopped {
+			return s
 		}
 		if err := t.checkpoint(ctx); err != nil {
-			return "", "", err
+			return t.failed(err)
 		}
-		evalCtx, cancel := t.untilDrained(ctx)
-		outcome, msg, err = t.evaluateEpoch(evalCtx, ep)
-		cancel()
-		if t.draining() {
-			return "", "", nil
+		s, stopped := t.evaluateEpoch(ctx, ep)
+		if t.draining() { // the epoch's checkpoint is written; the evaluation runs again on resume
+			return t.drained()
 		}
-		if err != nil || outcome != "" {
-			return outcome, msg, err
+		if stopped {
+			return s
 		}
 	}
-	return trainingv1alpha1.OutcomeCompleted, "every epoch ran", nil
+	return stop{reason: stopCompleted, message: "every epoch ran"}
 }
 
 // freezeReferenceBefore snapshots the reference policy once, before the first
@@ -366,8 +318,9 @@ func (t *Trainer) freezeReferenceBefore(ctx context.Context, k Kind) error {
 	return err
 }
 
-// trainEpoch runs the remaining batches of one epoch.
-func (t *Trainer) trainEpoch(ctx context.Context, ep *epochPlan) (trainingv1alpha1.TrainingOutcome, string, error) {
+// trainEpoch runs the remaining batches of one epoch; it stops the loop on a failure,
+// a loss that is not finite, or a drain (after the step in flight, checkpointed).
+func (t *Trainer) trainEpoch(ctx context.Context, ep *epochPlan) (stop, bool) {
 	plan := ep.sampler.Epoch(t.state.Epoch)
 	t.status.Stage, t.status.Epoch = ep.kind.Stage(), int32(ep.number)
 	if t.state.Batch == 0 {
@@ -379,23 +332,24 @@ func (t *Trainer) trainEpoch(ctx context.Context, ep *epochPlan) (trainingv1alph
 		steps = plan.Steps(steps, t.state.Batch)
 		stats, err := t.trainBatch(ctx, ep.kind, steps)
 		if err != nil {
-			return "", "", err
+			return t.failed(err), true
 		}
 		t.state.Step++
 		t.record(ctx, ep, stats, t.opts.Clock.Since(start))
 		if !finite(stats.gradNorm) || !finite(stats.objective) {
-			return trainingv1alpha1.OutcomeNonFiniteLoss, fmt.Sprintf("step %d: the loss or gradient is not finite (objective %v, gradient norm %v)", t.state.Step, stats.objective, stats.gradNorm), nil
+			return stop{reason: stopNonFiniteLoss, message: fmt.Sprintf("step %d: the loss or gradient is not finite (objective %v, gradient norm %v)",
+				t.state.Step, stats.objective, stats.gradNorm)}, true
 		}
 		if t.checkpointDue() || t.draining() {
 			if err := t.checkpointAfterBatch(ctx); err != nil {
-				return "", "", err
+				return t.failed(err), true
 			}
 		}
-		if t.stopRequested() || t.draining() {
-			return "", "", nil
+		if t.draining() {
+			return t.drained(), true
 		}
 	}
-	return "", "", nil
+	return stop{}, false
 }
 
 // checkpointAfterBatch checkpoints the state after the current batch: a resume
@@ -404,10 +358,6 @@ func (t *Trainer) checkpointAfterBatch(ctx context.Context) error {
 	t.state.Batch++
 	defer func() { t.state.Batch-- }()
 	return t.checkpoint(ctx)
-}
-
-func (t *Trainer) stopRequested() bool {
-	return t.opts.StopAfterSteps > 0 && t.state.Step >= t.opts.StopAfterSteps
 }
 
 func (t *Trainer) checkpointDue() bool {
@@ -458,15 +408,4 @@ func (t *Trainer) report(ctx context.Context) {
 	if err := t.opts.Reporter.Report(ctx, t.status.DeepCopy()); err != nil {
 		t.opts.Log.Error(err, "reporting progress")
 	}
-}
-
-// fail reports an unrecoverable error as the run's outcome and returns it; an error
-// of a run being stopped (ctx done, or draining) is no outcome.
-func (t *Trainer) fail(ctx context.Context, err error) error {
-	if ctx.Err() != nil || t.draining() {
-		return err
-	}
-	t.status.Outcome, t.status.Message = trainingv1alpha1.OutcomeError, trainingv1alpha1.BoundMessage(err.Error())
-	t.report(ctx)
-	return err
 }

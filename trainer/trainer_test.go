@@ -19,6 +19,7 @@ package trainer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -149,6 +150,20 @@ func TestEveryAlgorithmGetsTheSameBudget(t *testing.T) {
 	}
 }
 
+// cancelAt is a Reporter that cancels the run's context when a report reaches step,
+// as killing the trainer there would: no checkpoint of that step is written.
+type cancelAt struct {
+	step   int64
+	cancel context.CancelFunc
+}
+
+func (c cancelAt) Report(_ context.Context, s *trainingv1alpha1.TrainingStatus) error {
+	if s.Step == c.step {
+		c.cancel()
+	}
+	return nil
+}
+
 // TestResumeEndsWithTheSameWeights kills a run after a few steps (mid-epoch), resumes
 // it with fresh workers from its checkpoint, and compares the final weights with an
 // uninterrupted run's, byte for byte.
@@ -163,12 +178,14 @@ func TestResumeEndsWithTheSameWeights(t *testing.T) {
 	killed := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	killed.CheckpointDir = t.TempDir()
 	killed.Spec.Checkpoint = whole.Spec.Checkpoint
-	tr, err := New(killed, Options{Workers: cpuGang(1), Log: logr.Discard(), StopAfterSteps: 5})
+	ctx, kill := context.WithCancel(context.Background())
+	defer kill()
+	tr, err := New(killed, Options{Workers: cpuGang(1), Log: logr.Discard(), Reporter: cancelAt{step: 5, cancel: kill}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := tr.Run(context.Background()); err != nil || rep != nil {
-		t.Fatalf("the killed run returned %+v, %v", rep, err)
+	if rep, err := tr.Run(ctx); !errors.Is(err, context.Canceled) || rep != nil {
+		t.Fatalf("the killed run returned %+v, %v; want context.Canceled", rep, err)
 	}
 	resumedWorkers := cpuMembers(1)
 	rec := &recorder{}

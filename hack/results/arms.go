@@ -28,8 +28,17 @@ type arm struct {
 	name string
 	// about says in a few words what the arm is, for the legend of results.md.
 	about string
-	// setup turns the shared job spec and trainer options into the arm's.
-	setup func(s *trainingv1alpha1.ESPOJobSpec, o *trainer.Options, ablation trainingv1alpha1.COUTMode)
+	// setup turns the shared job spec and run into the arm's.
+	setup func(s *trainingv1alpha1.ESPOJobSpec, r *armRun, ablation trainingv1alpha1.COUTMode)
+}
+
+// armRun is what an arm changes in a training run besides the job spec.
+type armRun struct {
+	// controls are the trainer's experiment controls.
+	controls trainer.Controls
+	// steps, when positive, stops the training after that many optimizer steps, as a
+	// SIGTERM would (through trainer.Options.Drain): the run has no final report.
+	steps int64
 }
 
 // trained reports whether the arm trains a policy.
@@ -46,36 +55,36 @@ const (
 // the feature upper bound uses the token policy; the ablations of ESPO (w = 0, one
 // gate, shuffled COUT) use the COUT mode of -ablation-mode.
 var arms = []arm{
-	{armUntrained, "the token policy after a single SFT step: the floor a method must clear to have learnt", func(s *trainingv1alpha1.ESPOJobSpec, o *trainer.Options, _ trainingv1alpha1.COUTMode) {
+	{armUntrained, "the token policy after a single SFT step: the floor a method must clear to have learnt", func(s *trainingv1alpha1.ESPOJobSpec, r *armRun, _ trainingv1alpha1.COUTMode) {
 		s.Algorithm.Name = trainingv1alpha1.AlgorithmSFT
-		o.StopAfterSteps = 1
+		r.steps = 1
 	}},
-	{"sft", "supervised only, as many optimizer steps as the others", func(s *trainingv1alpha1.ESPOJobSpec, _ *trainer.Options, _ trainingv1alpha1.COUTMode) {
+	{"sft", "supervised only, as many optimizer steps as the others", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {
 		s.Algorithm.Name = trainingv1alpha1.AlgorithmSFT
 	}},
-	{armGRPO, "step-wise GRPO, steps shuffled, no COUT", func(s *trainingv1alpha1.ESPOJobSpec, _ *trainer.Options, _ trainingv1alpha1.COUTMode) {
+	{armGRPO, "step-wise GRPO, steps shuffled, no COUT", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {
 		s.Algorithm.Name = trainingv1alpha1.AlgorithmGRPO
 	}},
-	{"espo episode", "ESPO, one R_COUT per episode for every candidate", func(s *trainingv1alpha1.ESPOJobSpec, _ *trainer.Options, _ trainingv1alpha1.COUTMode) {
+	{"espo episode", "ESPO, one R_COUT per episode for every candidate", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {
 		s.Rewards.COUT.Mode = trainingv1alpha1.COUTEpisode
 	}},
-	{"espo rollout", "ESPO, R_COUT per rollout, normalised over the G rollouts", func(s *trainingv1alpha1.ESPOJobSpec, _ *trainer.Options, _ trainingv1alpha1.COUTMode) {
+	{"espo rollout", "ESPO, R_COUT per rollout, normalised over the G rollouts", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {
 		s.Rewards.COUT.Mode = trainingv1alpha1.COUTRollout
 	}},
-	{"espo w=0", "ESPO's episodic batches and stage rewards without COUT", func(s *trainingv1alpha1.ESPOJobSpec, _ *trainer.Options, m trainingv1alpha1.COUTMode) {
+	{"espo w=0", "ESPO's episodic batches and stage rewards without COUT", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, m trainingv1alpha1.COUTMode) {
 		s.Rewards.COUT.Mode, s.Rewards.COUT.Weight = m, "0"
 	}},
-	{"espo phi only", "ESPO with the GUI-action gate's term only", func(s *trainingv1alpha1.ESPOJobSpec, _ *trainer.Options, m trainingv1alpha1.COUTMode) {
+	{"espo phi only", "ESPO with the GUI-action gate's term only", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, m trainingv1alpha1.COUTMode) {
 		s.Rewards.COUT.Mode, s.Rewards.COUT.Gates = m, trainingv1alpha1.COUTGUIGate
 	}},
-	{"espo psi only", "ESPO with the decision gate's term only", func(s *trainingv1alpha1.ESPOJobSpec, _ *trainer.Options, m trainingv1alpha1.COUTMode) {
+	{"espo psi only", "ESPO with the decision gate's term only", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, m trainingv1alpha1.COUTMode) {
 		s.Rewards.COUT.Mode, s.Rewards.COUT.Gates = m, trainingv1alpha1.COUTDecisionGate
 	}},
-	{"espo shuffled COUT", "control: each episode gets another episode's COUT advantages", func(s *trainingv1alpha1.ESPOJobSpec, o *trainer.Options, m trainingv1alpha1.COUTMode) {
+	{"espo shuffled COUT", "control: each episode gets another episode's COUT advantages", func(s *trainingv1alpha1.ESPOJobSpec, r *armRun, m trainingv1alpha1.COUTMode) {
 		s.Rewards.COUT.Mode = m
-		o.ShuffleCOUT = true
+		r.controls.ShuffleCOUT = true
 	}},
-	{"feature upper bound", "ESPO on the feature policy: structured attributes and hand-built evidence", func(s *trainingv1alpha1.ESPOJobSpec, _ *trainer.Options, m trainingv1alpha1.COUTMode) {
+	{"feature upper bound", "ESPO on the feature policy: structured attributes and hand-built evidence", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, m trainingv1alpha1.COUTMode) {
 		s.Rewards.COUT.Mode = m
 		s.Model.CPU.Architecture = trainingv1alpha1.CPUFeatures
 	}},

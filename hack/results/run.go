@@ -18,9 +18,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -168,20 +170,25 @@ func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.E
 		return decisionScores(test, evidenceRule), nil, nil
 	}
 	c := &trainer.Config{Spec: spec(o, seed)}
-	opts := trainer.Options{Workers: worker.NewGang(worker.NewLocal(cpu.New(0))), Log: logr.Discard()}
-	a.setup(&c.Spec, &opts, o.ablationMode)
+	var r armRun
+	a.setup(&c.Spec, &r, o.ablationMode)
 	c.Spec.Default()
+	opts := trainer.Options{Workers: worker.NewGang(worker.NewLocal(cpu.New(0))), Log: logr.Discard()}
+	if r.steps > 0 {
+		d := &drainAfter{steps: r.steps, drain: make(chan struct{})}
+		opts.Reporter, opts.Drain = d, d.drain
+	}
 	t, err := trainer.New(c, opts)
 	if err != nil {
 		return nil, nil, err
 	}
+	t.SetControls(r.controls)
 	rep, err := t.Run(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
 	var curve []curvePoint
 	switch {
-	case rep == nil && opts.StopAfterSteps > 0: // stopped on purpose, no report
+	case r.steps > 0 && errors.Is(err, trainer.ErrDrained): // stopped on purpose, no report
+	case err != nil:
+		return nil, nil, err
 	case rep.Outcome != trainingv1alpha1.OutcomeCompleted:
 		return nil, nil, fmt.Errorf("the run ended %s: %s", rep.Outcome, rep.Message)
 	default:
@@ -198,6 +205,21 @@ func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.E
 		out[e] = tallies(&r.Report.Micro)
 	}
 	return out, curve, nil
+}
+
+// drainAfter is a Reporter that closes drain once a report says steps optimizer
+// steps are done, so that the run stops after that step.
+type drainAfter struct {
+	steps int64
+	drain chan struct{}
+	once  sync.Once
+}
+
+func (d *drainAfter) Report(_ context.Context, s *trainingv1alpha1.TrainingStatus) error {
+	if s.Step >= d.steps {
+		d.once.Do(func() { close(d.drain) })
+	}
+	return nil
 }
 
 // tallies reads every metric of an evaluation.

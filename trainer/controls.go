@@ -1,0 +1,59 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import "github.com/espo-dev/espo-operator/espo"
+
+// Controls are experiment controls of the comparison of methods (hack/results): each
+// breaks one part of ESPO on purpose, to measure what that part carries. None is a
+// training method and no job sets one, so they are not part of the spec nor of
+// Options; the zero value trains as a job does.
+type Controls struct {
+	// ShuffleCOUT gives each ESPO episode the COUT advantages of the episode trained
+	// before it (zeros for the run's first), so that R_COUT is permuted across
+	// episodes while its size and spread stay what they were: a method whose COUT
+	// carries credit must beat its shuffled self. A resumed run starts the
+	// permutation afresh.
+	ShuffleCOUT bool
+}
+
+// SetControls sets the experiment controls of the run; call it before Run.
+func (t *Trainer) SetControls(c Controls) { t.controls = c }
+
+// fusedAdvantages writes the ESPO advantages of an episode's candidates to dst
+// (espo.Advantages), or, with Controls.ShuffleCOUT, the step advantages fused with the
+// COUT advantages of the episode trained before this one.
+func (t *Trainer) fusedAdvantages(dst []float64, ep espo.EpisodeRewards) (espo.COUT, error) {
+	cfg := t.res.Advantage
+	if !t.controls.ShuffleCOUT {
+		return espo.Advantages(dst, ep, cfg)
+	}
+	if err := espo.StepAdvantages(dst, ep.Step, ep.G, cfg.Eps); err != nil {
+		return espo.COUT{}, err
+	}
+	own := make([]float64, ep.G)
+	c, err := espo.COUTAdvantages(own, ep, cfg)
+	if err != nil {
+		return espo.COUT{}, err
+	}
+	if len(t.shuffledCOUT) != ep.G {
+		t.shuffledCOUT = make([]float64, ep.G)
+	}
+	espo.FuseAdvantages(dst, t.shuffledCOUT, cfg.W)
+	t.shuffledCOUT = own
+	return c, nil
+}

@@ -475,7 +475,7 @@ func TestSlotJudgedIntentsAreNotSentToTheEmbeddingService(t *testing.T) {
 			c := fileConfig(t, tc.drop)
 			c.Spec.Rewards.Intent.Embedder = &trainingv1alpha1.EmbedderSpec{Endpoint: svc.endpoint(), Model: "sentence-encoder"}
 			c.Spec.Default()
-			_, tr := run(t, c, Options{Workers: cpuGang(1), EmbeddingRetryWait: noWait})
+			_, tr := run(t, c, Options{Workers: cpuGang(1), embeddingRetryWait: noWait})
 			if got := tr.intentMatch(slices.Concat(tr.data.Train, tr.data.Validation, tr.data.Test)); got != tc.want {
 				t.Errorf("intent match %q, want %q", got, tc.want)
 			}

@@ -19,6 +19,7 @@ package trainer
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -34,11 +35,12 @@ const embedderField = "spec.rewards.intent.embedder"
 // newIntentCache returns a Cache over the embedding service spec names, or nil when
 // spec is nil: the intent rewards then use espo's built-in HashEmbedder. It does no
 // network I/O; with spec.apiKeySecretRef it reads the API key from the environment.
-func newIntentCache(spec *trainingv1alpha1.EmbedderSpec, opts Options) (*embedding.Cache, error) {
+// wait waits before a retry (embedding.Config.Wait; nil waits on a timer).
+func newIntentCache(spec *trainingv1alpha1.EmbedderSpec, wait func(ctx context.Context, d time.Duration) error) (*embedding.Cache, error) {
 	if spec == nil {
 		return nil, nil
 	}
-	apiKey, err := embedderAPIKey(spec, opts.Getenv)
+	apiKey, err := embedderAPIKey(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +50,7 @@ func newIntentCache(spec *trainingv1alpha1.EmbedderSpec, opts Options) (*embeddi
 		APIKey:    apiKey,
 		Timeout:   time.Duration(spec.TimeoutSeconds) * time.Second,
 		BatchSize: int(spec.BatchSize),
-		Wait:      opts.EmbeddingRetryWait,
+		Wait:      wait,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", embedderField, err)
@@ -61,12 +63,12 @@ func newIntentCache(spec *trainingv1alpha1.EmbedderSpec, opts Options) (*embeddi
 // the controller fills from the Secret, without the white space around it (the line
 // break a key read from a file often ends with). A key that is unset or empty is an
 // error, naming the field and the variable; no error quotes the key.
-func embedderAPIKey(spec *trainingv1alpha1.EmbedderSpec, getenv func(string) string) (string, error) {
+func embedderAPIKey(spec *trainingv1alpha1.EmbedderSpec) (string, error) {
 	ref := spec.APIKeySecretRef
 	if ref == nil {
 		return "", nil
 	}
-	key := strings.TrimSpace(getenv(trainingv1alpha1.EmbedderAPIKeyEnv))
+	key := strings.TrimSpace(os.Getenv(trainingv1alpha1.EmbedderAPIKeyEnv))
 	if key == "" {
 		return "", fmt.Errorf("%s.apiKeySecretRef (key %q of Secret %q): the environment variable %s is unset or empty; "+
 			"the controller sets it from that Secret in the trainer container, so the key's value is empty "+

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -135,7 +136,7 @@ func TestEmbeddingServiceRunEqualsTheBuiltInEmbeddersRun(t *testing.T) {
 	svc := newEmbeddingService(t, -1)
 	served := cpuMembers(1)
 	rec := &recorder{}
-	got, _ := run(t, withEmbedder(t, svc.endpoint(), 7), Options{Workers: worker.NewGang(served...), Reporter: rec, EmbeddingRetryWait: noWait})
+	got, _ := run(t, withEmbedder(t, svc.endpoint(), 7), Options{Workers: worker.NewGang(served...), Reporter: rec, embeddingRetryWait: noWait})
 	if got.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", got.Outcome, got.Message)
 	}
@@ -204,7 +205,7 @@ func TestFailingEmbeddingServiceFailsTheRun(t *testing.T) {
 			rec := &recorder{}
 			waits := 0
 			tr, err := New(c, Options{Workers: cpuGang(1), Reporter: rec, Log: logr.Discard(),
-				EmbeddingRetryWait: func(context.Context, time.Duration) error { waits++; return nil }})
+				embeddingRetryWait: func(context.Context, time.Duration) error { waits++; return nil }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,13 +239,14 @@ func withEmbedderKey(t *testing.T, endpoint string) *Config {
 	return c
 }
 
-// env returns a Getenv that knows one variable.
-func env(name, value string) func(string) string {
-	return func(n string) string {
-		if n == name {
-			return value
-		}
-		return ""
+// setAPIKey sets the API key's variable, ESPO_EMBEDDER_API_KEY, for the test.
+func setAPIKey(t *testing.T, value string) { t.Setenv(trainingv1alpha1.EmbedderAPIKeyEnv, value) }
+
+// unsetAPIKey unsets the API key's variable for the test.
+func unsetAPIKey(t *testing.T) {
+	setAPIKey(t, "") // restored at the test's end
+	if err := os.Unsetenv(trainingv1alpha1.EmbedderAPIKeyEnv); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -254,8 +256,8 @@ func env(name, value string) func(string) string {
 func TestEmbeddingServiceWithAnAPIKey(t *testing.T) {
 	svc := newEmbeddingService(t, -1)
 	svc.apiKey = embedderKey
-	rep, _ := run(t, withEmbedderKey(t, svc.endpoint()),
-		Options{Workers: cpuGang(1), EmbeddingRetryWait: noWait, Getenv: env(trainingv1alpha1.EmbedderAPIKeyEnv, embedderKey+"\n")})
+	setAPIKey(t, embedderKey+"\n")
+	rep, _ := run(t, withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuGang(1), embeddingRetryWait: noWait})
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
@@ -270,14 +272,15 @@ func TestEmbeddingServiceWithAnAPIKey(t *testing.T) {
 // unset or blank, New fails naming the field, the Secret and the variable, and nothing
 // is sent to the service.
 func TestEmbedderAPIKeyMissingFailsClearly(t *testing.T) {
-	for name, getenv := range map[string]func(string) string{
-		"unset": env("OTHER", embedderKey),
-		"empty": env(trainingv1alpha1.EmbedderAPIKeyEnv, ""),
-		"blank": env(trainingv1alpha1.EmbedderAPIKeyEnv, " \n"),
+	for name, setEnv := range map[string]func(*testing.T){
+		"unset": unsetAPIKey,
+		"empty": func(t *testing.T) { setAPIKey(t, "") },
+		"blank": func(t *testing.T) { setAPIKey(t, " \n") },
 	} {
 		t.Run(name, func(t *testing.T) {
+			setEnv(t)
 			svc := newEmbeddingService(t, -1)
-			_, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuGang(1), Log: logr.Discard(), Getenv: getenv})
+			_, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuGang(1), Log: logr.Discard()})
 			if err == nil {
 				t.Fatal("New succeeded without the API key")
 			}
@@ -295,10 +298,10 @@ func TestEmbedderAPIKeyMissingFailsClearly(t *testing.T) {
 		})
 	}
 	// Without apiKeySecretRef the variable is not read: a job that names no Secret
-	// does not depend on the trainer's environment.
+	// does not depend on the trainer's environment, even one whose key is malformed.
+	setAPIKey(t, "a key with a control character\x01")
 	svc := newEmbeddingService(t, -1)
-	if _, err := New(withEmbedder(t, svc.endpoint(), 0), Options{Workers: cpuGang(1), Log: logr.Discard(),
-		Getenv: func(n string) string { t.Errorf("read %s", n); return "" }}); err != nil {
+	if _, err := New(withEmbedder(t, svc.endpoint(), 0), Options{Workers: cpuGang(1), Log: logr.Discard()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -309,9 +312,10 @@ func TestEmbedderAPIKeyMissingFailsClearly(t *testing.T) {
 func TestWrongEmbedderAPIKeyFailsWithoutQuotingIt(t *testing.T) {
 	svc := newEmbeddingService(t, -1)
 	svc.apiKey = "the-service-wants-another-key"
+	setAPIKey(t, embedderKey)
 	rec := &recorder{}
 	tr, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuGang(1), Reporter: rec, Log: logr.Discard(),
-		EmbeddingRetryWait: noWait, Getenv: env(trainingv1alpha1.EmbedderAPIKeyEnv, embedderKey)})
+		embeddingRetryWait: noWait})
 	if err != nil {
 		t.Fatal(err)
 	}

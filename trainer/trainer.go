@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -85,14 +84,11 @@ type Options struct {
 	// is then no outcome. At every end Run calls Release on the workers, so that
 	// workers asked to stop exit. nil never drains.
 	Drain <-chan struct{}
-	// EmbeddingRetryWait waits before a retry of the embedding service
+
+	// embeddingRetryWait waits before a retry of the embedding service
 	// (spec.rewards.intent.embedder) and returns early with ctx's error; nil waits on
-	// a timer. Tests return at once.
-	EmbeddingRetryWait func(ctx context.Context, d time.Duration) error
-	// Getenv reads an environment variable: the embedding service's API key
-	// (trainingv1alpha1.EmbedderAPIKeyEnv) when spec.rewards.intent.embedder.apiKeySecretRef is
-	// set; nil is os.Getenv.
-	Getenv func(name string) string
+	// a timer. Tests set it to retry at once.
+	embeddingRetryWait func(ctx context.Context, d time.Duration) error
 }
 
 // Trainer runs one training job.
@@ -132,9 +128,6 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	if opts.Reporter == nil {
 		opts.Reporter = DiscardReporter{}
 	}
-	if opts.Getenv == nil {
-		opts.Getenv = os.Getenv
-	}
 	res, err := Resolve(cfg)
 	if err != nil {
 		return nil, err
@@ -150,7 +143,7 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	if err := checkSlotsHavePreferences(res.Rewards, data.Train, data.Validation, data.Test); err != nil {
 		return nil, err
 	}
-	intents, err := newIntentCache(cfg.Spec.Rewards.Intent.Embedder, opts)
+	intents, err := newIntentCache(cfg.Spec.Rewards.Intent.Embedder, opts.embeddingRetryWait)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,13 +38,6 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
-
-// FieldManager is the field manager of the controller's writes.
-const FieldManager = "espo-operator"
-
-// conflictRetry is how soon a reconcile that lost a write race runs again. The newer
-// object's watch event usually triggers it first.
-const conflictRetry = 100 * time.Millisecond
 
 // Options configure the ESPOJob reconciler.
 type Options struct {
@@ -88,14 +80,15 @@ func NewESPOJobReconciler(mgr ctrl.Manager, o Options) *ESPOJobReconciler {
 // +kubebuilder:rbac:groups=training.espo.dev,resources=espojobs,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=training.espo.dev,resources=espojobs/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups="",resources=services;serviceaccounts,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=configmaps;services;serviceaccounts,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile brings one ESPOJob's children in line with its spec and writes its
-// status, once, when it changed; the events of the change follow the write.
+// status, once, when it changed; the events of the change follow the write. An
+// error, a lost write race (conflict) included, sends the job back through the work
+// queue's rate limiter.
 func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	job := &trainingv1alpha1.ESPOJob{}
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
@@ -104,15 +97,18 @@ func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !job.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // its children go with it
 	}
+	if err := client.IgnoreNotFound(r.adoptUpdatedFields(ctx, job, "status")); err != nil {
+		return ctrl.Result{}, fmt.Errorf("taking over the status fields: %w", err)
+	}
 	u := newStatusUpdate(job, r.opts.Clock.Now())
 	result, err := r.reconcile(ctx, u)
 	summarize(u)
 	if werr := r.writeStatus(ctx, job, u.job); werr != nil {
-		return retryOnConflict(ctx, errors.Join(err, werr))
+		return ctrl.Result{}, errors.Join(err, werr)
 	}
 	r.emit(job, u)
 	if err != nil {
-		return retryOnConflict(ctx, err)
+		return ctrl.Result{}, err
 	}
 	return result, nil
 }
@@ -132,9 +128,10 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctr
 		return r.cleanUpFinished(ctx, u, pods)
 	}
 
-	// 3. Make sure the companions exist: the ConfigMap with the current run config,
-	//    the headless Service, and the trainer's ServiceAccount, Role and RoleBinding.
-	if err := r.ensureCompanions(ctx, job); err != nil {
+	// 3. Apply the companions that are missing or changed: the ConfigMap with the
+	//    current run config, the headless Service, and the trainer's ServiceAccount,
+	//    Role and RoleBinding.
+	if err := r.applyCompanions(ctx, job); err != nil {
 		u.setCondition(trainingv1alpha1.ConditionCreated, false, trainingv1alpha1.ReasonCreateFailed, err.Error())
 		return ctrl.Result{}, err
 	}
@@ -182,18 +179,6 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctr
 	return ctrl.Result{RequeueAfter: wake}, r.createPods(ctx, u, pods)
 }
 
-// writeStatus writes the recomputed status if it differs from the job's: a merge
-// patch of the controller's fields only, so status.training, the trainer's, is left
-// alone, guarded by the resourceVersion the status was computed from.
-func (r *ESPOJobReconciler) writeStatus(ctx context.Context, old, updated *trainingv1alpha1.ESPOJob) error {
-	if equality.Semantic.DeepEqual(old.Status, updated.Status) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})
-	err := r.client.Status().Patch(ctx, updated, patch, client.FieldOwner(FieldManager))
-	return client.IgnoreNotFound(err)
-}
-
 // emit sends the events of the status change just written and counts it in the
 // operator's metrics.
 func (r *ESPOJobReconciler) emit(old *trainingv1alpha1.ESPOJob, u *statusUpdate) {
@@ -201,17 +186,6 @@ func (r *ESPOJobReconciler) emit(old *trainingv1alpha1.ESPOJob, u *statusUpdate)
 		r.recorder.Eventf(u.job, nil, e.Type, e.Reason, e.Reason, "%s", e.Message)
 	}
 	recordMetrics(old, u.job, u.now)
-}
-
-// retryOnConflict returns err for a retry with backoff, except a conflict (a write
-// raced with another writer, or the cache was behind), which is retried at once and
-// is no error worth logging.
-func retryOnConflict(ctx context.Context, err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		log.FromContext(ctx).V(1).Info("retrying after a conflict", "reason", err.Error())
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return ctrl.Result{}, err
 }
 
 // listPods lists the pods the job controls into u.pods.
@@ -251,100 +225,6 @@ func (r *ESPOJobReconciler) cleanUpFinished(ctx context.Context, u *statusUpdate
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
-// ensureCompanions creates the job's ConfigMap, Service and trainer identity where
-// they are missing, and brings the ConfigMap's run config up to date. They are
-// created in parallel, but for the RoleBinding: the API server checks it against the
-// Role, which must exist first.
-func (r *ESPOJobReconciler) ensureCompanions(ctx context.Context, job *trainingv1alpha1.ESPOJob) error {
-	cm, err := buildConfigMap(job)
-	if err != nil {
-		return err
-	}
-	waves := [][]client.Object{{cm, buildService(job)}}
-	if ownsIdentity(job) {
-		waves[0] = append(waves[0], buildServiceAccount(job), buildRole(job))
-		waves = append(waves, []client.Object{buildRoleBinding(job)})
-	}
-	for _, wave := range waves {
-		errs := make([]error, len(wave))
-		workqueue.ParallelizeUntil(ctx, len(wave), len(wave), func(i int) {
-			errs[i] = r.ensure(ctx, job, wave[i])
-		})
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ensure creates want if the cache has no object of its kind and name; a ConfigMap
-// whose data differs is updated. An object of that name that the job does not
-// control is an error: the job will not use someone else's object.
-func (r *ESPOJobReconciler) ensure(ctx context.Context, job *trainingv1alpha1.ESPOJob, want client.Object) error {
-	have := want.DeepCopyObject().(client.Object)
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(want), have)
-	if apierrors.IsNotFound(err) {
-		return r.create(ctx, job, want)
-	}
-	if err != nil {
-		return fmt.Errorf("getting %s %s: %w", kindOf(want), want.GetName(), err)
-	}
-	if !metav1.IsControlledBy(have, job) {
-		return fmt.Errorf("%s %s exists and is not controlled by this ESPOJob", kindOf(want), want.GetName())
-	}
-	if cm, ok := have.(*corev1.ConfigMap); ok && !equality.Semantic.DeepEqual(cm.Data, want.(*corev1.ConfigMap).Data) {
-		cm.Data = want.(*corev1.ConfigMap).Data
-		if err := r.client.Update(ctx, cm, client.FieldOwner(FieldManager)); err != nil {
-			return fmt.Errorf("updating ConfigMap %s: %w", cm.Name, err)
-		}
-	}
-	return nil
-}
-
-// create creates a child. If its name is taken, the holder is looked up past the
-// cache: the job's own child that the cache has not seen yet is fine, anything else
-// is an error.
-func (r *ESPOJobReconciler) create(ctx context.Context, job *trainingv1alpha1.ESPOJob, obj client.Object) error {
-	err := r.client.Create(ctx, obj, client.FieldOwner(FieldManager))
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return fmt.Errorf("creating %s %s: %w", kindOf(obj), obj.GetName(), err)
-		}
-		return nil
-	}
-	holder := obj.DeepCopyObject().(client.Object)
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), holder); err != nil {
-		return fmt.Errorf("creating %s %s: %w", kindOf(obj), obj.GetName(), client.IgnoreNotFound(err))
-	}
-	if !metav1.IsControlledBy(holder, job) {
-		return fmt.Errorf("%s %s exists and is not controlled by this ESPOJob", kindOf(obj), obj.GetName())
-	}
-	if attempt := obj.GetLabels()[LabelRestartAttempt]; holder.GetLabels()[LabelRestartAttempt] != attempt || holder.GetDeletionTimestamp() != nil {
-		// A pod of an earlier attempt the cache has not shown yet: it goes first.
-		return fmt.Errorf("creating %s %s: the pod of an earlier attempt still exists", kindOf(obj), obj.GetName())
-	}
-	return nil
-}
-
-// kindOf names the kind of a child for messages.
-func kindOf(obj client.Object) string {
-	switch obj.(type) {
-	case *corev1.Pod:
-		return "Pod"
-	case *corev1.ConfigMap:
-		return "ConfigMap"
-	case *corev1.Service:
-		return "Service"
-	case *corev1.ServiceAccount:
-		return "ServiceAccount"
-	case *rbacv1.Role:
-		return "Role"
-	case *rbacv1.RoleBinding:
-		return "RoleBinding"
-	}
-	return fmt.Sprintf("%T", obj)
-}
-
 // createPods creates the missing pods of the current attempt, in parallel. Once every
 // pod exists the job is Created, and a restart in progress is over.
 func (r *ESPOJobReconciler) createPods(ctx context.Context, u *statusUpdate, pods *podSet) error {
@@ -353,7 +233,7 @@ func (r *ESPOJobReconciler) createPods(ctx context.Context, u *statusUpdate, pod
 	errs := make([]error, len(missing))
 	workqueue.ParallelizeUntil(ctx, 16, len(missing), func(i int) {
 		p := buildPod(u.job, missing[i], r.opts.PodOptions)
-		if errs[i] = r.create(ctx, u.job, p); errs[i] == nil {
+		if errs[i] = r.createPod(ctx, u.job, p); errs[i] == nil {
 			created[i] = p
 		}
 	})
@@ -376,6 +256,31 @@ func (r *ESPOJobReconciler) createPods(ctx context.Context, u *statusUpdate, pod
 		fmt.Sprintf("created the run config, the headless Service and %d trainer pods", n))
 	if c := meta.FindStatusCondition(u.status().Conditions, trainingv1alpha1.ConditionRestarting); c != nil {
 		u.clearCondition(trainingv1alpha1.ConditionRestarting, trainingv1alpha1.ReasonRestarted, fmt.Sprintf("recreated the %d trainer pods for %s", n, c.Message))
+	}
+	return nil
+}
+
+// createPod creates a trainer pod. If its name is taken, the holder is looked up past
+// the cache: the job's own pod of the current attempt that the cache has not seen yet
+// is fine; a pod of an earlier attempt, or anything else, is an error.
+func (r *ESPOJobReconciler) createPod(ctx context.Context, job *trainingv1alpha1.ESPOJob, pod *corev1.Pod) error {
+	err := r.client.Create(ctx, pod, client.FieldOwner(FieldManager))
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating Pod %s: %w", pod.Name, err)
+		}
+		return nil
+	}
+	holder := &corev1.Pod{}
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(pod), holder); err != nil {
+		return fmt.Errorf("creating Pod %s: %w", pod.Name, client.IgnoreNotFound(err))
+	}
+	if !metav1.IsControlledBy(holder, job) {
+		return fmt.Errorf("pod %s exists and is not controlled by this ESPOJob", pod.Name)
+	}
+	if holder.Labels[LabelRestartAttempt] != pod.Labels[LabelRestartAttempt] || holder.DeletionTimestamp != nil {
+		// A pod of an earlier attempt the cache has not shown yet: it goes first.
+		return fmt.Errorf("creating Pod %s: the pod of an earlier attempt still exists", pod.Name)
 	}
 	return nil
 }

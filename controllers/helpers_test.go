@@ -17,10 +17,13 @@ limitations under the License.
 package controllers
 
 import (
+	"encoding/json"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/test/builders"
@@ -130,3 +133,18 @@ func cond(typ string, status bool, reason, message string) metav1.Condition {
 
 // mtime is t as a *metav1.Time.
 func mtime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
+
+// typed is the object an apply configuration declares, decoded into a T: what the
+// API server is sent, in the shape the unit tests compare.
+func typed[T any](t *testing.T, ac runtime.ApplyConfiguration) *T {
+	t.Helper()
+	raw, err := json.Marshal(ac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := new(T)
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

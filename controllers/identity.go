@@ -17,8 +17,9 @@ limitations under the License.
 package controllers
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
@@ -41,31 +42,28 @@ func trainerServiceAccountName(job *trainingv1alpha1.ESPOJob) string {
 	return trainerIdentityName(job)
 }
 
-// buildServiceAccount builds the trainer pods' ServiceAccount.
-func buildServiceAccount(job *trainingv1alpha1.ESPOJob) *corev1.ServiceAccount {
-	return &corev1.ServiceAccount{ObjectMeta: childMeta(job, trainerIdentityName(job))}
+// desiredServiceAccount is the trainer pods' ServiceAccount.
+func desiredServiceAccount(job *trainingv1alpha1.ESPOJob) *corev1ac.ServiceAccountApplyConfiguration {
+	return corev1ac.ServiceAccount(trainerIdentityName(job), job.Namespace).
+		WithLabels(jobLabels(job)).WithOwnerReferences(controllerRef(job))
 }
 
-// buildRole builds the Role that lets the trainer read its job and patch its status.
-func buildRole(job *trainingv1alpha1.ESPOJob) *rbacv1.Role {
-	return &rbacv1.Role{
-		ObjectMeta: childMeta(job, trainerIdentityName(job)),
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups:     []string{trainingv1alpha1.GroupVersion.Group},
-			Resources:     []string{"espojobs", "espojobs/status"},
-			ResourceNames: []string{job.Name},
-			Verbs:         []string{"get", "patch"},
-		}},
-	}
+// desiredRole is the Role that lets the trainer read its job and patch its status.
+func desiredRole(job *trainingv1alpha1.ESPOJob) *rbacv1ac.RoleApplyConfiguration {
+	return rbacv1ac.Role(trainerIdentityName(job), job.Namespace).
+		WithLabels(jobLabels(job)).WithOwnerReferences(controllerRef(job)).
+		WithRules(rbacv1ac.PolicyRule().
+			WithAPIGroups(trainingv1alpha1.GroupVersion.Group).
+			WithResources("espojobs", "espojobs/status").
+			WithResourceNames(job.Name).
+			WithVerbs("get", "patch"))
 }
 
-// buildRoleBinding binds the trainer's Role to its ServiceAccount.
-func buildRoleBinding(job *trainingv1alpha1.ESPOJob) *rbacv1.RoleBinding {
-	return &rbacv1.RoleBinding{
-		ObjectMeta: childMeta(job, trainerIdentityName(job)),
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: trainerIdentityName(job)},
-		Subjects: []rbacv1.Subject{{
-			Kind: rbacv1.ServiceAccountKind, Name: trainerIdentityName(job), Namespace: job.Namespace,
-		}},
-	}
+// desiredRoleBinding binds the trainer's Role to its ServiceAccount.
+func desiredRoleBinding(job *trainingv1alpha1.ESPOJob) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(trainerIdentityName(job), job.Namespace).
+		WithLabels(jobLabels(job)).WithOwnerReferences(controllerRef(job)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(trainerIdentityName(job))).
+		WithSubjects(rbacv1ac.Subject().
+			WithKind(rbacv1.ServiceAccountKind).WithName(trainerIdentityName(job)).WithNamespace(job.Namespace))
 }

@@ -20,12 +20,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
-func TestBuildTrainerIdentity(t *testing.T) {
+func TestDesiredTrainerIdentity(t *testing.T) {
 	cases := map[string]struct {
 		job       *trainingv1alpha1.ESPOJob
 		owns      bool
@@ -54,13 +55,13 @@ func TestBuildTrainerIdentity(t *testing.T) {
 			if !tc.owns {
 				return
 			}
-			if sa := buildServiceAccount(tc.job); sa.Name != "demo-trainer" || len(sa.OwnerReferences) != 1 {
+			if sa := typed[corev1.ServiceAccount](t, desiredServiceAccount(tc.job)); sa.Name != "demo-trainer" || len(sa.OwnerReferences) != 1 {
 				t.Errorf("service account: %+v", sa.ObjectMeta)
 			}
-			if diff := cmp.Diff(tc.wantRules, buildRole(tc.job).Rules); diff != "" {
+			if diff := cmp.Diff(tc.wantRules, typed[rbacv1.Role](t, desiredRole(tc.job)).Rules); diff != "" {
 				t.Errorf("role rules (-want +got):\n%s", diff)
 			}
-			rb := buildRoleBinding(tc.job)
+			rb := typed[rbacv1.RoleBinding](t, desiredRoleBinding(tc.job))
 			want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "demo-trainer", Namespace: "ns"}}
 			if diff := cmp.Diff(want, rb.Subjects); diff != "" {
 				t.Errorf("binding subjects (-want +got):\n%s", diff)

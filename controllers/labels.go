@@ -20,8 +20,6 @@ import (
 	"maps"
 	"strconv"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
@@ -88,16 +86,4 @@ func podLabels(job *trainingv1alpha1.ESPOJob, rank int32) map[string]string {
 // serviceSelector selects the job's trainer pods.
 func serviceSelector(job *trainingv1alpha1.ESPOJob) map[string]string {
 	return map[string]string{LabelJobName: job.Name, LabelJobUID: string(job.UID)}
-}
-
-// childMeta is the metadata of a child of the job: its name, the job's namespace and
-// labels, and the job as its controller (owner), so that deleting the job deletes it
-// and its events requeue the job.
-func childMeta(job *trainingv1alpha1.ESPOJob, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:            name,
-		Namespace:       job.Namespace,
-		Labels:          jobLabels(job),
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, trainingv1alpha1.GroupVersion.WithKind("ESPOJob"))},
-	}
 }

@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -77,11 +79,8 @@ var configPath = path.Join(ConfigDir, trainingv1alpha1.RunConfigKey)
 // cuda every rank, rank 0 included, has a worker container that holds the GPUs.
 func buildPod(job *trainingv1alpha1.ESPOJob, rank int32, o PodOptions) *corev1.Pod {
 	t := &job.Spec.Trainer
-	meta := childMeta(job, podName(job, rank))
-	meta.Labels = podLabels(job, rank)
-	meta.Annotations = maps.Clone(t.Annotations)
 	pod := &corev1.Pod{
-		ObjectMeta: meta,
+		ObjectMeta: podMeta(job, rank),
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			Hostname:                      podName(job, rank),
@@ -131,6 +130,19 @@ func buildPod(job *trainingv1alpha1.ESPOJob, rank int32, o PodOptions) *corev1.P
 		pod.Spec.Containers = append(pod.Spec.Containers, w)
 	}
 	return pod
+}
+
+// podMeta is the metadata of the trainer pod of a rank: its name, the job's namespace,
+// its labels, the job's pod annotations, and the job as its controller (owner), so
+// that deleting the job deletes it and its events requeue the job.
+func podMeta(job *trainingv1alpha1.ESPOJob, rank int32) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            podName(job, rank),
+		Namespace:       job.Namespace,
+		Labels:          podLabels(job, rank),
+		Annotations:     maps.Clone(job.Spec.Trainer.Annotations),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, trainingv1alpha1.GroupVersion.WithKind("ESPOJob"))},
+	}
 }
 
 // baseContainer is what every container of a trainer pod shares: image, environment,

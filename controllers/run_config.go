@@ -20,7 +20,8 @@ import (
 	"fmt"
 	"path"
 
-	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
 	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -88,15 +89,14 @@ func podFQDN(job *trainingv1alpha1.ESPOJob, rank int32) string {
 // replicas is the number of trainer pods (at least 1, whether or not defaulted).
 func replicas(job *trainingv1alpha1.ESPOJob) int32 { return max(job.Spec.Trainer.Replicas, 1) }
 
-// buildConfigMap builds the ConfigMap that holds the job's run config, as YAML under
+// desiredConfigMap is the ConfigMap that holds the job's run config, as YAML under
 // trainingv1alpha1.RunConfigKey. It fails only if the config cannot be marshalled.
-func buildConfigMap(job *trainingv1alpha1.ESPOJob) (*corev1.ConfigMap, error) {
+func desiredConfigMap(job *trainingv1alpha1.ESPOJob) (*corev1ac.ConfigMapApplyConfiguration, error) {
 	raw, err := yaml.Marshal(buildRunConfig(job))
 	if err != nil {
 		return nil, fmt.Errorf("marshalling the run config: %w", err)
 	}
-	return &corev1.ConfigMap{
-		ObjectMeta: childMeta(job, configMapName(job)),
-		Data:       map[string]string{trainingv1alpha1.RunConfigKey: string(raw)},
-	}, nil
+	return corev1ac.ConfigMap(configMapName(job), job.Namespace).
+		WithLabels(jobLabels(job)).WithOwnerReferences(controllerRef(job)).
+		WithData(map[string]string{trainingv1alpha1.RunConfigKey: string(raw)}), nil
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -83,13 +84,14 @@ func TestBuildRunConfig(t *testing.T) {
 	}
 }
 
-func TestBuildConfigMapHoldsTheRunConfigAsYAML(t *testing.T) {
+func TestDesiredConfigMapHoldsTheRunConfigAsYAML(t *testing.T) {
 	// Built without Obj(): the spec's defaults are applied by the builder.
 	w := makeJob().Replicas(2)
-	cm, err := buildConfigMap(&w.ESPOJob)
+	desired, err := desiredConfigMap(&w.ESPOJob)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cm := typed[corev1.ConfigMap](t, desired)
 	if cm.Name != "demo-config" || cm.Namespace != "ns" || cm.Labels[LabelJobName] != "demo" || len(cm.OwnerReferences) != 1 {
 		t.Errorf("metadata: %+v", cm.ObjectMeta)
 	}

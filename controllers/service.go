@@ -19,24 +19,29 @@ package controllers
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
-// buildService builds the job's headless Service: it gives every trainer pod the DNS
+// desiredService is the job's headless Service: it gives every trainer pod the DNS
 // name <hostname>.<service>.<namespace>.svc, published before the pod is ready so
 // that rank 0 can reach its workers while they start.
-func buildService(job *trainingv1alpha1.ESPOJob) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: childMeta(job, serviceName(job)),
-		Spec: corev1.ServiceSpec{
-			ClusterIP:                corev1.ClusterIPNone,
-			Selector:                 serviceSelector(job),
-			PublishNotReadyAddresses: true,
-			Ports: []corev1.ServicePort{
-				{Name: "worker", Port: WorkerPort, TargetPort: intstr.FromInt32(WorkerPort), Protocol: corev1.ProtocolTCP},
-				{Name: "driver", Port: DriverPort, TargetPort: intstr.FromInt32(DriverPort), Protocol: corev1.ProtocolTCP},
-			},
-		},
-	}
+func desiredService(job *trainingv1alpha1.ESPOJob) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(serviceName(job), job.Namespace).
+		WithLabels(jobLabels(job)).WithOwnerReferences(controllerRef(job)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithClusterIP(corev1.ClusterIPNone).
+			WithSelector(serviceSelector(job)).
+			WithPublishNotReadyAddresses(true).
+			WithPorts(
+				servicePort("worker", WorkerPort),
+				servicePort("driver", DriverPort),
+			))
+}
+
+// servicePort is a TCP port of the Service, sent to the same port of the pods.
+func servicePort(name string, port int32) *corev1ac.ServicePortApplyConfiguration {
+	return corev1ac.ServicePort().WithName(name).WithPort(port).
+		WithTargetPort(intstr.FromInt32(port)).WithProtocol(corev1.ProtocolTCP)
 }

@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-func TestBuildService(t *testing.T) {
+func TestDesiredService(t *testing.T) {
 	cases := map[string]struct {
 		name, uid string
 		want      corev1.ServiceSpec
@@ -44,12 +44,12 @@ func TestBuildService(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := buildService(makeJob().UID(tc.uid).Obj())
+			got := typed[corev1.Service](t, desiredService(makeJob().UID(tc.uid).Obj()))
 			if got.Name != tc.name || len(got.OwnerReferences) != 1 || got.Labels[LabelManagedBy] != ManagedByValue {
 				t.Errorf("metadata: %+v", got.ObjectMeta)
 			}
 			if diff := cmp.Diff(tc.want, got.Spec); diff != "" {
-				t.Errorf("buildService spec (-want +got):\n%s", diff)
+				t.Errorf("desiredService spec (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -274,7 +274,8 @@ func trainerClient(g Gomega, job *trainingv1alpha1.ESPOJob) client.Client {
 	return c
 }
 
-// countWrites wraps a transport to count the requests that are not reads.
+// countWrites wraps a transport to count the requests that are not reads and, when
+// writeLog is set, to log them by method and kind, and the failed ones by path.
 func countWrites(n *atomic.Int64) func(rt http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -294,7 +295,7 @@ func countWrites(n *atomic.Int64) func(rt http.RoundTripper) http.RoundTripper {
 				}
 			}
 			resp, err := rt.RoundTrip(req)
-			if err == nil && resp.StatusCode >= 400 && writeLog != nil {
+			if err == nil && resp.StatusCode >= 400 && req.Method != http.MethodGet && writeLog != nil {
 				v, _ := writeLog.LoadOrStore(fmt.Sprintf("%s %s %d", req.Method, req.URL.Path, resp.StatusCode), new(atomic.Int64))
 				v.(*atomic.Int64).Add(1)
 			}

@@ -1,0 +1,110 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// A job's companions are the objects its trainer pods need besides themselves: the
+// ConfigMap with the run config, the headless Service and, unless the job names a
+// service account of its own, the trainer's ServiceAccount, Role and RoleBinding.
+// The controller declares each as an apply configuration that holds only the fields
+// it owns, and server-side applies it whenever the live object's fields under
+// FieldManager differ: a companion someone edited or deleted is put back.
+
+// companionConfig is the apply configuration of a companion.
+type companionConfig interface {
+	runtime.ApplyConfiguration
+	GetName() *string
+	GetNamespace() *string
+	GetKind() *string
+}
+
+// companion is one companion of a job: its desired state and how to compare a live
+// object of its kind with it.
+type companion struct {
+	// desired holds the companion's name, namespace, labels, the job as its
+	// controller, and the fields the controller owns; nothing else.
+	desired companionConfig
+	// newObject returns an empty object of the companion's kind.
+	newObject func() client.Object
+	// applied extracts from a live object of the kind the fields FieldManager
+	// applied, as an apply configuration of desired's type.
+	applied func(client.Object) (companionConfig, error)
+}
+
+// companionOf makes a companion of desired, whose applied fields are read from a
+// live *T by extract (one of client-go's Extract<Kind> functions).
+func companionOf[T any, O interface {
+	*T
+	client.Object
+}, A companionConfig](desired A, extract func(O, string) (A, error)) companion {
+	return companion{
+		desired:   desired,
+		newObject: func() client.Object { return O(new(T)) },
+		applied: func(live client.Object) (companionConfig, error) {
+			return extract(live.(O), FieldManager)
+		},
+	}
+}
+
+// key is the companion's namespace and name.
+func (c companion) key() client.ObjectKey {
+	return client.ObjectKey{Namespace: *c.desired.GetNamespace(), Name: *c.desired.GetName()}
+}
+
+// String is the companion's kind and name, for messages: "ConfigMap demo-config".
+func (c companion) String() string { return *c.desired.GetKind() + " " + *c.desired.GetName() }
+
+// desiredCompanions builds every companion of job as the controller wants it, in
+// waves to apply one after the other: the RoleBinding comes after the Role, which
+// the API server checks it against. It fails only if the run config cannot be
+// marshalled.
+func desiredCompanions(job *trainingv1alpha1.ESPOJob) ([][]companion, error) {
+	cm, err := desiredConfigMap(job)
+	if err != nil {
+		return nil, err
+	}
+	first := []companion{
+		companionOf(cm, corev1ac.ExtractConfigMap),
+		companionOf(desiredService(job), corev1ac.ExtractService),
+	}
+	if !ownsIdentity(job) {
+		return [][]companion{first}, nil
+	}
+	first = append(first,
+		companionOf(desiredServiceAccount(job), corev1ac.ExtractServiceAccount),
+		companionOf(desiredRole(job), rbacv1ac.ExtractRole))
+	return [][]companion{first, {companionOf(desiredRoleBinding(job), rbacv1ac.ExtractRoleBinding)}}, nil
+}
+
+// controllerRef is the owner reference every child carries: the job, as its
+// controller, so that deleting the job deletes the child and the child's events
+// requeue the job.
+func controllerRef(job *trainingv1alpha1.ESPOJob) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(trainingv1alpha1.GroupVersion.String()).WithKind("ESPOJob").
+		WithName(job.Name).WithUID(job.UID).
+		WithController(true).WithBlockOwnerDeletion(true)
+}

@@ -1,0 +1,176 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/util/csaupgrade"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+)
+
+// FieldManager is the field manager of the controller's writes: it server-side
+// applies the companions and the job's status under it, and creates the pods.
+const FieldManager = "espo-operator"
+
+// applyCompanions brings every companion of the job in line with its desired state,
+// wave after wave, the companions of a wave in parallel.
+func (r *ESPOJobReconciler) applyCompanions(ctx context.Context, job *trainingv1alpha1.ESPOJob) error {
+	waves, err := desiredCompanions(job)
+	if err != nil {
+		return err
+	}
+	for _, wave := range waves {
+		errs := make([]error, len(wave))
+		workqueue.ParallelizeUntil(ctx, len(wave), len(wave), func(i int) {
+			errs[i] = r.applyCompanion(ctx, job, wave[i])
+		})
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyCompanion applies c's desired state if the companion is missing or the fields
+// the controller applied to it differ (someone changed, removed or took over one);
+// a companion in line costs no write, and fields others added are left alone. An
+// object of the companion's name that the job does not control is an error: the job
+// will neither use nor overwrite someone else's object.
+func (r *ESPOJobReconciler) applyCompanion(ctx context.Context, job *trainingv1alpha1.ESPOJob, c companion) error {
+	live, err := r.liveCompanion(ctx, c)
+	if err != nil {
+		return err
+	}
+	if live != nil {
+		if !metav1.IsControlledBy(live, job) {
+			return fmt.Errorf("%s exists and is not controlled by this ESPOJob", c)
+		}
+		if err := r.adoptUpdatedFields(ctx, live, ""); err != nil {
+			return fmt.Errorf("taking over the fields of %s: %w", c, err)
+		}
+		applied, err := c.applied(live)
+		if err != nil {
+			return fmt.Errorf("reading the fields %s applied to %s: %w", FieldManager, c, err)
+		}
+		if equality.Semantic.DeepEqual(applied, c.desired) {
+			return nil
+		}
+	}
+	if err := r.client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s: %w", c, err)
+	}
+	return nil
+}
+
+// liveCompanion reads the companion from the cache or, when the cache has none,
+// from the API server, or returns nil if there is none. The cache holds only objects
+// that carry LabelManagedBy: someone else's object of that name, or the job's own
+// stripped of the label, is seen only past it.
+func (r *ESPOJobReconciler) liveCompanion(ctx context.Context, c companion) (client.Object, error) {
+	live := c.newObject()
+	err := r.client.Get(ctx, c.key(), live)
+	if apierrors.IsNotFound(err) {
+		err = r.apiReader.Get(ctx, c.key(), live)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting %s: %w", c, err)
+	}
+	return live, nil
+}
+
+// adoptUpdatedFields turns the fields FieldManager owns in obj (or its subresource)
+// by update, as versions of the controller before server-side apply wrote them, into
+// fields it owns by apply, so that an apply that leaves such a field out removes it
+// instead of leaving the old value behind. It writes only when there are such fields,
+// and then refreshes obj.
+func (r *ESPOJobReconciler) adoptUpdatedFields(ctx context.Context, obj client.Object, subresource string) error {
+	if !ownsByUpdate(obj, subresource) {
+		return nil
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldManager), FieldManager, csaupgrade.Subresource(subresource))
+	if err != nil || patch == nil {
+		return err
+	}
+	return r.client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+}
+
+// ownsByUpdate reports whether FieldManager owns fields of obj's subresource by an
+// update rather than an apply.
+func ownsByUpdate(obj client.Object, subresource string) bool {
+	for _, f := range obj.GetManagedFields() {
+		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationUpdate && f.Subresource == subresource {
+			return true
+		}
+	}
+	return false
+}
+
+// jobStatusApplyConfiguration is the controller's part of an ESPOJob's status as a
+// server-side apply configuration: the whole status but status.training, which the
+// trainer applies under its own field manager (trainingv1alpha1.TrainerFieldManager),
+// so neither removes the other's fields. A field the status leaves out (a zero
+// count, say) is removed.
+type jobStatusApplyConfiguration struct {
+	metav1ac.TypeMetaApplyConfiguration    `json:",inline"`
+	*metav1ac.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
+	Status                                 *trainingv1alpha1.ESPOJobStatus `json:"status,omitempty"`
+}
+
+// IsApplyConfiguration marks jobStatusApplyConfiguration as an apply configuration.
+func (jobStatusApplyConfiguration) IsApplyConfiguration() {}
+
+// controllerStatus is the apply configuration of job's status without
+// status.training, guarded by the job's resourceVersion: it is applied only to the
+// version of the job the status was computed from.
+func controllerStatus(job *trainingv1alpha1.ESPOJob) *jobStatusApplyConfiguration {
+	st := job.Status.DeepCopy()
+	st.Training = nil
+	return &jobStatusApplyConfiguration{
+		TypeMetaApplyConfiguration: *metav1ac.TypeMeta().
+			WithAPIVersion(trainingv1alpha1.GroupVersion.String()).WithKind("ESPOJob"),
+		ObjectMetaApplyConfiguration: metav1ac.ObjectMeta().
+			WithName(job.Name).WithNamespace(job.Namespace).WithResourceVersion(job.ResourceVersion),
+		Status: st,
+	}
+}
+
+// writeStatus applies the recomputed status if it differs from the job's. A job
+// changed since it was read (a conflict) is not written: the error sends the job
+// back through the work queue's rate limiter, and the next reconcile computes the
+// status from the newer job.
+func (r *ESPOJobReconciler) writeStatus(ctx context.Context, old, updated *trainingv1alpha1.ESPOJob) error {
+	if equality.Semantic.DeepEqual(old.Status, updated.Status) {
+		return nil
+	}
+	err := r.client.Status().Apply(ctx, controllerStatus(updated), client.FieldOwner(FieldManager), client.ForceOwnership)
+	return client.IgnoreNotFound(err)
+}

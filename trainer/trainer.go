@@ -64,8 +64,9 @@ type State struct {
 
 // Options are what a Trainer needs besides its Config.
 type Options struct {
-	// Workers is the gang of policy workers; the trainer deals whole episodes among
-	// them. It must have at least one member; the trainer does not close it.
+	// Workers is the gang of policy workers (worker.NewGang); the trainer deals whole
+	// episodes among them, and releases them at the end of Run, but does not close
+	// the gang.
 	Workers *worker.Gang
 	// Reporter receives progress; nil discards it.
 	Reporter Reporter

@@ -52,10 +52,10 @@ limitations under the License.
 // KUBERNETES_SERVICE_HOST/PORT (the API server), KUBECONFIG (the pod's kubeconfig,
 // when a token is mounted: client-go's in-cluster config reads a fixed path, so
 // ctrl.GetConfig finds KUBECONFIG instead), and always ESPO_POD_IP (the pod's own
-// 127.x address, also status.podIP), ESPO_HOSTS_FILE (see package hosts) and
-// ESPO_POD_ROOT. Servers must bind ESPO_POD_IP (hosts.BindAddr), and dial names
-// through hosts.Resolve, because all pods share the machine's ports and there is no
-// cluster DNS.
+// 127.x address, also status.podIP), ESPO_HOSTS_FILE (see package podnet) and
+// ESPO_POD_ROOT. Servers must listen and dial through podnet.FromEnv(), which binds
+// ESPO_POD_IP and resolves pod names in the hosts file, because all pods share the
+// machine's ports and there is no cluster DNS.
 package localcluster
 
 import (

@@ -148,7 +148,7 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// HostsFile is the node's hosts file (see package hosts).
+// HostsFile is the node's hosts file (see package podnet).
 func (c Config) HostsFile() string { return filepath.Join(c.StateDir, "hosts") }
 
 // Node is a running process node.

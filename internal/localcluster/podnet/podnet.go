@@ -78,9 +78,11 @@ func (n *Network) DialContext(ctx context.Context, network, addr string) (net.Co
 	return d.DialContext(ctx, network, n.resolve(addr))
 }
 
-// Listen listens on addr, binding a listen address without a host (":50051") or with
-// an unspecified one ("0.0.0.0:50051", "[::]:50051") to the pod's own address, so
-// that two pods on the process node can listen on the same port.
+// Listen listens on addr, binding a listen address without a host (":50051"), with
+// an unspecified one ("0.0.0.0:50051", "[::]:50051") or with localhost (localhost,
+// 127.0.0.1, ::1: a pod's loopback, which its other containers dial as DialContext
+// rewrites it) to the pod's own address, so that two pods on the process node can
+// listen on the same port.
 func (n *Network) Listen(network, addr string) (net.Listener, error) {
 	return net.Listen(network, n.bindAddr(addr))
 }
@@ -121,7 +123,7 @@ func (n *Network) bindAddr(addr string) string {
 		return addr
 	}
 	host, port, err := net.SplitHostPort(addr)
-	if err != nil || (host != "" && !net.ParseIP(host).IsUnspecified()) {
+	if err != nil || (host != "" && !isLocalhost(host) && !net.ParseIP(host).IsUnspecified()) {
 		return addr
 	}
 	return net.JoinHostPort(n.PodIP, port)

@@ -18,6 +18,7 @@ package controllers
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -37,15 +38,18 @@ func ClientOptions() client.Options {
 
 // CacheOptions are the manager's cache options the controller needs: the kinds of
 // children it owns are cached only where they carry LabelManagedBy, so that the
-// operator holds its own pods and ConfigMaps in memory, not the whole cluster's.
+// operator holds its own pods, ConfigMaps and Secrets in memory, not the whole
+// cluster's.
 func CacheOptions() cache.Options {
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:            managed,
-		&corev1.ConfigMap{}:      managed,
-		&corev1.Service{}:        managed,
-		&corev1.ServiceAccount{}: managed,
-		&rbacv1.Role{}:           managed,
-		&rbacv1.RoleBinding{}:    managed,
+		&corev1.Pod{}:                 managed,
+		&corev1.ConfigMap{}:           managed,
+		&corev1.Service{}:             managed,
+		&corev1.ServiceAccount{}:      managed,
+		&corev1.Secret{}:              managed,
+		&networkingv1.NetworkPolicy{}: managed,
+		&rbacv1.Role{}:                managed,
+		&rbacv1.RoleBinding{}:         managed,
 	}}
 }

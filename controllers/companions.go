@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,8 +28,9 @@ import (
 )
 
 // A job's companions are the objects its trainer pods need besides themselves: the
-// ConfigMap with the run config, the headless Service and, unless the job names a
-// service account of its own, the trainer's ServiceAccount, Role and RoleBinding.
+// ConfigMap with the run config, the headless Service, the worker token's Secret, the
+// NetworkPolicy around the pods (unless disabled) and, unless the job names a service
+// account of its own, the trainer's ServiceAccount, Role and RoleBinding.
 // The controller declares each as an apply configuration that holds only the fields
 // it owns, and server-side applies it whenever the live object's fields under
 // FieldManager differ: a companion someone edited or deleted is put back.
@@ -77,11 +79,11 @@ func (c companion) key() client.ObjectKey {
 // String is the companion's kind and name, for messages: "ConfigMap demo-config".
 func (c companion) String() string { return *c.desired.GetKind() + " " + *c.desired.GetName() }
 
-// desiredCompanions builds every companion of job as the controller wants it, in
-// waves to apply one after the other: the RoleBinding comes after the Role, which
-// the API server checks it against. It fails only if the run config cannot be
-// marshalled.
-func desiredCompanions(job *trainingv1alpha1.ESPOJob) ([][]companion, error) {
+// desiredCompanions builds every companion of job as the controller wants it, with
+// token as the worker token, in waves to apply one after the other: the RoleBinding
+// comes after the Role, which the API server checks it against. It fails only if the
+// run config cannot be marshalled.
+func desiredCompanions(job *trainingv1alpha1.ESPOJob, token string, np NetworkPolicyOptions) ([][]companion, error) {
 	cm, err := desiredConfigMap(job)
 	if err != nil {
 		return nil, err
@@ -89,6 +91,10 @@ func desiredCompanions(job *trainingv1alpha1.ESPOJob) ([][]companion, error) {
 	first := []companion{
 		companionOf(cm, corev1ac.ExtractConfigMap),
 		companionOf(desiredService(job), corev1ac.ExtractService),
+		companionOf(desiredWorkerTokenSecret(job, token), corev1ac.ExtractSecret),
+	}
+	if !np.Disabled {
+		first = append(first, companionOf(desiredNetworkPolicy(job, np), networkingv1ac.ExtractNetworkPolicy))
 	}
 	if !ownsIdentity(job) {
 		return [][]companion{first}, nil

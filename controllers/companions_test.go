@@ -31,28 +31,40 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
+// noNetworkPolicy leaves the NetworkPolicy out of the companions.
+var noNetworkPolicy = NetworkPolicyOptions{Disabled: true}
+
+// testToken is a worker token of the form newWorkerToken makes.
+const testToken = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
 func TestDesiredCompanions(t *testing.T) {
 	cases := map[string]struct {
 		job   *trainingv1alpha1.ESPOJob
+		np    NetworkPolicyOptions
 		waves [][]string
 	}{
 		"the job's own identity: its RoleBinding after its Role": {
 			job: makeJob().Obj(),
 			waves: [][]string{
-				{"ConfigMap demo-config", "Service demo", "ServiceAccount demo-trainer", "Role demo-trainer"},
+				{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token", "NetworkPolicy demo-trainer",
+					"ServiceAccount demo-trainer", "Role demo-trainer"},
 				{"RoleBinding demo-trainer"},
 			},
 		},
 		"a service account the job names: no identity": {
 			job:   makeJob().ServiceAccountName("mine").Obj(),
-			waves: [][]string{{"ConfigMap demo-config", "Service demo"}},
+			waves: [][]string{{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token", "NetworkPolicy demo-trainer"}},
+		},
+		"network policies disabled: none": {
+			job: makeJob().ServiceAccountName("mine").Obj(), np: NetworkPolicyOptions{Disabled: true},
+			waves: [][]string{{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token"}},
 		},
 	}
 	owner := metav1.OwnerReference{APIVersion: "training.espo.dev/v1alpha1", Kind: "ESPOJob", Name: "demo", UID: "uid-1",
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			waves, err := desiredCompanions(tc.job)
+			waves, err := desiredCompanions(tc.job, testToken, tc.np)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,11 +92,13 @@ func TestDesiredCompanions(t *testing.T) {
 }
 
 // appliedCompanions applies the companions of job with a fake client that implements
-// server-side apply, and returns them with the live objects it then holds.
+// server-side apply, and returns them with the live objects it then holds. The fake
+// client cannot apply NetworkPolicies (its type converter has no schema for them):
+// TestSteadyStateReconcilesWriteNothing checks that one against the API server.
 func appliedCompanions(tb testing.TB, job *trainingv1alpha1.ESPOJob) ([]companion, []client.Object) {
 	tb.Helper()
 	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithReturnManagedFields().Build()
-	waves, err := desiredCompanions(job)
+	waves, err := desiredCompanions(job, testToken, noNetworkPolicy)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -102,7 +116,7 @@ func appliedCompanions(tb testing.TB, job *trainingv1alpha1.ESPOJob) ([]companio
 			live = append(live, obj)
 		}
 	}
-	fresh, err := desiredCompanions(job) // Apply overwrote the applied ones with its response
+	fresh, err := desiredCompanions(job, testToken, noNetworkPolicy) // Apply overwrote the applied ones with its response
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -126,7 +140,7 @@ func TestAppliedFieldsMatchTheDesiredState(t *testing.T) {
 			t.Errorf("%s: applied fields differ from the desired state:\n%s", c, cmp.Diff(c.desired, applied))
 		}
 	}
-	other, err := desiredCompanions(makeJob().UID("uid-2").Obj())
+	other, err := desiredCompanions(makeJob().UID("uid-2").Obj(), testToken, noNetworkPolicy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +162,7 @@ func BenchmarkCompanionsInLine(b *testing.B) {
 	_, live := appliedCompanions(b, job)
 	b.ReportAllocs()
 	for b.Loop() {
-		waves, err := desiredCompanions(job)
+		waves, err := desiredCompanions(job, testToken, noNetworkPolicy)
 		if err != nil {
 			b.Fatal(err)
 		}

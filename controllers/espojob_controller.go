@@ -23,6 +23,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -42,6 +43,9 @@ import (
 // Options configure the ESPOJob reconciler.
 type Options struct {
 	PodOptions
+	// NetworkPolicy says whether each job's pods get a NetworkPolicy and who may
+	// scrape their metrics.
+	NetworkPolicy NetworkPolicyOptions
 	// Clock is read once per reconcile. Default: the real clock.
 	Clock clock.Clock
 	// MaxConcurrentReconciles is how many jobs are reconciled at once. Default 16:
@@ -80,7 +84,8 @@ func NewESPOJobReconciler(mgr ctrl.Manager, o Options) *ESPOJobReconciler {
 // +kubebuilder:rbac:groups=training.espo.dev,resources=espojobs,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=training.espo.dev,resources=espojobs/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=configmaps;services;serviceaccounts,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps;services;serviceaccounts;secrets,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -350,6 +355,8 @@ func (r *ESPOJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ServiceAccount{}).
+		Owns(&corev1.Secret{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).

@@ -33,11 +33,14 @@ func TestDesiredTrainerIdentity(t *testing.T) {
 		account   string
 		wantRules []rbacv1.PolicyRule
 	}{
-		"the job's own identity: get and patch of this job and its status only": {
+		"the job's own identity: get of this job, patch of its status, nothing else": {
 			job: makeJob().Obj(), owns: true, account: "demo-trainer",
 			wantRules: []rbacv1.PolicyRule{{
-				APIGroups: []string{"training.espo.dev"}, Resources: []string{"espojobs", "espojobs/status"},
-				ResourceNames: []string{"demo"}, Verbs: []string{"get", "patch"},
+				APIGroups: []string{"training.espo.dev"}, Resources: []string{"espojobs"},
+				ResourceNames: []string{"demo"}, Verbs: []string{"get"},
+			}, {
+				APIGroups: []string{"training.espo.dev"}, Resources: []string{"espojobs/status"},
+				ResourceNames: []string{"demo"}, Verbs: []string{"patch"},
 			}},
 		},
 		"a service account the job names: none created": {

@@ -35,6 +35,12 @@ func serviceName(job *trainingv1alpha1.ESPOJob) string { return job.Name }
 // trainerIdentityName names the job's ServiceAccount, Role and RoleBinding.
 func trainerIdentityName(job *trainingv1alpha1.ESPOJob) string { return job.Name + "-trainer" }
 
+// workerTokenSecretName names the Secret with the job's worker token.
+func workerTokenSecretName(job *trainingv1alpha1.ESPOJob) string { return job.Name + "-worker-token" }
+
+// networkPolicyName names the NetworkPolicy that guards the job's trainer pods.
+func networkPolicyName(job *trainingv1alpha1.ESPOJob) string { return job.Name + "-trainer" }
+
 // podName is the name (and hostname) of the trainer pod of a rank.
 func podName(job *trainingv1alpha1.ESPOJob, rank int32) string {
 	return job.Name + "-trainer-" + strconv.Itoa(int(rank))

@@ -51,23 +51,27 @@ const (
 
 // Environment variables the controller sets in every container of a trainer pod.
 const (
-	EnvRank             = "ESPO_RANK"
-	EnvWorldSize        = "ESPO_WORLD_SIZE"
-	EnvJobName          = "ESPO_JOB_NAME"
-	EnvJobNamespace     = "ESPO_JOB_NAMESPACE"
-	EnvDriverAddr       = "ESPO_DRIVER_ADDR"
-	EnvConfig           = "ESPO_CONFIG"
-	EnvWorkersPerPod    = "ESPO_WORKERS_PER_REPLICA"
-	EnvWorkerListen     = "ESPO_WORKER_LISTEN"
-	nonRootID           = int64(65532)
-	configVolume        = "config"
-	tmpVolume           = "tmp"
-	outputVolume        = "output"
-	shmVolume           = "dshm"
-	checkpointVolume    = "checkpoints"
-	modelsVolume        = "models"
-	initialCkptVolume   = "initial-checkpoint"
-	datasetVolumePrefix = "data-"
+	EnvRank          = "ESPO_RANK"
+	EnvWorldSize     = "ESPO_WORLD_SIZE"
+	EnvJobName       = "ESPO_JOB_NAME"
+	EnvJobNamespace  = "ESPO_JOB_NAMESPACE"
+	EnvDriverAddr    = "ESPO_DRIVER_ADDR"
+	EnvConfig        = "ESPO_CONFIG"
+	EnvWorkersPerPod = "ESPO_WORKERS_PER_REPLICA"
+	EnvWorkerListen  = "ESPO_WORKER_LISTEN"
+	// EnvWorkerPaths lists, separated by colons, the folders a worker container may
+	// save to and load from.
+	EnvWorkerPaths        = "ESPO_WORKER_PATHS"
+	workerTokenVolumeName = "worker-token"
+	nonRootID             = int64(65532)
+	configVolume          = "config"
+	tmpVolume             = "tmp"
+	outputVolume          = "output"
+	shmVolume             = "dshm"
+	checkpointVolume      = "checkpoints"
+	modelsVolume          = "models"
+	initialCkptVolume     = "initial-checkpoint"
+	datasetVolumePrefix   = "data-"
 )
 
 // configPath is the path of the run config inside a trainer pod.
@@ -146,7 +150,7 @@ func podMeta(job *trainingv1alpha1.ESPOJob, rank int32) metav1.ObjectMeta {
 }
 
 // baseContainer is what every container of a trainer pod shares: image, environment,
-// the config and /tmp mounts (and /dev/shm with GPUs), a non-root security context
+// the config, /tmp and worker token mounts (and /dev/shm with GPUs), a non-root security context
 // with a read-only root filesystem, and termination messages that fall back to the
 // log, so that a failure's reason can name what went wrong.
 func baseContainer(job *trainingv1alpha1.ESPOJob, rank int32, name, image string) corev1.Container {
@@ -165,6 +169,7 @@ func baseContainer(job *trainingv1alpha1.ESPOJob, rank int32, name, image string
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: configVolume, MountPath: ConfigDir, ReadOnly: true},
 			{Name: tmpVolume, MountPath: "/tmp"},
+			workerTokenMount(),
 		},
 	}
 	if requestsGPUs(job) {
@@ -194,10 +199,15 @@ func workerContainer(job *trainingv1alpha1.ESPOJob, rank int32, o PodOptions) co
 	if len(c.Command) == 0 && m.Worker != trainingv1alpha1.WorkerCUDA {
 		c.Command = []string{"espo", "worker", "--device", "cpu", "--listen", fmt.Sprintf(":%d", WorkerPort)}
 	}
-	c.Env = append(c.Env, corev1.EnvVar{Name: EnvWorkerListen, Value: fmt.Sprintf(":%d", WorkerPort)})
-	c.Ports = []corev1.ContainerPort{{Name: "worker", ContainerPort: WorkerPort, Protocol: corev1.ProtocolTCP}}
-	for k := int32(1); k < workerProcesses(job); k++ { // one cuda worker process per GPU
-		c.Ports = append(c.Ports, corev1.ContainerPort{Name: fmt.Sprintf("worker-%d", k), ContainerPort: WorkerPort + k, Protocol: corev1.ProtocolTCP})
+	c.Env = append(c.Env, corev1.EnvVar{Name: EnvWorkerListen, Value: workerListenAddr(job)})
+	if paths := workerPaths(job, rank); len(paths) > 0 {
+		c.Env = append(c.Env, corev1.EnvVar{Name: EnvWorkerPaths, Value: strings.Join(paths, ":")})
+	}
+	if !workersBesideTrainerOnly(job) {
+		c.Ports = []corev1.ContainerPort{{Name: "worker", ContainerPort: WorkerPort, Protocol: corev1.ProtocolTCP}}
+		for k := int32(1); k < workerProcesses(job); k++ { // one cuda worker process per GPU
+			c.Ports = append(c.Ports, corev1.ContainerPort{Name: fmt.Sprintf("worker-%d", k), ContainerPort: WorkerPort + k, Protocol: corev1.ProtocolTCP})
+		}
 	}
 	c.Resources = *job.Spec.Trainer.Resources.DeepCopy()
 	if w := m.Weights; w != nil && m.Worker == trainingv1alpha1.WorkerCUDA {
@@ -205,6 +215,36 @@ func workerContainer(job *trainingv1alpha1.ESPOJob, rank int32, o PodOptions) co
 			SubPath: w.Path, ReadOnly: true})
 	}
 	return c
+}
+
+// workersBesideTrainerOnly reports whether every worker of the job lives in the
+// trainer's pod (cuda, one replica): no one outside the pod has to reach them.
+func workersBesideTrainerOnly(job *trainingv1alpha1.ESPOJob) bool {
+	return job.Spec.Model.Worker == trainingv1alpha1.WorkerCUDA && replicas(job) == 1
+}
+
+// workerListenAddr is where a worker container's first worker listens (the others
+// on the next ports): on loopback when only the trainer beside it dials it, else on
+// every address of the pod.
+func workerListenAddr(job *trainingv1alpha1.ESPOJob) string {
+	if workersBesideTrainerOnly(job) {
+		return fmt.Sprintf("127.0.0.1:%d", WorkerPort)
+	}
+	return fmt.Sprintf(":%d", WorkerPort)
+}
+
+// workerPaths are the folders a rank's worker container may save to and load from:
+// the checkpoint claim (mounted on rank 0 only) and the initial checkpoint. A worker
+// without any refuses every save and load.
+func workerPaths(job *trainingv1alpha1.ESPOJob, rank int32) []string {
+	var paths []string
+	if job.Spec.Checkpoint != nil && rank == 0 {
+		paths = append(paths, CheckpointMountPath)
+	}
+	if job.Spec.Model.InitialCheckpoint != nil {
+		paths = append(paths, trainingv1alpha1.InitialCheckpointMountPath)
+	}
+	return paths
 }
 
 // trainerImage is the image of the trainer (and of the CPU workers).
@@ -218,7 +258,7 @@ func trainerImage(job *trainingv1alpha1.ESPOJob, o PodOptions) string {
 // podEnv is the environment of every container of a rank's pod: the job's extra
 // environment first, then the controller's variables, which win over it.
 func podEnv(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.EnvVar {
-	env := make([]corev1.EnvVar, 0, len(job.Spec.Trainer.Env)+8)
+	env := make([]corev1.EnvVar, 0, len(job.Spec.Trainer.Env)+9)
 	env = append(env, job.Spec.Trainer.Env...)
 	return append(env,
 		corev1.EnvVar{Name: EnvRank, Value: strconv.Itoa(int(rank))},
@@ -229,6 +269,7 @@ func podEnv(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.EnvVar {
 		corev1.EnvVar{Name: EnvConfig, Value: configPath},
 		corev1.EnvVar{Name: EnvWorkersPerPod, Value: strconv.Itoa(int(max(job.Spec.Trainer.WorkersPerReplica, 1)))},
 		corev1.EnvVar{Name: "HOME", Value: "/tmp"}, // the root filesystem is read-only
+		workerTokenEnv(),
 	)
 }
 
@@ -275,7 +316,7 @@ func dataMounts(job *trainingv1alpha1.ESPOJob) []corev1.VolumeMount {
 	return mounts
 }
 
-// podVolumes are the volumes of a rank's pod: the run config, /tmp, with GPUs a
+// podVolumes are the volumes of a rank's pod: the run config, /tmp, the worker token, with GPUs a
 // memory-backed /dev/shm, with cuda the claim of spec.model.weights, and the claim of
 // spec.model.initialCheckpoint, for every rank (read-only, so one ReadOnlyMany claim
 // serves every pod); the datasets, checkpoints and output for rank 0 only (a
@@ -286,6 +327,7 @@ func podVolumes(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.Volume {
 			LocalObjectReference: corev1.LocalObjectReference{Name: configMapName(job)},
 		}}},
 		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		workerTokenVolume(job),
 	}
 	if requestsGPUs(job) {
 		vols = append(vols, corev1.Volume{Name: shmVolume, VolumeSource: corev1.VolumeSource{

@@ -42,6 +42,7 @@ func wantPod(rank int32) *corev1.Pod {
 		{Name: "ESPO_CONFIG", Value: "/etc/espo/run.yaml"},
 		{Name: "ESPO_WORKERS_PER_REPLICA", Value: "1"},
 		{Name: "HOME", Value: "/tmp"},
+		{Name: "ESPO_WORKER_TOKEN_FILE", Value: "/var/run/secrets/espo.dev/worker-token/token"},
 	}
 	c := corev1.Container{
 		Name:                     role,
@@ -55,12 +56,15 @@ func wantPod(rank int32) *corev1.Pod {
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "config", MountPath: "/etc/espo", ReadOnly: true},
 			{Name: "tmp", MountPath: "/tmp"},
+			{Name: "worker-token", MountPath: "/var/run/secrets/espo.dev/worker-token", ReadOnly: true},
 		},
 	}
 	vols := []corev1.Volume{
 		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "demo-config"}}}},
 		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "worker-token", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: "demo-worker-token", DefaultMode: ptr.To(int32(0o440))}}},
 	}
 	if rank == 0 {
 		c.Command = []string{"espo", "trainer", "--config", "/etc/espo/run.yaml"}
@@ -162,13 +166,13 @@ func TestBuildPod(t *testing.T) {
 			want: func() *corev1.Pod {
 				p := wantPod(0)
 				c := &p.Spec.Containers[0]
-				out := c.VolumeMounts[2]
-				c.VolumeMounts = append(c.VolumeMounts[:2],
+				out := c.VolumeMounts[3]
+				c.VolumeMounts = append(c.VolumeMounts[:3],
 					corev1.VolumeMount{Name: "data-logs", MountPath: "/data/logs", ReadOnly: true},
 					corev1.VolumeMount{Name: "data-small", MountPath: "/data/small", ReadOnly: true},
 					corev1.VolumeMount{Name: "checkpoints", MountPath: "/checkpoints"}, out)
-				outVol := p.Spec.Volumes[2]
-				p.Spec.Volumes = append(p.Spec.Volumes[:2],
+				outVol := p.Spec.Volumes[3]
+				p.Spec.Volumes = append(p.Spec.Volumes[:3],
 					corev1.Volume{Name: "data-logs", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-a", ReadOnly: true}}},
 					corev1.Volume{Name: "data-small", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm-b"}}}},
 					corev1.Volume{Name: "checkpoints", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "ckpt"}}},
@@ -180,13 +184,13 @@ func TestBuildPod(t *testing.T) {
 			job: makeJob().Replicas(2).CUDA("Qwen/Qwen2.5-VL-3B-Instruct").Resources(gpu).Obj(), rank: 0,
 			want: func() *corev1.Pod {
 				p := wantPod(0)
-				p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts[:2], shmMount, p.Spec.Containers[0].VolumeMounts[2])
+				p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts[:3], shmMount, p.Spec.Containers[0].VolumeMounts[3])
 				w := wantPod(1).Spec.Containers[0]
 				w.Command, w.Image, w.Resources = nil, "espo-cuda:v1", gpu
 				w.Env[0].Value = "0"
 				w.VolumeMounts = append(w.VolumeMounts, shmMount)
 				p.Spec.Containers = append(p.Spec.Containers, w)
-				p.Spec.Volumes = append(p.Spec.Volumes[:2], shm, p.Spec.Volumes[2])
+				p.Spec.Volumes = append(p.Spec.Volumes[:3], shm, p.Spec.Volumes[3])
 				return p
 			},
 		},
@@ -196,17 +200,31 @@ func TestBuildPod(t *testing.T) {
 				p := wantPod(0)
 				ckpt := corev1.VolumeMount{Name: "checkpoints", MountPath: "/checkpoints"}
 				c := &p.Spec.Containers[0]
-				c.VolumeMounts = append(c.VolumeMounts[:2], ckpt, c.VolumeMounts[2])
+				c.VolumeMounts = append(c.VolumeMounts[:3], ckpt, c.VolumeMounts[3])
 				c.Env[6].Value = "2"
 				w := wantPod(1).Spec.Containers[0]
 				w.Command, w.Image = nil, "espo-cuda:v1"
 				w.Env[0].Value, w.Env[6].Value = "0", "2"
 				w.VolumeMounts = append(w.VolumeMounts, ckpt)
+				w.Env = append(w.Env, corev1.EnvVar{Name: "ESPO_WORKER_PATHS", Value: "/checkpoints"})
 				w.Ports = append(w.Ports, corev1.ContainerPort{Name: "worker-1", ContainerPort: 50052, Protocol: corev1.ProtocolTCP})
 				p.Spec.Containers = append(p.Spec.Containers, w)
-				p.Spec.Volumes = append(p.Spec.Volumes[:2],
+				p.Spec.Volumes = append(p.Spec.Volumes[:3],
 					corev1.Volume{Name: "checkpoints", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "ckpt"}}},
-					p.Spec.Volumes[2])
+					p.Spec.Volumes[3])
+				return p
+			},
+		},
+		"cuda on one replica: the worker beside the trainer listens on loopback only": {
+			job: makeJob().CUDA("m").Obj(), rank: 0,
+			want: func() *corev1.Pod {
+				p := wantPod(0)
+				p.Spec.Containers[0].Env[1].Value = "1"
+				w := wantPod(1).Spec.Containers[0]
+				w.Command, w.Image, w.Ports = nil, "espo-cuda:v1", nil
+				w.Env[0].Value, w.Env[1].Value = "0", "1"
+				w.Env[len(w.Env)-1].Value = "127.0.0.1:50051"
+				p.Spec.Containers = append(p.Spec.Containers, w)
 				return p
 			},
 		},
@@ -243,6 +261,7 @@ func TestBuildPod(t *testing.T) {
 				p := wantPod(1)
 				c := &p.Spec.Containers[0]
 				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "initial-checkpoint", MountPath: "/initial-checkpoint", ReadOnly: true})
+				c.Env = append(c.Env, corev1.EnvVar{Name: "ESPO_WORKER_PATHS", Value: "/initial-checkpoint"})
 				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "initial-checkpoint", VolumeSource: corev1.VolumeSource{
 					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "ckpts", ReadOnly: true}}})
 				return p

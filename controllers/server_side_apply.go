@@ -41,9 +41,18 @@ const FieldManager = "espo-operator"
 // applyCompanions brings every companion of the job in line with its desired state,
 // wave after wave, the companions of a wave in parallel.
 func (r *ESPOJobReconciler) applyCompanions(ctx context.Context, job *trainingv1alpha1.ESPOJob) error {
-	waves, err := desiredCompanions(job)
+	token, err := r.workerToken(ctx, job)
 	if err != nil {
 		return err
+	}
+	waves, err := desiredCompanions(job, token, r.opts.NetworkPolicy)
+	if err != nil {
+		return err
+	}
+	if r.opts.NetworkPolicy.Disabled {
+		if err := r.removeNetworkPolicy(ctx, job); err != nil {
+			return err
+		}
 	}
 	for _, wave := range waves {
 		errs := make([]error, len(wave))
@@ -88,23 +97,36 @@ func (r *ESPOJobReconciler) applyCompanion(ctx context.Context, job *trainingv1a
 	return nil
 }
 
-// liveCompanion reads the companion from the cache or, when the cache has none,
-// from the API server, or returns nil if there is none. The cache holds only objects
-// that carry LabelManagedBy: someone else's object of that name, or the job's own
-// stripped of the label, is seen only past it.
+// liveCompanion reads the companion as liveObject does.
 func (r *ESPOJobReconciler) liveCompanion(ctx context.Context, c companion) (client.Object, error) {
-	live := c.newObject()
-	err := r.client.Get(ctx, c.key(), live)
+	obj := c.newObject()
+	obj.SetNamespace(c.key().Namespace)
+	obj.SetName(c.key().Name)
+	live, err := r.liveObject(ctx, obj)
+	if err != nil {
+		return nil, fmt.Errorf("getting %s: %w", c, err)
+	}
+	return live, nil
+}
+
+// liveObject reads the object of obj's kind, namespace and name from the cache or,
+// when the cache has none, from the API server, and returns it (obj, filled), or nil
+// if there is none. The cache holds only objects that carry LabelManagedBy: someone
+// else's object of that name, or the job's own stripped of the label, is seen only
+// past it.
+func (r *ESPOJobReconciler) liveObject(ctx context.Context, obj client.Object) (client.Object, error) {
+	key := client.ObjectKeyFromObject(obj)
+	err := r.client.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) {
-		err = r.apiReader.Get(ctx, c.key(), live)
+		err = r.apiReader.Get(ctx, key, obj)
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("getting %s: %w", c, err)
+		return nil, err
 	}
-	return live, nil
+	return obj, nil
 }
 
 // adoptUpdatedFields turns the fields FieldManager owns in obj (or its subresource)

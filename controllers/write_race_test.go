@@ -50,7 +50,7 @@ func TestALostStatusWriteRaceIsReturned(t *testing.T) {
 			},
 		}).Build()
 	r := &ESPOJobReconciler{client: c, apiReader: c, recorder: events.NewFakeRecorder(10),
-		opts: Options{PodOptions: testOpts, Clock: clocktesting.NewFakeClock(now)}}
+		opts: Options{PodOptions: testOpts, Clock: clocktesting.NewFakeClock(now), NetworkPolicy: noNetworkPolicy}}
 
 	result, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)})
 	if !apierrors.IsConflict(err) || err.Error() != conflict.Error() {

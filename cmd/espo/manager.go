@@ -52,6 +52,8 @@ type managerOptions struct {
 	burst                   int
 	concurrentReconciles    int
 	podEventBatchPeriod     time.Duration
+	networkPolicy           bool
+	metricsNamespaces       []string
 }
 
 func newManagerCommand() *cobra.Command {
@@ -91,6 +93,10 @@ func newManagerCommand() *cobra.Command {
 	f.IntVar(&o.concurrentReconciles, "max-concurrent-reconciles", 16, "How many ESPOJobs are reconciled at once")
 	f.DurationVar(&o.podEventBatchPeriod, "pod-event-batch-period", controllers.DefaultPodEventBatchPeriod,
 		"How long a pod event waits before its job is reconciled, so that a gang's events give one status write; 0 reconciles on every pod event")
+	f.BoolVar(&o.networkPolicy, "network-policy", true,
+		"Give each job a NetworkPolicy: its trainer pods admit only the job's own pods (worker and driver ports) and the --trainer-metrics-namespaces (metrics port)")
+	f.StringSliceVar(&o.metricsNamespaces, "trainer-metrics-namespaces", nil,
+		"Namespaces whose pods may scrape the trainers' metrics port through the jobs' NetworkPolicies (comma-separated); none: no one")
 	return cmd
 }
 
@@ -153,6 +159,7 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 		PodOptions:              controllers.PodOptions{TrainerImage: o.trainerImage, CUDAWorkerImage: o.cudaWorkerImage},
 		MaxConcurrentReconciles: o.concurrentReconciles,
 		PodEventBatchPeriod:     o.podEventBatchPeriod,
+		NetworkPolicy:           controllers.NetworkPolicyOptions{Disabled: !o.networkPolicy, MetricsNamespaces: o.metricsNamespaces},
 	})
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ESPOJob controller: %w", err)

@@ -141,6 +141,11 @@ func TestHelmDefault(t *testing.T) {
 	if want := "--trainer-image=" + c.Image; !slices.Contains(c.Args, want) {
 		t.Errorf("args %q lack %s: the trainer pods must run the operator's image by default", c.Args, want)
 	}
+	for _, want := range []string{"--network-policy=true", "--trainer-metrics-namespaces=monitoring"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %q lack %s: jobs are fenced in by default, Prometheus' namespace may scrape them", c.Args, want)
+		}
+	}
 	if !strings.Contains(notes, "kubectl wait --for=condition=Succeeded") || !strings.Contains(notes, "espo-metrics-reader") {
 		t.Errorf("NOTES.txt does not say how to wait for a job and who may read the metrics:\n%s", notes)
 	}
@@ -160,6 +165,7 @@ leaderElection: {enabled: true, namespace: espo-leases}
 logFormat: text
 trainer: {image: example.invalid/espo-trainer:v1}
 cudaWorker: {image: example.invalid/espo-cuda:v1}
+networkPolicy: {enabled: false, metricsNamespaces: [prom, observability]}
 metrics: {enabled: true, port: 9443, secure: true, service: {port: 443, annotations: {a: b}}}
 serviceMonitor: {enabled: true, labels: {release: prom}, interval: 15s, scrapeTimeout: 10s}
 healthProbe: {port: 9081}
@@ -180,7 +186,8 @@ extraArgs: [--max-concurrent-reconciles=32, --kube-api-qps=100]
 	c := spec.Containers[0]
 	for _, want := range []string{"--leader-elect=true", "--leader-election-namespace=espo-leases", "--metrics-bind-address=:9443",
 		"--health-probe-bind-address=:9081", "--log-format=text", "--trainer-image=example.invalid/espo-trainer:v1",
-		"--cuda-worker-image=example.invalid/espo-cuda:v1", "--max-concurrent-reconciles=32", "--kube-api-qps=100"} {
+		"--cuda-worker-image=example.invalid/espo-cuda:v1", "--max-concurrent-reconciles=32", "--kube-api-qps=100",
+		"--network-policy=false", "--trainer-metrics-namespaces=prom,observability"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %q lack %s", c.Args, want)
 		}
@@ -259,6 +266,7 @@ func TestHelmSchema(t *testing.T) {
 		`serviceMonitor: {interval: soon}`,
 		`unknownValue: 1`,
 		`leaderElection: {enabled: "yes"}`,
+		`networkPolicy: {enabled: true, metricsNamespaces: [Not_A_Namespace]}`,
 	} {
 		if _, _, err := tryRenderChart(t, releaseNamespace, bad); err == nil {
 			t.Errorf("values %q accepted", bad)

@@ -49,11 +49,12 @@ func smallConfig(t *testing.T, alg trainingv1alpha1.AlgorithmName) *Config {
 	return c
 }
 
-// cpuMembers returns n in-process CPU workers.
+// cpuMembers returns n in-process CPU workers that save and load under the
+// temporary folder, where every test's checkpoint and output folders are (t.TempDir).
 func cpuMembers(n int) []worker.Member {
 	ms := make([]worker.Member, n)
 	for i := range ms {
-		ms[i] = worker.NewLocal(cpu.New(0))
+		ms[i] = worker.NewLocal(cpu.New(0), os.TempDir())
 	}
 	return ms
 }

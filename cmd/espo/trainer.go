@@ -52,6 +52,9 @@ type trainerOptions struct {
 	metricsAddr string
 	report      string
 	logFormat   string
+	// workerTokenFile holds the job's worker token, sent with every call to a
+	// remote worker; empty sends none.
+	workerTokenFile string
 }
 
 func newTrainerCommand() *cobra.Command {
@@ -81,6 +84,8 @@ it checkpoints; a second signal stops it at once.`,
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":9090", "Address of the Prometheus /metrics endpoint; \"0\" disables it")
 	f.StringVar(&o.report, "report", "auto", "Where progress goes besides the log: kubernetes (status.training of the job), none, or auto (kubernetes when the config names a job)")
 	f.StringVar(&o.logFormat, "log-format", "json", "Log format: json or text")
+	f.StringVar(&o.workerTokenFile, "worker-token-file", os.Getenv(worker.EnvTokenFile),
+		"File with the job's worker token, sent with every call to a remote worker (default $"+worker.EnvTokenFile+"); empty: none, for workers started with --insecure-no-auth")
 	return cmd
 }
 
@@ -123,7 +128,11 @@ func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, lo
 	if err != nil {
 		return err
 	}
-	workers, err := connectWorkers(cfg, podnet.FromEnv())
+	token, err := workerToken(o.workerTokenFile)
+	if err != nil {
+		return err
+	}
+	workers, err := connectWorkers(cfg, podnet.FromEnv(), token)
 	if err != nil {
 		return err
 	}
@@ -182,16 +191,29 @@ func newReporter(o trainerOptions, cfg *trainer.Config) (trainer.Reporter, error
 	return &kubereporter.Reporter{Client: c, Job: cfg.Job}, nil
 }
 
+// workerToken reads the worker token file at path; no path is no token.
+func workerToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	token, err := worker.ReadTokenFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--worker-token-file: %w", err)
+	}
+	return token, nil
+}
+
 // connectWorkers returns the gang of spec.trainer.workersPerReplica in-process CPU
-// workers (for the cpu worker kind) and the remote workers of the config, in that
-// order, dialed through pods (nil: as gRPC resolves and dials; the local mode's pod
-// network otherwise). Closing the gang closes its connections.
-func connectWorkers(cfg *trainer.Config, pods *podnet.Network) (*worker.Gang, error) {
+// workers (for the cpu worker kind), whose Save and Load may touch the trainer's own
+// folders (localFolders), and the remote workers of the config, in that order,
+// dialed through pods (nil: as gRPC resolves and dials; the local mode's pod network
+// otherwise) and sent token with every call. Closing the gang closes its connections.
+func connectWorkers(cfg *trainer.Config, pods *podnet.Network, token string) (*worker.Gang, error) {
 	var members []worker.Member
 	var closers closeAll
 	if cfg.Spec.Model.Worker == trainingv1alpha1.WorkerCPU {
 		for range cfg.Spec.Trainer.WorkersPerReplica {
-			members = append(members, worker.NewLocal(cpu.New(0)))
+			members = append(members, worker.NewLocal(cpu.New(0), localFolders(cfg)...))
 		}
 	}
 	addrs := cfg.Workers
@@ -199,7 +221,7 @@ func connectWorkers(cfg *trainer.Config, pods *podnet.Network) (*worker.Gang, er
 		addrs = append([]string{cfg.Spec.Model.Endpoint}, addrs...)
 	}
 	for _, addr := range addrs {
-		r, err := worker.Dial(addr, dialer(pods))
+		r, err := worker.Dial(addr, dialer(pods), token)
 		if err != nil {
 			closers.Close()
 			return nil, fmt.Errorf("worker %s: %w", addr, err)
@@ -210,6 +232,19 @@ func connectWorkers(cfg *trainer.Config, pods *podnet.Network) (*worker.Gang, er
 		return nil, fmt.Errorf("no workers: spec.model.worker is %q and the run config lists no worker addresses", cfg.Spec.Model.Worker)
 	}
 	return worker.NewGang(members...), nil
+}
+
+// localFolders are the folders of the run config the trainer's in-process workers
+// may save to and load from: the checkpoint, initial-checkpoint and output folders,
+// those it names.
+func localFolders(cfg *trainer.Config) []string {
+	var dirs []string
+	for _, d := range []string{cfg.CheckpointDir, cfg.InitialCheckpoint, cfg.OutputDir} {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }
 
 // closeAll closes every closer it holds.

@@ -38,6 +38,9 @@ type workerOptions struct {
 	threads         int
 	shutdownTimeout time.Duration
 	drainQuiet      time.Duration
+	tokenFile       string
+	insecureNoAuth  bool
+	allowPaths      []string
 	// pods is the local mode's pod network (podnet.FromEnv); nil in a cluster.
 	pods *podnet.Network
 }
@@ -57,13 +60,21 @@ the cuda worker is the project's PyTorch package. On SIGTERM or SIGINT it keeps
 serving until its trainer, stopping too, has finished the step in flight and its
 checkpoint and calls Release (or until no call has come for --drain-quiet: a trainer
 that died cannot release), then stops gracefully, waiting for calls in flight up to
---shutdown-timeout; a second signal skips the wait.`,
+--shutdown-timeout; a second signal skips the wait.
+
+Every call of the worker protocol must carry the job's token (--token-file, the
+Secret the controller mounts; the health service stays open for probes); without a
+token file the worker does not start unless --insecure-no-auth is given, for a
+worker run by hand. Save and Load accept only paths under the --allow-path folders
+(default $ESPO_WORKER_PATHS); with none, every Save and Load is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sig := make(chan os.Signal, 2)
 			signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 			defer signal.Stop(sig)
-			return runWorker(cmd.Context(), sig, o, func(addr string) { fmt.Fprintf(cmd.ErrOrStderr(), "espo worker: serving on %s\n", addr) })
+			return runWorker(cmd.Context(), sig, o, func(addr string) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "espo worker: serving on %s%s\n", addr, authNote(o))
+			})
 		},
 	}
 	listen := os.Getenv(envWorkerListen)
@@ -76,6 +87,11 @@ that died cannot release), then stops gracefully, waiting for calls in flight up
 	f.IntVar(&o.threads, "threads", 0, "Goroutines for Generate, LogProbs and Backward; 0: GOMAXPROCS")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long a graceful stop waits for calls in flight")
 	f.DurationVar(&o.drainQuiet, "drain-quiet", time.Minute, "After SIGTERM, how long without a call ends the wait for the trainer's Release")
+	f.StringVar(&o.tokenFile, "token-file", os.Getenv(worker.EnvTokenFile),
+		"File with the job's worker token (64 hex characters) that every call must carry (default $"+worker.EnvTokenFile+")")
+	f.BoolVar(&o.insecureNoAuth, "insecure-no-auth", false, "Serve without a token, to anyone who can reach the port: for a worker run by hand, never in a job")
+	f.StringArrayVar(&o.allowPaths, "allow-path", worker.SplitFolders(os.Getenv(worker.EnvAllowedPaths)),
+		"A folder Save and Load may touch; repeat for more (default: the colon-separated $"+worker.EnvAllowedPaths+"); none refuses every Save and Load")
 	return cmd
 }
 
@@ -87,12 +103,18 @@ func runWorker(ctx context.Context, sig <-chan os.Signal, o workerOptions, ready
 	if o.device != "cpu" {
 		return fmt.Errorf("worker: device %q is not served by this binary; --device cpu serves the Go reference policy, the cuda worker is the PyTorch package", o.device)
 	}
+	so, err := serverOptions(o)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	gs, err := worker.NewGRPCServer(cpu.New(o.threads), so)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	lis, err := o.pods.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	activity := worker.NewActivity(nil)
-	gs := worker.NewGRPCServer(cpu.New(o.threads), activity)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
 	ready(lis.Addr().String())
@@ -101,7 +123,7 @@ func runWorker(ctx context.Context, sig <-chan os.Signal, o workerOptions, ready
 		return err
 	case <-ctx.Done():
 	case <-sig:
-		waitReleased(ctx, sig, activity, o.drainQuiet)
+		waitReleased(ctx, sig, so.Activity, o.drainQuiet)
 	}
 	stopped := make(chan struct{})
 	go func() {
@@ -114,6 +136,36 @@ func runWorker(ctx context.Context, sig <-chan os.Signal, o workerOptions, ready
 		gs.Stop()
 	}
 	return nil
+}
+
+// authNote is what the serving line says about authentication: nothing when calls
+// need the token.
+func authNote(o workerOptions) string {
+	if o.insecureNoAuth {
+		return " WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach the port may call"
+	}
+	return ""
+}
+
+// serverOptions reads the token file and gathers the allowed folders of o, with a
+// fresh Activity. A worker without a token file refuses to start unless
+// --insecure-no-auth says so; both at once are an error too.
+func serverOptions(o workerOptions) (worker.ServerOptions, error) {
+	so := worker.ServerOptions{NoAuth: o.insecureNoAuth, Allowed: o.allowPaths, Activity: worker.NewActivity(nil)}
+	switch {
+	case o.tokenFile != "" && o.insecureNoAuth:
+		return so, fmt.Errorf("--insecure-no-auth with a token file (--token-file or $%s): drop one of them", worker.EnvTokenFile)
+	case o.tokenFile == "" && !o.insecureNoAuth:
+		return so, fmt.Errorf("no worker token: pass --token-file (default $%s, the job's Secret <job>-worker-token as the controller mounts it), "+
+			"or --insecure-no-auth to serve anyone who can reach the port, for a worker run by hand", worker.EnvTokenFile)
+	case o.tokenFile != "":
+		token, err := worker.ReadTokenFile(o.tokenFile)
+		if err != nil {
+			return so, fmt.Errorf("--token-file: %w", err)
+		}
+		so.Token = token
+	}
+	return so, nil
 }
 
 // waitReleased returns once the trainer released the worker, a has seen no call for

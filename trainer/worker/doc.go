@@ -36,5 +36,14 @@ limitations under the License.
 // accumulator. The server and the in-process member share what every worker owes
 // its caller: the order of calls (Configure first), locking (scoring calls run
 // concurrently, calls that change the state run alone), the defaults of the
-// options, atomic Save files; the server maps its errors to gRPC status codes.
+// options, atomic Save files, Save and Load confined to the allowed folders (the
+// job's checkpoint, initial-checkpoint and output folders: ErrPathNotAllowed); the
+// server maps its errors to gRPC status codes.
+//
+// The server refuses every call of the Worker service that does not carry the
+// job's token (ReadTokenFile; the metadata "authorization: Bearer <token>", which
+// Dial sends) with Unauthenticated, comparing in constant time; the health service
+// stays open for probes. The token authenticates the trainer; it does not encrypt
+// the plaintext connection. Package workertest checks a running worker, Go or
+// PyTorch, against both rules.
 package worker

@@ -31,15 +31,22 @@ import (
 // guarded is a Policy with what every worker shares, in the policy's own types: the
 // order of calls (nothing but Configure, Load and Describe before the policy is
 // configured), locking (scoring calls run concurrently, calls that change the state
-// run alone), the checks and defaults of the options, and state files written
-// atomically. The gRPC server and the in-process Local member both serve a policy
-// through one.
+// run alone), the checks and defaults of the options, state files read and written
+// only under the allowed folders, and written atomically. The gRPC server and the
+// in-process Local member both serve a policy through one.
 type guarded struct {
 	p Policy
+	// allowed are the folders Save and Load may touch.
+	allowed folders
 	// mu is held shared by the calls that only read the state and exclusively by
 	// those that change it.
 	mu         sync.RWMutex
 	configured bool
+}
+
+// newGuarded returns p guarded, its Save and Load confined to the allowed folders.
+func newGuarded(p Policy, allowed []string) guarded {
+	return guarded{p: p, allowed: newFolders(allowed)}
 }
 
 // read runs fn under the shared lock once the policy is configured.
@@ -143,13 +150,18 @@ func (g *guarded) step(o StepOptions) (gradNorm float64, steps int64, err error)
 // snapshotReference freezes the current weights as the reference.
 func (g *guarded) snapshotReference() error { return g.write(g.p.SnapshotReference) }
 
-// save writes the state to path atomically (writeAtomic) and returns its size.
+// save writes the state to path atomically (writeAtomic) and returns its size. A
+// path outside the allowed folders is an error wrapping ErrPathNotAllowed.
 func (g *guarded) save(path string) (n int64, err error) {
 	if path == "" {
 		return 0, fmt.Errorf("%w: save: empty path", ErrInvalid)
 	}
+	real, err := g.allowed.confine("save", path)
+	if err != nil {
+		return 0, err
+	}
 	err = g.read(func() (err error) {
-		n, err = writeAtomic(path, g.p.Save)
+		n, err = writeAtomic(real, g.p.Save)
 		return err
 	})
 	return n, err
@@ -167,14 +179,18 @@ func (g *guarded) load(path string) (steps int64, err error) {
 	return g.p.Describe().Steps, nil
 }
 
-// loadLocked reads the state at path into the policy; the caller holds mu. A file
-// that cannot be opened is a codeError of NotFound, one the policy cannot read of
-// DataLoss.
+// loadLocked reads the state at path into the policy; the caller holds mu. A path
+// outside the allowed folders is an error wrapping ErrPathNotAllowed, a file that
+// cannot be opened a codeError of NotFound, one the policy cannot read of DataLoss.
 func (g *guarded) loadLocked(path string) error {
 	if path == "" {
 		return fmt.Errorf("%w: load: empty path", ErrInvalid)
 	}
-	f, err := os.Open(path)
+	real, err := g.allowed.confine("load", path)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(real)
 	if err != nil {
 		return &codeError{code: codes.NotFound, err: err}
 	}

@@ -20,12 +20,17 @@ import "context"
 
 // Local is a Member that calls a Policy in this process, with the contracts a
 // remote worker has (the order of calls, locking, defaults and checks of the
-// options, atomic Save) and no serialisation: requests are read, not copied, during
-// a call and must not change until it returns; results belong to the caller.
+// options, atomic Save, Save and Load confined to its allowed folders) and no
+// serialisation: requests are read, not copied, during a call and must not change
+// until it returns; results belong to the caller.
 type Local struct{ g guarded }
 
-// NewLocal returns p as a Member, not configured yet.
-func NewLocal(p Policy) *Local { return &Local{g: guarded{p: p}} }
+// NewLocal returns p as a Member, not configured yet, whose Save and Load (and
+// Configure's LoadPath) accept only paths under the allowed folders after cleaning
+// and resolving symbolic links; any other path, and every path when no folder is allowed, is an error
+// wrapping ErrPathNotAllowed. The trainer gives its in-process members its own
+// folders: the checkpoint, initial-checkpoint and output folders of its run config.
+func NewLocal(p Policy, allowed ...string) *Local { return &Local{g: newGuarded(p, allowed)} }
 
 // String names the member in errors.
 func (*Local) String() string { return "in process" }

@@ -18,6 +18,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"net"
 
 	"google.golang.org/grpc"
@@ -43,14 +44,21 @@ type Remote struct {
 }
 
 // Dial returns the worker at addr (host:port, or any gRPC target) as a Member, over
-// an insecure connection with MaxMessageBytes both ways. The connection is made
-// lazily, on the first call; Close closes it. A non-nil dial makes every
-// connection, given addr as it is (gRPC's name resolution is skipped); nil resolves
-// and dials as gRPC does.
-func Dial(addr string, dial DialFunc) (*Remote, error) {
+// a plaintext connection with MaxMessageBytes both ways, sending token (the job's
+// worker token, ReadTokenFile) with every call; an empty token sends none, for a
+// worker started with --insecure-no-auth. The connection is made lazily, on the
+// first call; Close closes it. A non-nil dial makes every connection, given addr as
+// it is (gRPC's name resolution is skipped); nil resolves and dials as gRPC does.
+func Dial(addr string, dial DialFunc, token string) (*Remote, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
+	}
+	if token != "" {
+		if err := checkToken(token); err != nil {
+			return nil, fmt.Errorf("worker token: %w", err)
+		}
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer(token)))
 	}
 	target := addr
 	if dial != nil {

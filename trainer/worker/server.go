@@ -19,6 +19,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -29,29 +30,58 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
+// ServerOptions are how NewGRPCServer guards a worker.
+type ServerOptions struct {
+	// Token is the job's worker token (ReadTokenFile): every call but those of the
+	// health service must carry the metadata "authorization: Bearer <Token>", or is
+	// refused with codes.Unauthenticated. Required unless NoAuth.
+	Token string
+	// NoAuth serves every call without a token: for a worker run by hand (espo worker
+	// --insecure-no-auth), never in a job.
+	NoAuth bool
+	// Allowed are the folders Save and Load may touch (see NewServer); none refuses
+	// every Save and Load.
+	Allowed []string
+	// Activity, when not nil, records the calls that passed authentication.
+	Activity *Activity
+}
+
 // NewGRPCServer returns a gRPC server that serves p with the worker protocol and
 // the standard gRPC health service (grpc.health.v1, reporting SERVING for "" and
-// for "espo.worker.v1.Worker"), accepting messages of up to MaxMessageBytes, and
-// recording its calls in a when a is not nil. The caller registers nothing else and
-// calls Serve.
-func NewGRPCServer(p Policy, a *Activity) *grpc.Server {
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes)}
-	if a != nil {
-		opts = append(opts, grpc.UnaryInterceptor(a.UnaryInterceptor()))
+// for "espo.worker.v1.Worker"), accepting messages of up to MaxMessageBytes. Every
+// call but the health service's needs o.Token (a malformed one is an error), unless
+// o.NoAuth. The caller registers nothing else and calls Serve.
+func NewGRPCServer(p Policy, o ServerOptions) (*grpc.Server, error) {
+	var unary []grpc.UnaryServerInterceptor
+	var stream []grpc.StreamServerInterceptor
+	switch {
+	case o.NoAuth && o.Token != "":
+		return nil, errors.New("worker server: both a token and NoAuth: choose one")
+	case !o.NoAuth:
+		if err := checkToken(o.Token); err != nil {
+			return nil, fmt.Errorf("worker token: %w", err)
+		}
+		a := authenticator{want: []byte(o.Token)}
+		unary, stream = append(unary, a.unary), append(stream, a.stream)
 	}
-	gs := grpc.NewServer(opts...)
-	workerpb.RegisterWorkerServer(gs, NewServer(p))
+	if o.Activity != nil {
+		unary = append(unary, o.Activity.UnaryInterceptor())
+	}
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...))
+	workerpb.RegisterWorkerServer(gs, NewServer(p, o.Allowed...))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(workerpb.Worker_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
-	return gs
+	return gs, nil
 }
 
-// NewServer returns the worker protocol served by p. See Policy for the locking
-// it provides and docs/worker-protocol.md for each call's contract.
-func NewServer(p Policy) workerpb.WorkerServer {
-	return &server{g: guarded{p: p}}
+// NewServer returns the worker protocol served by p, with Save and Load confined to
+// the allowed folders (see Local). See Policy for the locking it provides and
+// docs/worker-protocol.md for each call's contract.
+func NewServer(p Policy, allowed ...string) workerpb.WorkerServer {
+	return &server{g: newGuarded(p, allowed)}
 }
 
 // server adapts the messages of the protocol to a guarded policy and its errors to
@@ -62,8 +92,8 @@ type server struct {
 }
 
 // statusOf maps an error of a guarded policy to a gRPC status: FailedPrecondition
-// for ErrNotConfigured, InvalidArgument for ErrInvalid, a codeError's own code,
-// Internal for the rest.
+// for ErrNotConfigured, InvalidArgument for ErrInvalid, PermissionDenied for
+// ErrPathNotAllowed, a codeError's own code, Internal for the rest.
 func statusOf(err error) error {
 	var ce *codeError
 	switch {
@@ -73,6 +103,8 @@ func statusOf(err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, ErrInvalid):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrPathNotAllowed):
+		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.As(err, &ce):
 		return status.Error(ce.code, err.Error())
 	case status.Code(err) != codes.Unknown:

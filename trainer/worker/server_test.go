@@ -34,29 +34,41 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
+	"github.com/espo-dev/espo-operator/trainer/worker/workertest"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
 var smallModel = map[string]string{"hash_bits": "12", "hidden": "8"}
 
-// listen starts a real gRPC worker of a CPU policy on 127.0.0.1:0 and returns its
-// address.
-func listen(t *testing.T) string {
+// listen starts a real gRPC worker of a CPU policy on 127.0.0.1:0 that needs
+// workertest.Token and saves and loads under allowed, and returns its address.
+func listen(t *testing.T, allowed ...string) string {
+	t.Helper()
+	return listenWith(t, worker.ServerOptions{Token: workertest.Token, Allowed: allowed})
+}
+
+// listenWith starts a real gRPC worker of a CPU policy with o on 127.0.0.1:0 and
+// returns its address.
+func listenWith(t *testing.T, o worker.ServerOptions) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := worker.NewGRPCServer(cpu.New(2), nil)
+	gs, err := worker.NewGRPCServer(cpu.New(2), o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go gs.Serve(lis)
 	t.Cleanup(gs.Stop)
 	return lis.Addr().String()
 }
 
-// dial returns the worker at addr as a Remote member, closed at the test's end.
+// dial returns the worker at addr as a Remote member sending workertest.Token,
+// closed at the test's end.
 func dial(t *testing.T, addr string, d worker.DialFunc) *worker.Remote {
 	t.Helper()
-	r, err := worker.Dial(addr, d)
+	r, err := worker.Dial(addr, d, workertest.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +76,11 @@ func dial(t *testing.T, addr string, d worker.DialFunc) *worker.Remote {
 	return r
 }
 
-// serve starts a real gRPC worker and returns a Remote member of it.
-func serve(t *testing.T) *worker.Remote { return dial(t, listen(t), nil) }
+// serve starts a real gRPC worker that saves and loads under allowed and returns a
+// Remote member of it.
+func serve(t *testing.T, allowed ...string) *worker.Remote {
+	return dial(t, listen(t, allowed...), nil)
+}
 
 // prompts returns the prompts of every step of ep.
 func prompts(ep *dataset.Episode) []worker.Prompt {
@@ -126,8 +141,9 @@ func session(t *testing.T, m worker.Member, dir string) []string {
 // TestRemoteEqualsLocal runs the same session on a real gRPC server and on an
 // in-process member: every result must be the same.
 func TestRemoteEqualsLocal(t *testing.T) {
-	remote := session(t, serve(t), t.TempDir())
-	local := session(t, worker.NewLocal(cpu.New(2)), t.TempDir())
+	remoteDir, localDir := t.TempDir(), t.TempDir()
+	remote := session(t, serve(t, remoteDir), remoteDir)
+	local := session(t, worker.NewLocal(cpu.New(2), localDir), localDir)
 	if len(remote) != len(local) {
 		t.Fatalf("%d results remotely, %d in process", len(remote), len(local))
 	}
@@ -162,7 +178,8 @@ func TestServerPassesReferenceOnly(t *testing.T) {
 // TestServerErrors checks the gRPC status code of each kind of error.
 func TestServerErrors(t *testing.T) {
 	ctx := context.Background()
-	c := serve(t).Client()
+	dir := t.TempDir()
+	c := serve(t, dir).Client()
 	if _, err := c.Generate(ctx, &workerpb.GenerateRequest{}); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("generate before configure: %v, want FailedPrecondition", err)
 	}
@@ -186,13 +203,13 @@ func TestServerErrors(t *testing.T) {
 	if _, err := c.Step(ctx, &workerpb.StepRequest{Beta1: 1}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("beta1 = 1: %v, want InvalidArgument", err)
 	}
-	if _, err := c.Load(ctx, &workerpb.LoadRequest{Path: filepath.Join(t.TempDir(), "missing")}); status.Code(err) != codes.NotFound {
+	if _, err := c.Load(ctx, &workerpb.LoadRequest{Path: filepath.Join(dir, "missing")}); status.Code(err) != codes.NotFound {
 		t.Errorf("missing state: %v, want NotFound", err)
 	}
-	if _, err := c.Configure(ctx, &workerpb.ConfigureRequest{LoadPath: filepath.Join(t.TempDir(), "missing")}); status.Code(err) != codes.NotFound {
+	if _, err := c.Configure(ctx, &workerpb.ConfigureRequest{LoadPath: filepath.Join(dir, "missing")}); status.Code(err) != codes.NotFound {
 		t.Errorf("configure from a missing state: %v, want NotFound", err)
 	}
-	garbage := filepath.Join(t.TempDir(), "garbage")
+	garbage := filepath.Join(dir, "garbage")
 	if err := os.WriteFile(garbage, []byte("not a state"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +222,8 @@ func TestServerErrors(t *testing.T) {
 // sentinels, as the server's codes are.
 func TestLocalErrors(t *testing.T) {
 	ctx := context.Background()
-	m := worker.NewLocal(cpu.New(1))
+	dir := t.TempDir()
+	m := worker.NewLocal(cpu.New(1), dir)
 	ep := &generated(t, 1)[0]
 	ps := []worker.Prompt{worker.NewPrompt(ep, 0)}
 	if _, err := m.Generate(ctx, ps, worker.SampleOptions{}); !errors.Is(err, worker.ErrNotConfigured) {
@@ -214,7 +232,7 @@ func TestLocalErrors(t *testing.T) {
 	if _, err := m.Configure(ctx, worker.Setup{Options: map[string]string{"bogus": "1"}}); !errors.Is(err, worker.ErrInvalid) {
 		t.Errorf("bad option: %v, want ErrInvalid", err)
 	}
-	if _, err := m.Configure(ctx, worker.Setup{LoadPath: filepath.Join(t.TempDir(), "missing")}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := m.Configure(ctx, worker.Setup{LoadPath: filepath.Join(dir, "missing")}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("configure from a missing state: %v, want fs.ErrNotExist", err)
 	}
 	if _, err := m.Configure(ctx, worker.Setup{Options: smallModel}); err != nil {

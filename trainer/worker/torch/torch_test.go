@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ import (
 	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/worker"
+	"github.com/espo-dev/espo-operator/trainer/worker/workertest"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
@@ -69,13 +71,33 @@ func pyEnv() []string {
 
 var servingRE = regexp.MustCompile(`serving on (\S+):(\d+) `)
 
-// startWorker starts the torch worker with the tiny model on a free loopback port
-// and returns it as a Member; the process is stopped at the end of the test.
-func startWorker(t *testing.T, args ...string) *worker.Remote {
+// torchWorker is a running torch worker process, as a Member that sends the job's
+// token (workertest.Token).
+type torchWorker struct {
+	*worker.Remote
+	addr string
+	mu   sync.Mutex
+	// stderr is all the process wrote to its standard error, gRPC's own log at debug
+	// verbosity included.
+	stderr strings.Builder
+}
+
+// log returns what the process wrote to its standard error so far.
+func (w *torchWorker) log() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stderr.String()
+}
+
+// startWorker starts the torch worker with the tiny model on a free loopback port,
+// requiring workertest.Token and saving and loading under allowed, and returns it;
+// the process is stopped at the end of the test.
+func startWorker(t *testing.T, allowed string, args ...string) *torchWorker {
 	t.Helper()
 	cmd := exec.Command(python, append([]string{"-m", "espo_worker", "--listen", "127.0.0.1:0", "--model", "tiny",
-		"--device", "cpu", "--threads", "4"}, args...)...)
-	cmd.Env = pyEnv()
+		"--device", "cpu", "--threads", "4", "--token-file", workertest.WriteToken(t), "--allow-path", allowed}, args...)...)
+	cmd.Env = append(pyEnv(), "GRPC_VERBOSITY=debug")
+	w := &torchWorker{}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +122,9 @@ func startWorker(t *testing.T, args ...string) *worker.Remote {
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
+			w.mu.Lock()
+			w.stderr.WriteString(line + "\n")
+			w.mu.Unlock()
 			if m := servingRE.FindStringSubmatch(line); m != nil && !sent {
 				addr <- m[1] + ":" + m[2]
 				sent = true
@@ -121,12 +146,42 @@ func startWorker(t *testing.T, args ...string) *worker.Remote {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the torch worker did not start serving within 60s")
 	}
-	w, err := worker.Dial(a, nil)
+	r, err := worker.Dial(a, nil, workertest.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.Close() })
+	t.Cleanup(func() { r.Close() })
+	w.Remote, w.addr = r, a
 	return w
+}
+
+// TestTorchWorkerNeedsTheTokenAndStaysInItsFolder: the worker process refuses every
+// method to a caller without the job's token or with another job's, serves the
+// token, refuses Save and Load out of its --allow-path folder, and writes no token
+// to its standard error, gRPC's debug log included.
+func TestTorchWorkerNeedsTheTokenAndStaysInItsFolder(t *testing.T) {
+	needPython(t)
+	l := workertest.NewLayout(t)
+	w := startWorker(t, l.Allowed)
+	tiny := map[string]string{"pretrained": "tiny"}
+	workertest.CheckTokenRequired(t, workertest.Conn(t, w.addr), l.Allowed, tiny)
+	workertest.CheckConfined(t, w.Client(), l, tiny)
+	if log := w.log(); strings.Contains(log, workertest.Token) || strings.Contains(log, workertest.OtherToken) {
+		t.Errorf("the worker's standard error holds a token:\n%s", log)
+	}
+}
+
+// TestTorchWorkerRefusesToStartWithoutAToken: without --token-file (and
+// $ESPO_WORKER_TOKEN_FILE) or --insecure-no-auth the worker does not start, and says
+// which flag fixes it.
+func TestTorchWorkerRefusesToStartWithoutAToken(t *testing.T) {
+	needPython(t)
+	cmd := exec.Command(python, "-m", "espo_worker", "--listen", "127.0.0.1:0", "--model", "tiny", "--device", "cpu")
+	cmd.Env = append(pyEnv(), worker.EnvTokenFile+"=")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--token-file") || !strings.Contains(string(out), "--insecure-no-auth") {
+		t.Errorf("the worker without a token: %v: %s; want it to refuse, naming --token-file and --insecure-no-auth", err, out)
+	}
 }
 
 // TestPythonUnitTests runs the Python package's own tests (tests/test_*.py).
@@ -159,9 +214,9 @@ func smallRun(t *testing.T) *trainer.Config {
 // through the SFT cold start and an ESPO epoch to Completed, with finite statistics.
 func TestTrainerDrivesTheTorchWorker(t *testing.T) {
 	needPython(t)
-	w := startWorker(t, "--max-new-tokens", "24", "--max-prompt-tokens", "96")
 	c := smallRun(t)
-	tr, err := trainer.New(c, trainer.Options{Workers: worker.NewGang(w), Log: logr.Discard()})
+	w := startWorker(t, c.OutputDir, "--max-new-tokens", "24", "--max-prompt-tokens", "96")
+	tr, err := trainer.New(c, trainer.Options{Workers: worker.NewGang(w.Remote), Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,9 +289,10 @@ func fatalOnPanic(t *testing.T) {
 }
 
 // configuredTiny starts a worker with the tiny model, answers of up to maxNew
-// tokens and prompts of up to maxPrompt, and configures it with seed.
-func configuredTiny(t *testing.T, seed uint64, maxNew, maxPrompt string) workerpb.WorkerClient {
-	w := startWorker(t, "--max-new-tokens", maxNew, "--max-prompt-tokens", maxPrompt).Client()
+// tokens and prompts of up to maxPrompt, saving under allowed, and configures it
+// with seed.
+func configuredTiny(t *testing.T, seed uint64, maxNew, maxPrompt, allowed string) workerpb.WorkerClient {
+	w := startWorker(t, allowed, "--max-new-tokens", maxNew, "--max-prompt-tokens", maxPrompt).Client()
 	must(w.Configure(context.Background(), &workerpb.ConfigureRequest{Seed: seed, Options: map[string]string{"pretrained": "tiny"}}))
 	return w
 }
@@ -247,7 +303,7 @@ func TestGenerateLogProbsEqualLogProbs(t *testing.T) {
 	needPython(t)
 	defer fatalOnPanic(t)
 	ctx := context.Background()
-	w := configuredTiny(t, 3, "24", "128")
+	w := configuredTiny(t, 3, "24", "128", t.TempDir())
 	ps := episodePrompts(t, 3)
 	must(w.Backward(ctx, &workerpb.BackwardRequest{Items: sft(t, ps)}))
 	must(w.Step(ctx, &workerpb.StepRequest{LearningRate: 0.01}))
@@ -317,7 +373,8 @@ func TestAppliedGradientIsTheESPOGradient(t *testing.T) {
 	needPython(t)
 	defer fatalOnPanic(t)
 	ctx := context.Background()
-	w := configuredTiny(t, 5, "16", "96")
+	dir := t.TempDir()
+	w := configuredTiny(t, 5, "16", "96", dir)
 	ps := episodePrompts(t, 2)
 	step := func(lr float64) {
 		must(w.Backward(ctx, &workerpb.BackwardRequest{Items: sft(t, ps)}))
@@ -329,7 +386,7 @@ func TestAppliedGradientIsTheESPOGradient(t *testing.T) {
 	const G = 3
 	gen := must(w.Generate(ctx, &workerpb.GenerateRequest{Prompts: ps, Samples: G, Seed: 8}))
 	step(0.004) // the policy moves away from the one that sampled
-	state := filepath.Join(t.TempDir(), "state.pt")
+	state := filepath.Join(dir, "state.pt")
 	must(w.Save(ctx, &workerpb.SaveRequest{Path: state}))
 
 	in := objectiveInput{State: state}
@@ -385,7 +442,6 @@ func TestAppliedGradientIsTheESPOGradient(t *testing.T) {
 		gots = append(gots, got{g.Gradient, ls.Objective, ls.ClipFrac})
 	}
 
-	dir := t.TempDir()
 	inPath, outPath := filepath.Join(dir, "in.json"), filepath.Join(dir, "out.json")
 	b := must(json.Marshal(in))
 	if err := os.WriteFile(inPath, b, 0o644); err != nil {

@@ -3,6 +3,7 @@
 
     python3 -m espo_worker [--listen ADDR] [--model PATH|tiny] [--device cuda|cpu]
                            [--dtype bfloat16|float16|float32] [--lora-r R ...] [--procs K]
+                           [--token-file FILE | --insecure-no-auth] [--allow-path DIR ...]
 
 Every flag defaults to an environment variable, so the controller's container needs
 no arguments: --listen to $ESPO_WORKER_LISTEN (else :50051), --procs to
@@ -10,6 +11,12 @@ $ESPO_WORKERS_PER_REPLICA (else 1), the model flags to $ESPO_WORKER_<FLAG> (for
 example ESPO_WORKER_DTYPE, ESPO_WORKER_LORA_R; set them in spec.trainer.env). The
 model path comes from the trainer's Configure option "pretrained"
 (spec.model.pretrained) when it sends one, else --model ($ESPO_WORKER_MODEL).
+
+Every call of the worker protocol must carry the job's token, read from --token-file
+($ESPO_WORKER_TOKEN_FILE, the Secret the controller mounts); without one the worker
+does not start unless --insecure-no-auth is given, for a worker run by hand. Save and
+Load touch only paths under the --allow-path folders ($ESPO_WORKER_PATHS, colon-
+separated); with none, every Save and Load is refused.
 
 With --procs K > 1 this process is a launcher: it starts K workers, worker k on port
 PORT+k with GPU k, and waits for them; they form one torch.distributed group with the
@@ -24,6 +31,8 @@ import signal
 import subprocess
 import sys
 import threading
+
+from . import auth, folders
 
 
 def env(name, default):
@@ -58,8 +67,22 @@ def parse(argv):
     ap.add_argument("--threads", type=int, default=8, help="gRPC server threads")
     ap.add_argument("--drain-quiet", type=float, default=60.0,
                     help="after SIGTERM, seconds without a call that end the wait for the trainer's Release")
+    ap.add_argument("--token-file", default=auth.default_token_file(),
+                    help="file with the job's worker token that every call must carry (default $%s)" % auth.ENV_TOKEN_FILE)
+    ap.add_argument("--insecure-no-auth", action="store_true",
+                    help="serve without a token, to anyone who can reach the port: for a worker run by hand, never in a job")
+    ap.add_argument("--allow-path", action="append", default=None,
+                    help="a folder Save and Load may touch; repeat for more (default: the colon-separated $%s); "
+                         "none refuses every Save and Load" % folders.ENV_ALLOWED_PATHS)
     ap.add_argument("--local-index", type=int, default=-1, help=argparse.SUPPRESS)
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.allow_path is None:
+        args.allow_path = folders.split(os.environ.get(folders.ENV_ALLOWED_PATHS, ""))
+    try:
+        args.token = auth.token_from(args.token_file, args.insecure_no_auth)
+    except auth.TokenError as e:
+        ap.error(str(e))
+    return args
 
 
 def launch(args, argv):
@@ -121,10 +144,13 @@ def main(argv=None):
     group = dist.from_env(max(args.procs, 1), k, device)
     p = policy.Policy(defaults, device=device, dist=group)
     activity = server.Activity()
-    s, port = server.new_server(p, args.listen, args.threads, activity)
+    s, port = server.new_server(p, args.listen, args.threads, activity, token=args.token,
+                                insecure_no_auth=args.insecure_no_auth, allowed=args.allow_path)
     host = args.listen.rsplit(":", 1)[0] or "[::]"
-    print("espo torch worker: serving on %s:%d (rank %d of %d, %s)" % (host, port, group.rank, group.world, device),
-          file=sys.stderr, flush=True)
+    note = " WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach the port may call" \
+        if args.insecure_no_auth else ""
+    print("espo torch worker: serving on %s:%d (rank %d of %d, %s)%s" % (host, port, group.rank, group.world, device,
+                                                                         note), file=sys.stderr, flush=True)
     # The first signal drains: serve until the trainer, which finishes its step and
     # checkpoint first, calls Release (or until no call has come for --drain-quiet: a
     # trainer that died cannot release); a second signal stops at once.

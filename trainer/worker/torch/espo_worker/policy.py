@@ -13,8 +13,11 @@ Every call runs under one lock (one device per worker process). The server
 FAILED_PRECONDITION, and everything else to INTERNAL.
 """
 
+import collections
 import hashlib
+import inspect
 import io
+import json
 import math
 import struct
 import threading
@@ -25,7 +28,17 @@ from . import dist as distlib
 from . import models
 from . import worker_pb2 as pb
 
-STATE_FORMAT = "espo-torch-worker/v1"
+# A state file holds tensors, and dicts, lists, strings and ints of them, only: what
+# torch.load(weights_only=True) reads on every supported torch (1.13 reads no Python
+# float), so that loading a file never unpickles an arbitrary object. Model options,
+# the step count and the optimizer's hyperparameters travel as JSON under "meta".
+STATE_FORMAT = "espo-torch-worker/v2"
+# v1 held Python floats; a torch whose safe unpickler reads them (2.x) still loads it.
+STATE_FORMAT_V1 = "espo-torch-worker/v1"
+
+if "weights_only" not in inspect.signature(torch.load).parameters:
+    raise ImportError("espo_worker needs torch >= 1.13, whose torch.load(weights_only=True) loads tensors without "
+                      "unpickling arbitrary objects; this is torch %s" % torch.__version__)
 
 
 class InvalidError(ValueError):
@@ -295,13 +308,18 @@ class Policy:
     # -- state -----------------------------------------------------------------
 
     def state_dict(self):
+        """The full state in the types of STATE_FORMAT."""
+        opt = self.optimizer.state_dict()
+        tensors = {i: {k: v for k, v in st.items() if torch.is_tensor(v)} for i, st in opt["state"].items()}
+        values = {str(i): {k: v for k, v in st.items() if not torch.is_tensor(v)} for i, st in opt["state"].items()}
+        meta = {"options": self.options, "steps": self.steps, "param_groups": opt["param_groups"],
+                "optimizer_values": values}
         return {
             "format": STATE_FORMAT,
-            "options": self.options,
+            "meta": json.dumps(meta),
             "params": [p.detach().cpu() for p in self.params],
             "reference": [r.detach().cpu() for r in self.reference],
-            "optimizer": self.optimizer.state_dict(),
-            "steps": self.steps,
+            "optimizer_state": tensors,
         }
 
     def save(self, f):
@@ -317,26 +335,24 @@ class Policy:
             st = None
             if self.dist.rank == 0:
                 try:
-                    st = torch.load(path, map_location="cpu")
-                except FileNotFoundError:
+                    st = parse_state(read_state(path), path)
+                except OSError:  # a missing file (NOT_FOUND), an unreadable one (DATA_LOSS)
                     raise
                 except Exception as e:  # noqa: BLE001 - any unreadable file is data loss
                     raise IOError("load %s: %s" % (path, e))
-                if not isinstance(st, dict) or st.get("format") != STATE_FORMAT:
-                    raise IOError("load %s: not a torch worker state (%s)" % (path, STATE_FORMAT))
-            options = self.dist.broadcast_object(st["options"] if st else None)
+            options = self.dist.broadcast_object(st.options if st else None)
             if self.backend is None or options != self.options:
                 self.build(options, seed)
             if st is not None:
-                if len(st["params"]) != len(self.params):
-                    raise IOError("load %s: %d tensors, the model has %d" % (path, len(st["params"]), len(self.params)))
+                if len(st.params) != len(self.params):
+                    raise IOError("load %s: %d tensors, the model has %d" % (path, len(st.params), len(self.params)))
                 with torch.no_grad():
-                    for p, v in zip(self.params, st["params"]):
+                    for p, v in zip(self.params, st.params):
                         p.copy_(v)
-                    for r, v in zip(self.reference, st["reference"]):
+                    for r, v in zip(self.reference, st.reference):
                         r.copy_(v)
-                self.optimizer.load_state_dict(st["optimizer"])
-                self.steps = int(st["steps"])
+                self.optimizer.load_state_dict(st.optimizer)
+                self.steps = st.steps
             self.dist.broadcast_tensors(self.params)
             self.dist.broadcast_tensors(self.reference)
             self.steps = int(self.dist.broadcast_object(self.steps))
@@ -344,6 +360,31 @@ class Policy:
             for p in self.params:
                 p.grad = None
             return self.steps
+
+
+def read_state(path):
+    """The state file at path, read with torch.load(weights_only=True): tensors and
+    plain types only, never an arbitrary object (a file that holds one is refused)."""
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+State = collections.namedtuple("State", "options params reference optimizer steps")
+
+
+def parse_state(st, path):
+    """The State of a file's content st, or IOError naming path."""
+    if not isinstance(st, dict) or st.get("format") not in (STATE_FORMAT, STATE_FORMAT_V1):
+        raise IOError("load %s: not a torch worker state (%s)" % (path, STATE_FORMAT))
+    try:
+        if st["format"] == STATE_FORMAT_V1:
+            return State(st["options"], st["params"], st["reference"], st["optimizer"], int(st["steps"]))
+        meta = json.loads(st["meta"])
+        values = meta["optimizer_values"]
+        opt = {"state": {i: dict(ts, **values.get(str(i), {})) for i, ts in st["optimizer_state"].items()},
+               "param_groups": meta["param_groups"]}
+        return State(meta["options"], st["params"], st["reference"], opt, int(meta["steps"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise IOError("load %s: a damaged torch worker state (%s): %s" % (path, st["format"], e)) from None
 
 
 def state_bytes(policy):

@@ -2,11 +2,13 @@
 """The gRPC server: the worker protocol over a Policy, plus grpc.health.v1.
 
 Contracts shared with the Go server adapter (trainer/worker/server.go): every call
-but Configure, Load, Info and Health answers FAILED_PRECONDITION before the policy is
-configured; errors map to INVALID_ARGUMENT (the request's fault), NOT_FOUND (a
-missing state file), DATA_LOSS (an unreadable one) and INTERNAL; Save writes
-atomically (temporary file in the same folder, fsync, rename); messages of up to
-1 GiB pass both ways. The health service is answered by hand (two tiny messages),
+of the Worker service needs the job's token (auth.TokenInterceptor) or answers
+UNAUTHENTICATED; every call but Configure, Load, Info and Health answers
+FAILED_PRECONDITION before the policy is configured; Save and Load touch only paths
+under the allowed folders (folders.Folders) or answer PERMISSION_DENIED; errors map
+to INVALID_ARGUMENT (the request's fault), NOT_FOUND (a missing state file),
+DATA_LOSS (an unreadable one) and INTERNAL; Save writes atomically (temporary file in
+the same folder, fsync, rename); messages of up to 1 GiB pass both ways. The health service is answered by hand (two tiny messages),
 so no grpcio-health-checking package is needed.
 """
 
@@ -20,6 +22,8 @@ import traceback
 
 import grpc
 
+from . import auth
+from . import folders as folderslib
 from . import policy as policylib
 from . import worker_pb2 as pb
 from . import worker_pb2_grpc as pbgrpc
@@ -81,9 +85,19 @@ class Stats:
 
 
 class Servicer(pbgrpc.WorkerServicer):
-    def __init__(self, policy, stats=None):
+    def __init__(self, policy, stats=None, folders=None):
+        """folders: the folders.Folders Save and Load may touch (default none: every
+        Save and Load is refused)."""
         self.p = policy
         self.stats = stats or Stats(os.environ.get("ESPO_WORKER_STATS", ""))
+        self.folders = folders or folderslib.Folders([])
+
+    def _load_path(self, path):
+        """The path a load reads: confined on rank 0, the rank that reads it; the others
+        get the state by broadcast and never open the path."""
+        if self.p.dist.rank != 0:
+            return path
+        return self.folders.confine("load", path)
 
     def _run(self, context, fn):
         start = time.monotonic()
@@ -93,6 +107,8 @@ class Servicer(pbgrpc.WorkerServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except policylib.NotConfiguredError as e:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        except folderslib.PathNotAllowedError as e:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
         except FileNotFoundError as e:
             context.abort(grpc.StatusCode.NOT_FOUND, str(e))
         except IOError as e:
@@ -109,9 +125,10 @@ class Servicer(pbgrpc.WorkerServicer):
 
     def Configure(self, req, context):
         def do():
+            path = self._load_path(req.load_path) if req.load_path else ""
             self.p.configure(req.seed, map_field(req.options))
-            if req.load_path:
-                self.p.load(req.load_path, req.seed)
+            if path:
+                self.p.load(path, req.seed)
             return pb.ConfigureResponse(info=self.p.describe())
         return self._run(context, do)
 
@@ -174,8 +191,9 @@ class Servicer(pbgrpc.WorkerServicer):
         def do():
             if not req.path:
                 raise policylib.InvalidError("save: empty path")
+            path = self.folders.confine("save", req.path)
             self.p.need()
-            n = _write_atomic(req.path, self.p.save)
+            n = _write_atomic(path, self.p.save)
             return pb.SaveResponse(path=req.path, bytes=n)
         return self._run(context, do)
 
@@ -183,7 +201,7 @@ class Servicer(pbgrpc.WorkerServicer):
         def do():
             if not req.path:
                 raise policylib.InvalidError("load: empty path")
-            return pb.LoadResponse(steps=self.p.load(req.path))
+            return pb.LoadResponse(steps=self.p.load(self._load_path(req.path)))
         return self._run(context, do)
 
     def Release(self, req, context):
@@ -288,14 +306,24 @@ class Activity(grpc.ServerInterceptor):
                 return
 
 
-def new_server(policy, listen, threads=8, activity=None):
-    """A started server of policy on listen (host:port; port 0 picks one), its calls
-    recorded in activity when given. Returns (server, port)."""
+def new_server(policy, listen, threads=8, activity=None, token=None, insecure_no_auth=False, allowed=()):
+    """A started server of policy on listen (host:port; port 0 picks one) whose Worker
+    calls need token (auth.read_token_file), or no token with insecure_no_auth, for a
+    worker run by hand; whose Save and Load touch only paths under the allowed
+    folders; and whose admitted calls are recorded in activity when given. Returns
+    (server, port)."""
+    if token is None and not insecure_no_auth:
+        raise ValueError("new_server: no token: give one, or insecure_no_auth=True for a worker run by hand")
+    if token is not None and insecure_no_auth:
+        raise ValueError("new_server: a token and insecure_no_auth: choose one")
+    interceptors = [auth.TokenInterceptor(token)] if token is not None else []
+    if activity is not None:
+        interceptors.append(activity)
     opts = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
     s = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=threads), options=opts,
-                    interceptors=[activity] if activity is not None else None)
-    pbgrpc.add_WorkerServicer_to_server(Servicer(policy), s)
+                    interceptors=interceptors or None)
+    pbgrpc.add_WorkerServicer_to_server(Servicer(policy, folders=folderslib.Folders(allowed)), s)
     s.add_generic_rpc_handlers((_HEALTH,))
     if listen.startswith(":"):
         listen = "[::]" + listen

@@ -283,7 +283,8 @@ def _rank(rank, world, port, out):
     p.backward(sft_request([make_prompt(1 + rank)], weight=0.5))
     norm, _ = p.step(pb.StepRequest(learning_rate=0.01, max_grad_norm=0.3))
     buf = io.BytesIO()
-    torch.save({"params": params(p), "norm": norm, "reduces": p.describe().reduces_gradients}, buf)
+    torch.save({"params": params(p), "norm": torch.tensor(norm, dtype=torch.float64),
+                "reduces": p.describe().reduces_gradients}, buf)
     out[rank] = buf.getvalue()
 
 
@@ -296,14 +297,14 @@ class DistributedTest(unittest.TestCase):
         with mp.Manager() as mgr:
             out = mgr.dict()
             mp.start_processes(_rank, args=(2, port, out), nprocs=2, start_method="spawn")
-            got = [torch.load(io.BytesIO(out[r])) for r in range(2)]
+            got = [torch.load(io.BytesIO(out[r]), weights_only=True) for r in range(2)]
         single = policylib.Policy({"pretrained": "tiny", "max_new_tokens": 8, "max_prompt_tokens": 48})
         single.configure(11, {})
         single.backward(sft_request([make_prompt(1), make_prompt(2)], weight=0.5))
         norm, _ = single.step(pb.StepRequest(learning_rate=0.01, max_grad_norm=0.3))
         for g in got:
             self.assertTrue(g["reduces"])
-            self.assertTrue(math.isclose(g["norm"], norm, rel_tol=1e-5))
+            self.assertTrue(math.isclose(g["norm"].item(), norm, rel_tol=1e-5))
             self.assertTrue(torch.allclose(g["params"], params(single), atol=1e-6))
         self.assertTrue(torch.equal(got[0]["params"], got[1]["params"]))
 

@@ -63,8 +63,11 @@ fi
 echo "== 4. the Go trainer drives the worker: SFT + ESPO, $EPISODES episodes, G=$G" >&2
 rm -rf "$OUT/run" && mkdir -p "$OUT/run"
 stats="$OUT/run/worker-stats.json"
+token="$OUT/run/worker-token" # the job's worker token, as the controller's Secret holds it
+(umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$token")
 ESPO_WORKER_STATS="$stats" "$PYTHON" -m espo_worker --listen "127.0.0.1:$PORT" --model "$MODEL" \
-  --device "$DEVICE" --dtype bfloat16 --lora-r "$LORA_R" --max-new-tokens 64 2>"$OUT/run/worker.log" &
+  --device "$DEVICE" --dtype bfloat16 --lora-r "$LORA_R" --max-new-tokens 64 --token-file "$token" \
+  --allow-path "$OUT/run" 2>"$OUT/run/worker.log" &
 worker=$!
 trap 'kill $worker 2>/dev/null || true; wait $worker 2>/dev/null || true' EXIT
 for _ in $(seq 1 120); do
@@ -85,6 +88,7 @@ outputDir: $OUT/run/out
 YAML
 start=$(date +%s.%N)
 "$ESPO" trainer --config "$OUT/run/run.yaml" --report none --metrics-bind-address 0 --log-format json \
+  --worker-token-file "$token" \
   >"$OUT/run/trainer.log" 2>&1 || { tail -20 "$OUT/run/trainer.log" >&2; tail -20 "$OUT/run/worker.log" >&2; exit 1; }
 end=$(date +%s.%N)
 

@@ -97,7 +97,7 @@ func TestCreatesEveryChildWithTheRightFields(t *testing.T) {
 	g.Expect(p0.Spec.Containers).To(HaveLen(1))
 	g.Expect(p0.Spec.Containers[0].Command).To(Equal([]string{"espo", "trainer", "--config", "/etc/espo/run.yaml"}))
 	g.Expect(p0.Spec.Containers[0].Image).To(Equal("espo:test"))
-	g.Expect(p1.Spec.Containers[0].Command).To(Equal([]string{"espo", "worker", "--device", "cpu", "--listen", ":50051"}))
+	g.Expect(p1.Spec.Containers[0].Command).To(Equal([]string{"espo", "worker", "--device", "cpu"}))
 	g.Expect(p0.Spec.Volumes).To(ContainElement(HaveField("Name", "checkpoints")))
 	g.Expect(p1.Spec.Volumes).NotTo(ContainElement(HaveField("Name", "checkpoints")))
 

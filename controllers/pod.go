@@ -197,7 +197,7 @@ func workerContainer(job *trainingv1alpha1.ESPOJob, rank int32, o PodOptions) co
 	c := baseContainer(job, rank, ContainerWorker, image)
 	c.Command = m.Command
 	if len(c.Command) == 0 && m.Worker != trainingv1alpha1.WorkerCUDA {
-		c.Command = []string{"espo", "worker", "--device", "cpu", "--listen", fmt.Sprintf(":%d", WorkerPort)}
+		c.Command = []string{"espo", "worker", "--device", "cpu"} // it listens on $ESPO_WORKER_LISTEN
 	}
 	c.Env = append(c.Env, corev1.EnvVar{Name: EnvWorkerListen, Value: workerListenAddr(job)})
 	if paths := workerPaths(job, rank); len(paths) > 0 {

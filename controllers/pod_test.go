@@ -75,7 +75,7 @@ func wantPod(rank int32) *corev1.Pod {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "output", MountPath: "/var/run/espo/output"})
 		vols = append(vols, corev1.Volume{Name: "output", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	} else {
-		c.Command = []string{"espo", "worker", "--device", "cpu", "--listen", ":50051"}
+		c.Command = []string{"espo", "worker", "--device", "cpu"}
 		c.Env = append(c.Env, corev1.EnvVar{Name: "ESPO_WORKER_LISTEN", Value: ":50051"})
 		c.Ports = []corev1.ContainerPort{{Name: "worker", ContainerPort: 50051, Protocol: corev1.ProtocolTCP}}
 	}

@@ -173,20 +173,27 @@ func (t *Trainer) publishEval(ctx context.Context, ep *epochPlan, r *EvalResult)
 	t.report(ctx)
 }
 
-// earlyStop applies spec.earlyStopping to a validation result.
+// earlyStop applies spec.earlyStopping to a validation result. Each condition keeps
+// its own count of evaluations in a row for which it held, and acts once the count
+// reaches patience: the target on every validation evaluation (the SFT cold start's
+// included), minReward only after epochs that sample candidates (SFT has no rewards;
+// its evaluations neither count nor break the count). The counts are part of the
+// checkpointed State, so a resumed run keeps them.
 func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (stop, bool) {
 	es := t.cfg.Spec.EarlyStopping
 	if es == nil {
 		return stop{}, false
 	}
+	patience := max(int(es.Patience), 1)
 	if es.Target != nil {
 		target, err := es.Target.Value.Float64()
 		if err != nil {
 			return t.failed(fmt.Errorf("spec.earlyStopping.target.value: %w", err)), true
 		}
-		if v := r.named()[string(es.Target.Metric)]; v >= target {
-			return stop{reason: stopTargetReached, message: fmt.Sprintf("%s %.3f reached the target %s at step %d",
-				es.Target.Metric, v, es.Target.Value, t.state.Step)}, true
+		v := r.named()[string(es.Target.Metric)]
+		if countInARow(&t.state.TargetEvals, v >= target) >= patience {
+			return stop{reason: stopTargetReached, message: fmt.Sprintf("%s %.3f reached the target %s at step %d%s",
+				es.Target.Metric, v, es.Target.Value, t.state.Step, inARow(t.state.TargetEvals))}, true
 		}
 	}
 	if es.MinReward == "" || ep.kind == KindSFT {
@@ -196,16 +203,31 @@ func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (stop, bool) {
 	if err != nil {
 		return t.failed(fmt.Errorf("spec.earlyStopping.minReward: %w", err)), true
 	}
-	if mean := t.epochReward.mean(); mean < minReward {
-		t.state.LowRewardEvals++
-		if t.state.LowRewardEvals >= int(es.Patience) {
-			return stop{reason: stopRewardCollapsed, message: fmt.Sprintf("the mean step reward %.3f stayed below %s for %d evaluations",
-				mean, es.MinReward, t.state.LowRewardEvals)}, true
-		}
-	} else {
-		t.state.LowRewardEvals = 0
+	mean := t.epochReward.mean()
+	if countInARow(&t.state.LowRewardEvals, mean < minReward) >= patience {
+		return stop{reason: stopRewardCollapsed, message: fmt.Sprintf("the mean step reward %.3f was below %s%s",
+			mean, es.MinReward, inARow(t.state.LowRewardEvals))}, true
 	}
 	return stop{}, false
+}
+
+// countInARow adds one to *n when held, resets it to 0 otherwise, and returns it.
+func countInARow(n *int, held bool) int {
+	if held {
+		*n++
+	} else {
+		*n = 0
+	}
+	return *n
+}
+
+// inARow is the end of a stop message that says for how many evaluations in a row
+// the condition held: nothing for one.
+func inARow(n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", %d evaluations in a row", n)
 }
 
 // finish evaluates on the test split, writes the final report and reports the outcome

@@ -30,10 +30,11 @@ type stopReason int
 const (
 	// stopCompleted: every epoch of the plan ran.
 	stopCompleted stopReason = iota + 1
-	// stopTargetReached: a validation reached spec.earlyStopping.target.
+	// stopTargetReached: validations reached spec.earlyStopping.target for
+	// spec.earlyStopping.patience evaluations in a row.
 	stopTargetReached
 	// stopRewardCollapsed: the mean step reward stayed below
-	// spec.earlyStopping.minReward for spec.earlyStopping.patience evaluations.
+	// spec.earlyStopping.minReward for spec.earlyStopping.patience evaluations in a row.
 	stopRewardCollapsed
 	// stopNonFiniteLoss: a step's loss or gradient norm was not finite.
 	stopNonFiniteLoss

@@ -56,6 +56,9 @@ type State struct {
 	// LowRewardEvals counts consecutive evaluations whose epoch's mean step reward was
 	// below earlyStopping.minReward.
 	LowRewardEvals int `json:"lowRewardEvals"`
+	// TargetEvals counts consecutive evaluations whose metric reached
+	// earlyStopping.target.
+	TargetEvals int `json:"targetEvals"`
 	// ReferenceFrozen is whether the reference policy was snapshotted (after SFT).
 	ReferenceFrozen bool `json:"referenceFrozen"`
 	// History holds the validation results so far, without per-channel detail.

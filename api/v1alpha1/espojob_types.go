@@ -394,23 +394,27 @@ const (
 	MetricFormatRate             EvalMetric = "formatRate"
 )
 
-// EarlyStoppingSpec ends a run early. Conditions are checked after every validation
-// evaluation; one must hold for Patience evaluations in a row to act.
+// EarlyStoppingSpec ends a run early. Its conditions are checked after every
+// validation evaluation (one per epoch), and a condition acts once it has held for
+// Patience evaluations in a row; each condition counts its own row.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.target) || has(self.minReward)",message="set target, minReward or both"
 type EarlyStoppingSpec struct {
-	// Target stops the run with success once the metric reaches the value
-	// (for example recommendationAccuracy >= "0.3").
+	// Target stops the run with success once the metric reaches the value (for
+	// example recommendationAccuracy >= "0.8") in Patience evaluations in a row. The
+	// evaluations of the SFT cold start count too: with the default 1 SFT epoch, a
+	// Patience of 2 or more always lets the run reach its main epochs.
 	// +optional
 	Target *MetricTarget `json:"target,omitempty"`
 
-	// MinReward fails the run when the mean step reward of an evaluation falls below
-	// it: the reward has collapsed.
+	// MinReward fails the run when an epoch's mean step reward is below it in
+	// Patience evaluations in a row: the reward has collapsed. SFT epochs have no
+	// rewards: their evaluations neither count nor break the row.
 	// +optional
 	MinReward Decimal `json:"minReward,omitempty"`
 
-	// Patience is how many evaluations in a row a condition must hold before the run
-	// stops. Default 1.
+	// Patience is how many validation evaluations in a row Target or MinReward must
+	// hold before the run stops, each counted on its own. Default 1.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1

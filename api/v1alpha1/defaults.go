@@ -38,16 +38,40 @@ func (s *ESPOJobSpec) Default() {
 	}
 }
 
+// The defaults of generated data: of a synthetic source (the CRD's default markers on
+// SyntheticSource repeat them, and a test holds the two together) and of
+// "espo dataset generate", whose flags read them.
+const (
+	// DefaultSyntheticEpisodes is how many episodes are generated.
+	DefaultSyntheticEpisodes = 100
+	// DefaultSyntheticSeed is the generator's seed.
+	DefaultSyntheticSeed = 0
+	// DefaultSyntheticDifficulty is how hard the generated users are to read.
+	DefaultSyntheticDifficulty = DifficultyStandard
+)
+
+// DefaultSyntheticChannels are the channels generated when none are named: every
+// channel but medicine, the benchmark's held-out channel.
+func DefaultSyntheticChannels() []Channel {
+	return []Channel{"food", "hotel", "flight", "movie", "travel"}
+}
+
 // Default fills the unset fields of d with their defaults.
 func (d *DatasetSource) Default() {
 	setDefault(&d.Split, SplitAll)
 	if d.Synthetic != nil {
-		if d.Synthetic.Channels == nil {
-			d.Synthetic.Channels = []Channel{"food", "hotel", "flight", "movie", "travel"}
-		}
-		setDefault(&d.Synthetic.Episodes, 100)
-		setDefault(&d.Synthetic.Difficulty, DifficultyStandard)
+		d.Synthetic.Default()
 	}
+}
+
+// Default fills the unset fields of s with their defaults. Seed's default is 0, its
+// zero value.
+func (s *SyntheticSource) Default() {
+	if s.Channels == nil {
+		s.Channels = DefaultSyntheticChannels()
+	}
+	setDefault(&s.Episodes, DefaultSyntheticEpisodes)
+	setDefault(&s.Difficulty, DefaultSyntheticDifficulty)
 }
 
 // Default fills the unset fields of d with their defaults (8:1:1).

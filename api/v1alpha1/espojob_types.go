@@ -236,8 +236,8 @@ type Channel string
 type SyntheticSource struct {
 	// Channels are the app channels to generate episodes for, the names of
 	// "espo dataset generate --channels". Default: all but medicine (the
-	// benchmark's held-out channel). TRAVEL1 and TRAVEL2 of the benchmark are one
-	// channel, travel.
+	// benchmark's held-out channel), as for "espo dataset generate". TRAVEL1 and
+	// TRAVEL2 of the benchmark are one channel, travel.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -253,7 +253,8 @@ type SyntheticSource struct {
 	// +kubebuilder:validation:Maximum=1000000
 	Episodes int32 `json:"episodes,omitempty"`
 
-	// Seed makes the generated episodes reproducible. Default 0.
+	// Seed makes the generated episodes reproducible. Default 0, as for
+	// "espo dataset generate".
 	// +optional
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0

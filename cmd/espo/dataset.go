@@ -26,6 +26,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
 
@@ -60,13 +61,25 @@ func newDatasetGenerateCommand() *cobra.Command {
 			return writeFileAtomic(out, func(w io.Writer) error { return dataset.Write(w, opts) })
 		},
 	}
-	cmd.Flags().StringVar(&channels, "channels", strings.Join(dataset.Channels(), ","), "comma-separated channels; episodes go round-robin over them")
-	cmd.Flags().IntVar(&opts.Episodes, "episodes", 100, "number of episodes in all")
-	cmd.Flags().Uint64Var(&opts.Seed, "seed", 1, "random seed")
-	cmd.Flags().StringVar(&opts.Difficulty, "difficulty", dataset.DifficultyStandard,
+	// The defaults are a synthetic dataset source's, so that both generate the same data.
+	cmd.Flags().StringVar(&channels, "channels", defaultChannels(),
+		"comma-separated channels, of "+strings.Join(dataset.Channels(), ",")+"; episodes go round-robin over them")
+	cmd.Flags().IntVar(&opts.Episodes, "episodes", trainingv1alpha1.DefaultSyntheticEpisodes, "number of episodes in all")
+	cmd.Flags().Uint64Var(&opts.Seed, "seed", trainingv1alpha1.DefaultSyntheticSeed, "random seed")
+	cmd.Flags().StringVar(&opts.Difficulty, "difficulty", string(trainingv1alpha1.DefaultSyntheticDifficulty),
 		"standard (every preference revealed by the search, a filter or an option page) or hard (half of them by behaviour only, changed choices, label noise, hard negatives, paraphrases)")
 	cmd.Flags().StringVarP(&out, "output", "o", "-", "output file (- for standard output)")
 	return cmd
+}
+
+// defaultChannels are the channels a synthetic dataset source generates when it
+// names none, comma-separated.
+func defaultChannels() string {
+	var names []string
+	for _, c := range trainingv1alpha1.DefaultSyntheticChannels() {
+		names = append(names, string(c))
+	}
+	return strings.Join(names, ",")
 }
 
 // writeFileAtomic writes a file through a temporary file in the same folder, so

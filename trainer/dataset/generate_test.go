@@ -206,7 +206,7 @@ func TestScreensDoNotOverlap(t *testing.T) {
 
 // The committed sample is exactly what its documented command generates:
 //
-//	espo dataset generate --episodes 36 --seed 1 -o config/samples/data/smartspot-sample.jsonl
+//	espo dataset generate --channels food,hotel,flight,movie,medicine,travel --episodes 36 --seed 1 -o config/samples/data/smartspot-sample.jsonl
 func TestSampleDataIsCurrent(t *testing.T) {
 	path := filepath.Join("..", "..", "config", "samples", "data", "smartspot-sample.jsonl")
 	got, err := os.ReadFile(path)
@@ -214,7 +214,7 @@ func TestSampleDataIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	if err := Write(&want, GenerateOptions{Episodes: 36, Seed: 1}); err != nil {
+	if err := Write(&want, GenerateOptions{Channels: Channels(), Episodes: 36, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want.Bytes()) {

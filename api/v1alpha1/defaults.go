@@ -16,6 +16,8 @@ limitations under the License.
 
 package v1alpha1
 
+import "reflect"
+
 // Default fills every unset field of s that has a default with that default: the same
 // values the API server's CRD defaulting writes (a test holds the two together). The
 // trainer calls it on a config read without an API server; the controller and test
@@ -81,8 +83,13 @@ func (d *DatasetSplit) Default() {
 	setDefault(&d.Test, "0.1")
 }
 
-// Default fills the unset fields of m with their defaults.
+// Default fills the unset fields of m with their defaults. A model with nothing set
+// (spec.model left out) gets the CRD's default, the CPU policy with its cpu section
+// written out; a model with a worker named keeps cpu unset unless it sets it.
 func (m *ModelSpec) Default() {
+	if m.isUnset() {
+		m.CPU = &CPUPolicySpec{}
+	}
 	setDefault(&m.Worker, WorkerCPU)
 	if m.CPU != nil {
 		setDefault(&m.CPU.Architecture, CPUFeatures)
@@ -91,6 +98,9 @@ func (m *ModelSpec) Default() {
 		setDefault(&m.CPU.MaxIntentWords, 40)
 	}
 }
+
+// isUnset reports whether no field of m is set.
+func (m *ModelSpec) isUnset() bool { return reflect.ValueOf(m).Elem().IsZero() }
 
 // Default fills the unset fields of a with their defaults (the ESPO paper's recipe).
 func (a *AlgorithmSpec) Default() {

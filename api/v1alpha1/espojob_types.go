@@ -88,9 +88,10 @@ type ESPOJobSpec struct {
 	Datasets Datasets `json:"datasets"`
 
 	// Model is the policy being trained: which worker computes it and where its
-	// weights start from. Immutable.
+	// weights start from. Immutable. Left out, it is the CPU reference policy with
+	// its defaults written out (worker: cpu, cpu: {}).
 	// +optional
-	// +kubebuilder:default={}
+	// +kubebuilder:default={worker: cpu, cpu: {}}
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="model is immutable; delete and recreate the job to change it"
 	Model ModelSpec `json:"model,omitempty"`
 

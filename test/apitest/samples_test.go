@@ -50,6 +50,10 @@ var documentedDefaults = map[string]any{
 	"datasets.split.test":                       "0.1",
 	"datasets.split.seed":                       int64(0),
 	"model.worker":                              "cpu",
+	"model.cpu.architecture":                    "features", // the whole cpu section, as spec.model is left out
+	"model.cpu.hiddenSize":                      int64(32),
+	"model.cpu.featureBits":                     int64(15),
+	"model.cpu.maxIntentWords":                  int64(40),
 	"algorithm.name":                            "espo",
 	"algorithm.sftEpochs":                       int64(1),
 	"algorithm.epochs":                          int64(6),

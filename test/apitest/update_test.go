@@ -81,7 +81,7 @@ func TestUpdateTransitions(t *testing.T) {
 		// The run's definition is immutable, suspended or not.
 		{"datasets while suspended", true, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Datasets.Sources[0].Synthetic.Episodes = 50 }, "datasets " + immutable},
 		{"dataset split while running", false, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Datasets.Split.Seed = 3 }, "datasets " + immutable},
-		{"model while suspended", true, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Model.CPU = &trainingv1alpha1.CPUPolicySpec{HiddenSize: 32} }, "model " + immutable},
+		{"model while suspended", true, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Model.CPU = &trainingv1alpha1.CPUPolicySpec{HiddenSize: 64} }, "model " + immutable},
 		{"algorithm while suspended", true, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Algorithm.GroupSize = 8 }, "algorithm " + immutable},
 		{"learning rate while running", false, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Algorithm.LearningRate = "2e-6" }, "algorithm " + immutable},
 		{"rewards while suspended", true, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Rewards.COUT.Weight = "0" }, "rewards " + immutable},

@@ -258,9 +258,9 @@ func (r *ESPOJobReconciler) createPods(ctx context.Context, u *statusUpdate, pod
 		return nil // pods being deleted hold some names; their deletion requeues the job
 	}
 	u.setCondition(trainingv1alpha1.ConditionCreated, true, trainingv1alpha1.ReasonChildrenCreated,
-		fmt.Sprintf("created the run config, the headless Service and %d trainer pods", n))
+		"created the run config, the headless Service and "+trainerPods(n))
 	if c := meta.FindStatusCondition(u.status().Conditions, trainingv1alpha1.ConditionRestarting); c != nil {
-		u.clearCondition(trainingv1alpha1.ConditionRestarting, trainingv1alpha1.ReasonRestarted, fmt.Sprintf("recreated the %d trainer pods for %s", n, c.Message))
+		u.clearCondition(trainingv1alpha1.ConditionRestarting, trainingv1alpha1.ReasonRestarted, fmt.Sprintf("recreated the %s for %s", trainerPods(n), c.Message))
 	}
 	return nil
 }

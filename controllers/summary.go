@@ -17,8 +17,6 @@ limitations under the License.
 package controllers
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,11 +66,11 @@ func updatePodStatus(u *statusUpdate, pods *podSet) {
 	case u.isTrue(trainingv1alpha1.ConditionFailed) || u.isTrue(trainingv1alpha1.ConditionSucceeded) || u.isTrue(trainingv1alpha1.ConditionSuspended):
 		u.clearCondition(trainingv1alpha1.ConditionRunning, finishedReason(st), "the job has no running trainer pods")
 	case running == n:
-		u.setCondition(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, fmt.Sprintf("all %d trainer pods are running", n))
+		u.setCondition(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, podsRunning(running, n))
 	default:
 		reason, msg := pendingProblem(pods.ranks())
 		if reason == "" {
-			reason, msg = trainingv1alpha1.ReasonPodsPending, fmt.Sprintf("%d of %d trainer pods are running", running, n)
+			reason, msg = trainingv1alpha1.ReasonPodsPending, podsRunning(running, n)
 		}
 		u.setCondition(trainingv1alpha1.ConditionRunning, false, reason, msg)
 	}

@@ -55,7 +55,9 @@ type ESPOJobStatus struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
 	// Restarts counts the gang restarts of the trainer pods so far, for any cause.
+	// The API server defaults it to 0, so the Restarts column prints 0, not blank.
 	// +optional
+	// +kubebuilder:default=0
 	Restarts int32 `json:"restarts,omitempty"`
 
 	// Disruptions counts the gang restarts caused by a disrupted pod (one with the

@@ -37,8 +37,11 @@ limitations under the License.
 // its caller: the order of calls (Configure first), locking (scoring calls run
 // concurrently, calls that change the state run alone), the defaults of the
 // options, atomic Save files, Save and Load confined to the allowed folders (the
-// job's checkpoint, initial-checkpoint and output folders: ErrPathNotAllowed); the
-// server maps its errors to gRPC status codes.
+// job's checkpoint, initial-checkpoint and output folders: ErrPathNotAllowed), a
+// state sent inline (Setup.State) bounded by MaxStateBytes; the server maps its
+// errors to gRPC status codes. Resuming, the Gang sends the checkpoint's path to the
+// members that can read it and its content to the others (workers in other pods
+// than the trainer's; readsLoadPath is the rule).
 //
 // The server refuses every call of the Worker service that does not carry the
 // job's token (ReadTokenFile; the metadata "authorization: Bearer <token>", which

@@ -64,15 +64,30 @@ func (g *Gang) Close() error {
 }
 
 // Configure initialises every member from s (remote members may still be starting:
-// it waits for them until ctx ends) and returns member 0's description.
+// it waits for them until ctx ends) and returns member 0's description. A state to
+// load, s.LoadPath, reaches each member as setups decides: the path to the members
+// that read it themselves, the file's content (Setup.State, read once here) to the
+// others. Every member must then report the same number of steps: one that does not
+// has ignored the state (a worker that predates ConfigureRequest.state).
 func (g *Gang) Configure(ctx context.Context, s Setup) (Description, error) {
+	setups, err := g.setups(ctx, s)
+	if err != nil {
+		return Description{}, err
+	}
 	ds := make([]Description, len(g.members))
-	err := g.each(ctx, func(ctx context.Context, i int, m Member) (err error) {
-		ds[i], err = m.Configure(ctx, s)
+	err = g.each(ctx, func(ctx context.Context, i int, m Member) (err error) {
+		ds[i], err = m.Configure(ctx, setups[i])
 		return err
 	})
 	if err != nil {
 		return Description{}, err
+	}
+	for i, d := range ds {
+		if d.Steps != ds[0].Steps {
+			return Description{}, memberError(i, g.members[i], fmt.Errorf("configured with %d optimizer steps, worker 0 with %d: "+
+				"the members must start from the same state; a worker that ignores ConfigureRequest.state is too old for this trainer",
+				d.Steps, ds[0].Steps))
+		}
 	}
 	g.reduces = ds[0].ReducesGradients
 	return ds[0], nil

@@ -17,6 +17,7 @@ limitations under the License.
 package worker
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +33,8 @@ import (
 // order of calls (nothing but Configure, Load and Describe before the policy is
 // configured), locking (scoring calls run concurrently, calls that change the state
 // run alone), the checks and defaults of the options, state files read and written
-// only under the allowed folders, and written atomically. The gRPC server and the
+// only under the allowed folders, and written atomically, and states sent inline
+// (Setup.State) bounded by MaxStateBytes and read by the same Policy.Load. The gRPC server and the
 // in-process Local member both serve a policy through one.
 type guarded struct {
 	p Policy
@@ -76,22 +78,49 @@ func (g *guarded) describe() Description {
 	return g.p.Describe()
 }
 
-// configure initialises the policy from s.Seed and s.Options, then loads s.LoadPath
-// when it is set.
+// configure initialises the policy from s.Seed and s.Options, then loads the state
+// s.LoadPath names or s.State holds, when either is set (checkSetup).
 func (g *guarded) configure(s Setup) (Description, error) {
+	if err := checkSetup(s); err != nil {
+		return Description{}, err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.configured = false
 	if err := g.p.Configure(s.Seed, s.Options); err != nil {
 		return Description{}, err
 	}
-	if s.LoadPath != "" {
-		if err := g.loadLocked(s.LoadPath); err != nil {
-			return Description{}, err
-		}
+	var err error
+	switch {
+	case s.LoadPath != "":
+		err = g.loadLocked(s.LoadPath)
+	case len(s.State) > 0:
+		err = g.loadFrom(bytes.NewReader(s.State), fmt.Sprintf("the inline state (%d bytes)", len(s.State)))
+	}
+	if err != nil {
+		return Description{}, err
 	}
 	g.configured = true
 	return g.p.Describe(), nil
+}
+
+// checkSetup returns an error wrapping ErrInvalid when s sets both LoadPath and
+// State, or a State over MaxStateBytes (checkStateSize).
+func checkSetup(s Setup) error {
+	if s.LoadPath != "" && len(s.State) > 0 {
+		return fmt.Errorf("%w: configure: both load_path and state are set: send the state one way", ErrInvalid)
+	}
+	return checkStateSize(int64(len(s.State)))
+}
+
+// checkStateSize returns an error wrapping ErrInvalid, naming the size and the
+// limit, when a state of n bytes is too large to send inline (MaxStateBytes).
+func checkStateSize(n int64) error {
+	if n > MaxStateBytes {
+		return fmt.Errorf("%w: a state of %d bytes is larger than the %d bytes (worker.MaxStateBytes) a worker takes inline in Configure; "+
+			"run the workers in the trainer's pod (spec.trainer.workersPerReplica) or use a smaller model", ErrInvalid, n, MaxStateBytes)
+	}
+	return nil
 }
 
 // generate checks the options (Samples 0 means 1, Temperature 0 means 1) and samples.
@@ -195,8 +224,14 @@ func (g *guarded) loadLocked(path string) error {
 		return &codeError{code: codes.NotFound, err: err}
 	}
 	defer f.Close()
-	if err := g.p.Load(f); err != nil {
-		return &codeError{code: codes.DataLoss, err: fmt.Errorf("load %s: %w", path, err)}
+	return g.loadFrom(f, path)
+}
+
+// loadFrom reads a state Save wrote from r, named name in errors, into the policy;
+// the caller holds mu. One the policy cannot read is a codeError of DataLoss.
+func (g *guarded) loadFrom(r io.Reader, name string) error {
+	if err := g.p.Load(r); err != nil {
+		return &codeError{code: codes.DataLoss, err: fmt.Errorf("load %s: %w", name, err)}
 	}
 	return nil
 }

@@ -65,6 +65,10 @@ type Setup struct {
 	// LoadPath, when not empty, is a state Save wrote, loaded over the fresh policy:
 	// the whole state, options included, comes from it.
 	LoadPath string
+	// State, when not empty, is the content of a state Save wrote, loaded as the
+	// file at LoadPath would be: for a worker that cannot read the file (see
+	// Gang.Configure). At most MaxStateBytes; set LoadPath or State, not both.
+	State []byte
 }
 
 // Prompt is what a policy reads to answer one step of an episode: the instruction,

@@ -32,6 +32,10 @@ import (
 // default limit of 4 MiB for a policy of a million parameters.
 const MaxMessageBytes = 1 << 30
 
+// MaxStateBytes bounds a state sent inline (Setup.State, ConfigureRequest.state):
+// MaxMessageBytes less 1 MiB for the rest of the request.
+const MaxStateBytes = MaxMessageBytes - 1<<20
+
 // DialFunc connects to a "host:port" address; the local mode's is
 // podnet.Network.DialContext over "tcp", which resolves pod names itself.
 type DialFunc func(ctx context.Context, addr string) (net.Conn, error)
@@ -83,14 +87,43 @@ func (r *Remote) Close() error { return r.conn.Close() }
 func (r *Remote) String() string { return r.addr }
 
 // Configure waits until the worker is reachable (grpc.WaitForReady): remote workers
-// start with the trainer, in pods of their own, and may come up after it.
+// start with the trainer, in pods of their own, and may come up after it. A Setup
+// with both LoadPath and State, or a State over MaxStateBytes, is an error wrapping
+// ErrInvalid, and nothing is sent.
 func (r *Remote) Configure(ctx context.Context, s Setup) (Description, error) {
-	resp, err := r.client.Configure(ctx, &workerpb.ConfigureRequest{Seed: s.Seed, Options: s.Options, LoadPath: s.LoadPath},
-		grpc.WaitForReady(true))
+	if err := checkSetup(s); err != nil {
+		return Description{}, err
+	}
+	resp, err := r.client.Configure(ctx, &workerpb.ConfigureRequest{Seed: s.Seed, Options: s.Options,
+		LoadPath: s.LoadPath, State: s.State}, grpc.WaitForReady(true))
 	if err != nil {
 		return Description{}, err
 	}
 	return descriptionOf(resp.GetInfo()), nil
+}
+
+// describe returns the worker's Info, waiting until it is reachable as Configure
+// does; a worker answers Info before Configure too.
+func (r *Remote) describe(ctx context.Context) (Description, error) {
+	resp, err := r.client.Info(ctx, &workerpb.InfoRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		return Description{}, err
+	}
+	return descriptionOf(resp), nil
+}
+
+// inTrainerPod reports whether the worker's address is a loopback one (localhost,
+// 127.0.0.0/8, ::1): the worker runs in the trainer's own pod.
+func (r *Remote) inTrainerPod() bool {
+	host, _, err := net.SplitHostPort(r.addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (r *Remote) Generate(ctx context.Context, prompts []Prompt, o SampleOptions) ([][]Sample, error) {

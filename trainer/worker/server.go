@@ -113,10 +113,10 @@ func statusOf(err error) error {
 	return status.Error(codes.Internal, err.Error())
 }
 
-// Configure initialises the policy from the seed and options, then loads
-// load_path when it is set.
+// Configure initialises the policy from the seed and options, then loads the state
+// load_path names or state holds, when either is set.
 func (s *server) Configure(_ context.Context, req *workerpb.ConfigureRequest) (*workerpb.ConfigureResponse, error) {
-	d, err := s.g.configure(Setup{Seed: req.GetSeed(), Options: req.GetOptions(), LoadPath: req.GetLoadPath()})
+	d, err := s.g.configure(Setup{Seed: req.GetSeed(), Options: req.GetOptions(), LoadPath: req.GetLoadPath(), State: req.GetState()})
 	if err != nil {
 		return nil, statusOf(err)
 	}

@@ -42,20 +42,26 @@ var smallModel = map[string]string{"hash_bits": "12", "hidden": "8"}
 
 // listen starts a real gRPC worker of a CPU policy on 127.0.0.1:0 that needs
 // workertest.Token and saves and loads under allowed, and returns its address.
-func listen(t *testing.T, allowed ...string) string {
+func listen(t testing.TB, allowed ...string) string {
 	t.Helper()
 	return listenWith(t, worker.ServerOptions{Token: workertest.Token, Allowed: allowed})
 }
 
 // listenWith starts a real gRPC worker of a CPU policy with o on 127.0.0.1:0 and
 // returns its address.
-func listenWith(t *testing.T, o worker.ServerOptions) string {
+func listenWith(t testing.TB, o worker.ServerOptions) string {
+	return listenPolicy(t, cpu.New(2), o)
+}
+
+// listenPolicy starts a real gRPC worker of p with o on 127.0.0.1:0 and returns its
+// address.
+func listenPolicy(t testing.TB, p worker.Policy, o worker.ServerOptions) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs, err := worker.NewGRPCServer(cpu.New(2), o)
+	gs, err := worker.NewGRPCServer(p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +72,7 @@ func listenWith(t *testing.T, o worker.ServerOptions) string {
 
 // dial returns the worker at addr as a Remote member sending workertest.Token,
 // closed at the test's end.
-func dial(t *testing.T, addr string, d worker.DialFunc) *worker.Remote {
+func dial(t testing.TB, addr string, d worker.DialFunc) *worker.Remote {
 	t.Helper()
 	r, err := worker.Dial(addr, d, workertest.Token)
 	if err != nil {
@@ -96,24 +102,29 @@ func demonstrated(ep *dataset.Episode, j int) worker.Answer {
 	return worker.Answer{Text: espo.FormatAnswer("", ep.Steps[j].Answer.Espo())}
 }
 
-// session drives a member through every call and returns what each returned,
-// printed, in order.
-func session(t *testing.T, m worker.Member, dir string) []string {
-	t.Helper()
-	ctx := context.Background()
-	var out []string
-	must := func(v any, err error) any {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, fmt.Sprintf("%v", v))
-		return v
+// recorder notes what each call returned, printed, in order, and ends the test at
+// the first error.
+type recorder struct {
+	t   testing.TB
+	out []string
+}
+
+func (r *recorder) must(v any, err error) any {
+	r.t.Helper()
+	if err != nil {
+		r.t.Fatal(err)
 	}
-	ep := &generated(t, 2)[1]
-	ps := prompts(ep)
-	must(m.Configure(ctx, worker.Setup{Seed: 4, Options: smallModel}))
-	gen := must(m.Generate(ctx, ps, worker.SampleOptions{Samples: 3, Temperature: 1, Seed: 9})).([][]worker.Sample)
+	r.out = append(r.out, fmt.Sprintf("%v", v))
+	return v
+}
+
+// rlStep drives m through an RL step on the prompts ps of ep: Generate, LogProbs
+// under the reference too, Backward of the candidates and the demonstrated answers,
+// Gradient and Step.
+func (r *recorder) rlStep(m worker.Member, ep *dataset.Episode, ps []worker.Prompt) {
+	r.t.Helper()
+	ctx := context.Background()
+	gen := r.must(m.Generate(ctx, ps, worker.SampleOptions{Samples: 3, Temperature: 1, Seed: 9})).([][]worker.Sample)
 	var scored []worker.Scored
 	var weighted []worker.Weighted
 	for j, cs := range gen {
@@ -123,19 +134,31 @@ func session(t *testing.T, m worker.Member, dir string) []string {
 		}
 		weighted = append(weighted, worker.Weighted{Prompt: ps[j], Answer: demonstrated(ep, j), SequenceWeight: 0.2})
 	}
-	must(m.LogProbs(ctx, scored, worker.ScoreOptions{Reference: true}))
-	must(m.Backward(ctx, weighted))
-	must(m.Gradient(ctx))
-	must(m.Step(ctx, worker.StepOptions{LearningRate: 0.01, WeightDecay: 0.01, MaxGradNorm: 1}))
-	must(nil, m.SnapshotReference(ctx))
+	r.must(m.LogProbs(ctx, scored, worker.ScoreOptions{Reference: true}))
+	r.must(m.Backward(ctx, weighted))
+	r.must(m.Gradient(ctx))
+	r.must(m.Step(ctx, worker.StepOptions{LearningRate: 0.01, WeightDecay: 0.01, MaxGradNorm: 1}))
+}
+
+// session drives a member through every call and returns what each returned,
+// printed, in order.
+func session(t *testing.T, m worker.Member, dir string) []string {
+	t.Helper()
+	ctx := context.Background()
+	r := &recorder{t: t}
+	ep := &generated(t, 2)[1]
+	ps := prompts(ep)
+	r.must(m.Configure(ctx, worker.Setup{Seed: 4, Options: smallModel}))
+	r.rlStep(m, ep, ps)
+	r.must(nil, m.SnapshotReference(ctx))
 	path := filepath.Join(dir, "state")
-	must(nil, m.Save(ctx, path))
-	must(m.Generate(ctx, ps, worker.SampleOptions{Greedy: true}))
-	must(m.Configure(ctx, worker.Setup{Seed: 5, LoadPath: path}))
-	must(m.Generate(ctx, ps, worker.SampleOptions{Greedy: true}))
-	must(nil, m.Release(ctx))
+	r.must(nil, m.Save(ctx, path))
+	r.must(m.Generate(ctx, ps, worker.SampleOptions{Greedy: true}))
+	r.must(m.Configure(ctx, worker.Setup{Seed: 5, LoadPath: path}))
+	r.must(m.Generate(ctx, ps, worker.SampleOptions{Greedy: true}))
+	r.must(nil, m.Release(ctx))
 	state, err := os.ReadFile(path)
-	return append(out, string(state), fmt.Sprint(err))
+	return append(r.out, string(state), fmt.Sprint(err))
 }
 
 // TestRemoteEqualsLocal runs the same session on a real gRPC server and on an

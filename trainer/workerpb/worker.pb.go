@@ -492,8 +492,13 @@ type ConfigureRequest struct {
 	Seed  uint64                 `protobuf:"varint,1,opt,name=seed,proto3" json:"seed,omitempty"`
 	// Model options the worker understands (for the CPU worker: hidden size, and so on).
 	Options map[string]string `protobuf:"bytes,2,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// A state written by Save to start from; empty for a fresh initialisation.
-	LoadPath      string `protobuf:"bytes,3,opt,name=load_path,json=loadPath,proto3" json:"load_path,omitempty"`
+	// A state written by Save to start from, as a path under the worker's allowed
+	// folders; empty for a fresh initialisation.
+	LoadPath string `protobuf:"bytes,3,opt,name=load_path,json=loadPath,proto3" json:"load_path,omitempty"`
+	// A state written by Save, sent inline to a worker that cannot read load_path (a
+	// worker in another pod than the trainer's, which alone mounts the checkpoints):
+	// the file's content, at most 1 GiB less 1 MiB. Set load_path or state, not both.
+	State         []byte `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -547,6 +552,13 @@ func (x *ConfigureRequest) GetLoadPath() string {
 		return x.LoadPath
 	}
 	return ""
+}
+
+func (x *ConfigureRequest) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
 }
 
 type ConfigureResponse struct {
@@ -2015,11 +2027,12 @@ const file_worker_proto_rawDesc = "" +
 	"\x0fscreenshot_path\x18\t \x01(\tR\x0escreenshotPath\"9\n" +
 	"\x06Answer\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1b\n" +
-	"\ttoken_ids\x18\x02 \x03(\x05R\btokenIds\"\xc8\x01\n" +
+	"\ttoken_ids\x18\x02 \x03(\x05R\btokenIds\"\xde\x01\n" +
 	"\x10ConfigureRequest\x12\x12\n" +
 	"\x04seed\x18\x01 \x01(\x04R\x04seed\x12G\n" +
 	"\aoptions\x18\x02 \x03(\v2-.espo.worker.v1.ConfigureRequest.OptionsEntryR\aoptions\x12\x1b\n" +
-	"\tload_path\x18\x03 \x01(\tR\bloadPath\x1a:\n" +
+	"\tload_path\x18\x03 \x01(\tR\bloadPath\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\fR\x05state\x1a:\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +

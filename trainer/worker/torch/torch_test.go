@@ -171,6 +171,14 @@ func TestTorchWorkerNeedsTheTokenAndStaysInItsFolder(t *testing.T) {
 	}
 }
 
+// TestTorchWorkerLoadsAnInlineState: ConfigureRequest.state restores a state as its
+// file does, and is refused when sent with a load path or when it is no state.
+func TestTorchWorkerLoadsAnInlineState(t *testing.T) {
+	needPython(t)
+	dir := t.TempDir()
+	workertest.CheckInlineState(t, startWorker(t, dir).Client(), dir, map[string]string{"pretrained": "tiny"})
+}
+
 // TestTorchWorkerRefusesToStartWithoutAToken: without --token-file (and
 // $ESPO_WORKER_TOKEN_FILE) or --insecure-no-auth the worker does not start, and says
 // which flag fixes it.

@@ -17,8 +17,9 @@ limitations under the License.
 // Package workertest checks a running worker server, whatever its language, against
 // the security contract of the worker protocol (docs/worker-protocol.md): every
 // method of the Worker service needs the job's token, and Save and Load stay in the
-// worker's allowed folders. The Go server's tests and the PyTorch worker's tests run
-// the same checks.
+// worker's allowed folders; and against its contract for a state sent inline
+// (CheckInlineState). The Go server's tests and the PyTorch worker's tests run the
+// same checks.
 package workertest
 
 import (

@@ -328,8 +328,9 @@ class Policy:
             torch.save(self.state_dict(), f)
 
     def load(self, path, seed=0):
-        """Restores a state Save wrote. With several ranks, rank 0 reads the file (only
-        it may have the checkpoint volume) and broadcasts the state."""
+        """Restores a state Save wrote, from path: a file's path, or a file object
+        (server.InlineState, a state sent inline). With several ranks, rank 0 reads it
+        (only it may have the checkpoint volume) and broadcasts the state."""
         with self.lock:
             self.dist.init()
             st = None

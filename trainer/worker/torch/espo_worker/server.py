@@ -13,6 +13,7 @@ so no grpcio-health-checking package is needed.
 """
 
 import concurrent.futures
+import io
 import json
 import os
 import tempfile
@@ -49,6 +50,20 @@ def _write_atomic(path, write):
         except OSError:
             pass
         raise
+
+
+class InlineState(io.BytesIO):
+    """ConfigureRequest.state: a state Save wrote, sent inline by a trainer whose
+    checkpoint folder this worker cannot read, as the file Policy.load reads (rank 0
+    reads it; the other ranks of a group never do, and get rank 0's state by
+    broadcast). Its size is bounded by the messages' limit, MAX_MESSAGE_BYTES."""
+
+    def __init__(self, data):
+        super().__init__(data)
+        self.size = len(data)
+
+    def __str__(self):
+        return "the inline state (%d bytes)" % self.size
 
 
 class Stats:
@@ -125,10 +140,14 @@ class Servicer(pbgrpc.WorkerServicer):
 
     def Configure(self, req, context):
         def do():
-            path = self._load_path(req.load_path) if req.load_path else ""
+            if req.load_path and req.state:
+                raise policylib.InvalidError("configure: both load_path and state are set: send the state one way")
+            source = self._load_path(req.load_path) if req.load_path else None
+            if req.state:
+                source = InlineState(req.state)
             self.p.configure(req.seed, map_field(req.options))
-            if path:
-                self.p.load(path, req.seed)
+            if source is not None:
+                self.p.load(source, req.seed)
             return pb.ConfigureResponse(info=self.p.describe())
         return self._run(context, do)
 

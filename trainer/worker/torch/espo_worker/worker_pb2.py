@@ -21,7 +21,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='worker.proto',
   package='espo.worker.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\x0cworker.proto\x12\x0e\x65spo.worker.v1\"\xae\x01\n\x07\x45lement\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x0b\n\x03\x62ox\x18\x04 \x03(\x01\x12;\n\nattributes\x18\x05 \x03(\x0b\x32\'.espo.worker.v1.Element.AttributesEntry\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xfe\x01\n\x06\x41\x63tion\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\r\n\x05point\x18\x02 \x03(\x01\x12\x12\n\ninput_text\x18\x03 \x01(\t\x12\x12\n\nelement_id\x18\x04 \x01(\t\x12\x14\n\x0c\x65lement_role\x18\x05 \x01(\t\x12\x14\n\x0c\x65lement_text\x18\x06 \x01(\t\x12I\n\x12\x65lement_attributes\x18\x07 \x03(\x0b\x32-.espo.worker.v1.Action.ElementAttributesEntry\x1a\x38\n\x16\x45lementAttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8e\x01\n\x04Item\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x38\n\nattributes\x18\x03 \x03(\x0b\x32$.espo.worker.v1.Item.AttributesEntry\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8d\x02\n\x06Prompt\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x12\n\nstep_index\x18\x02 \x01(\x05\x12\x0f\n\x07\x63hannel\x18\x03 \x01(\t\x12$\n\x05stage\x18\x04 \x01(\x0e\x32\x15.espo.worker.v1.Stage\x12\x13\n\x0binstruction\x18\x05 \x01(\t\x12)\n\x08\x65lements\x18\x06 \x03(\x0b\x32\x17.espo.worker.v1.Element\x12\'\n\x07history\x18\x07 \x03(\x0b\x32\x16.espo.worker.v1.Action\x12\"\n\x04item\x18\x08 \x01(\x0b\x32\x14.espo.worker.v1.Item\x12\x17\n\x0fscreenshot_path\x18\t \x01(\t\")\n\x06\x41nswer\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x11\n\ttoken_ids\x18\x02 \x03(\x05\"\xa3\x01\n\x10\x43onfigureRequest\x12\x0c\n\x04seed\x18\x01 \x01(\x04\x12>\n\x07options\x18\x02 \x03(\x0b\x32-.espo.worker.v1.ConfigureRequest.OptionsEntry\x12\x11\n\tload_path\x18\x03 \x01(\t\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"?\n\x11\x43onfigureResponse\x12*\n\x04info\x18\x01 \x01(\x0b\x32\x1c.espo.worker.v1.InfoResponse\"\r\n\x0bInfoRequest\"k\n\x0cInfoResponse\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\x03\x12\x19\n\x11reduces_gradients\x18\x04 \x01(\x08\x12\r\n\x05steps\x18\x05 \x01(\x03\"\x0f\n\rHealthRequest\"!\n\x0eHealthResponse\x12\x0f\n\x07serving\x18\x01 \x01(\x08\"\x92\x01\n\x0fGenerateRequest\x12\'\n\x07prompts\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Prompt\x12\x0f\n\x07samples\x18\x02 \x01(\x05\x12\x13\n\x0btemperature\x18\x03 \x01(\x01\x12\x0e\n\x06greedy\x18\x04 \x01(\x08\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x12\x12\n\nmax_tokens\x18\x06 \x01(\x05\"B\n\x06Sample\x12&\n\x06\x61nswer\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Answer\x12\x10\n\x08logprobs\x18\x02 \x03(\x01\"5\n\nCandidates\x12\'\n\x07samples\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Sample\"B\n\x10GenerateResponse\x12.\n\ncandidates\x18\x01 \x03(\x0b\x32\x1a.espo.worker.v1.Candidates\"X\n\x06Scored\x12&\n\x06prompt\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Prompt\x12&\n\x06\x61nswer\x18\x02 \x01(\x0b\x32\x16.espo.worker.v1.Answer\"c\n\x0fLogProbsRequest\x12%\n\x05items\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Scored\x12\x11\n\treference\x18\x02 \x01(\x08\x12\x16\n\x0ereference_only\x18\x03 \x01(\x08\"F\n\rTokenLogProbs\x12\x11\n\ttoken_ids\x18\x01 \x03(\x05\x12\x0f\n\x07\x63urrent\x18\x02 \x03(\x01\x12\x11\n\treference\x18\x03 \x03(\x01\"@\n\x10LogProbsResponse\x12,\n\x05items\x18\x01 \x03(\x0b\x32\x1d.espo.worker.v1.TokenLogProbs\"\x8a\x01\n\x08Weighted\x12&\n\x06prompt\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Prompt\x12&\n\x06\x61nswer\x18\x02 \x01(\x0b\x32\x16.espo.worker.v1.Answer\x12\x15\n\rtoken_weights\x18\x03 \x03(\x01\x12\x17\n\x0fsequence_weight\x18\x04 \x01(\x01\":\n\x0f\x42\x61\x63kwardRequest\x12\'\n\x05items\x18\x01 \x03(\x0b\x32\x18.espo.worker.v1.Weighted\"5\n\x10\x42\x61\x63kwardResponse\x12\x11\n\tobjective\x18\x01 \x01(\x01\x12\x0e\n\x06tokens\x18\x02 \x01(\x03\"\x12\n\x10GradientsRequest\"%\n\x11GradientsResponse\x12\x10\n\x08gradient\x18\x01 \x03(\x02\"\x92\x01\n\x0bStepRequest\x12\x15\n\rlearning_rate\x18\x01 \x01(\x01\x12\x14\n\x0cweight_decay\x18\x02 \x01(\x01\x12\r\n\x05\x62\x65ta1\x18\x03 \x01(\x01\x12\r\n\x05\x62\x65ta2\x18\x04 \x01(\x01\x12\x0f\n\x07\x65psilon\x18\x05 \x01(\x01\x12\x15\n\rmax_grad_norm\x18\x06 \x01(\x01\x12\x10\n\x08gradient\x18\x07 \x03(\x02\"0\n\x0cStepResponse\x12\x11\n\tgrad_norm\x18\x01 \x01(\x01\x12\r\n\x05steps\x18\x02 \x01(\x03\"\x1a\n\x18SnapshotReferenceRequest\"\x1b\n\x19SnapshotReferenceResponse\"\x1b\n\x0bSaveRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"+\n\x0cSaveResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05\x62ytes\x18\x02 \x01(\x03\"\x1b\n\x0bLoadRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x1d\n\x0cLoadResponse\x12\r\n\x05steps\x18\x01 \x01(\x03\"\x10\n\x0eReleaseRequest\"\x11\n\x0fReleaseResponse*R\n\x05Stage\x12\x15\n\x11STAGE_UNSPECIFIED\x10\x00\x12\r\n\tSTAGE_GUI\x10\x01\x12\x0e\n\nSTAGE_POOL\x10\x02\x12\x13\n\x0fSTAGE_RECOMMEND\x10\x03\x32\xa4\x07\n\x06Worker\x12P\n\tConfigure\x12 .espo.worker.v1.ConfigureRequest\x1a!.espo.worker.v1.ConfigureResponse\x12\x41\n\x04Info\x12\x1b.espo.worker.v1.InfoRequest\x1a\x1c.espo.worker.v1.InfoResponse\x12G\n\x06Health\x12\x1d.espo.worker.v1.HealthRequest\x1a\x1e.espo.worker.v1.HealthResponse\x12M\n\x08Generate\x12\x1f.espo.worker.v1.GenerateRequest\x1a .espo.worker.v1.GenerateResponse\x12M\n\x08LogProbs\x12\x1f.espo.worker.v1.LogProbsRequest\x1a .espo.worker.v1.LogProbsResponse\x12M\n\x08\x42\x61\x63kward\x12\x1f.espo.worker.v1.BackwardRequest\x1a .espo.worker.v1.BackwardResponse\x12P\n\tGradients\x12 .espo.worker.v1.GradientsRequest\x1a!.espo.worker.v1.GradientsResponse\x12\x41\n\x04Step\x12\x1b.espo.worker.v1.StepRequest\x1a\x1c.espo.worker.v1.StepResponse\x12h\n\x11SnapshotReference\x12(.espo.worker.v1.SnapshotReferenceRequest\x1a).espo.worker.v1.SnapshotReferenceResponse\x12\x41\n\x04Save\x12\x1b.espo.worker.v1.SaveRequest\x1a\x1c.espo.worker.v1.SaveResponse\x12\x41\n\x04Load\x12\x1b.espo.worker.v1.LoadRequest\x1a\x1c.espo.worker.v1.LoadResponse\x12J\n\x07Release\x12\x1e.espo.worker.v1.ReleaseRequest\x1a\x1f.espo.worker.v1.ReleaseResponseB4Z2github.com/espo-dev/espo-operator/trainer/workerpbb\x06proto3')
+  serialized_pb=_b('\n\x0cworker.proto\x12\x0e\x65spo.worker.v1\"\xae\x01\n\x07\x45lement\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x0b\n\x03\x62ox\x18\x04 \x03(\x01\x12;\n\nattributes\x18\x05 \x03(\x0b\x32\'.espo.worker.v1.Element.AttributesEntry\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xfe\x01\n\x06\x41\x63tion\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\r\n\x05point\x18\x02 \x03(\x01\x12\x12\n\ninput_text\x18\x03 \x01(\t\x12\x12\n\nelement_id\x18\x04 \x01(\t\x12\x14\n\x0c\x65lement_role\x18\x05 \x01(\t\x12\x14\n\x0c\x65lement_text\x18\x06 \x01(\t\x12I\n\x12\x65lement_attributes\x18\x07 \x03(\x0b\x32-.espo.worker.v1.Action.ElementAttributesEntry\x1a\x38\n\x16\x45lementAttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8e\x01\n\x04Item\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x38\n\nattributes\x18\x03 \x03(\x0b\x32$.espo.worker.v1.Item.AttributesEntry\x1a\x31\n\x0f\x41ttributesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8d\x02\n\x06Prompt\x12\x12\n\nepisode_id\x18\x01 \x01(\t\x12\x12\n\nstep_index\x18\x02 \x01(\x05\x12\x0f\n\x07\x63hannel\x18\x03 \x01(\t\x12$\n\x05stage\x18\x04 \x01(\x0e\x32\x15.espo.worker.v1.Stage\x12\x13\n\x0binstruction\x18\x05 \x01(\t\x12)\n\x08\x65lements\x18\x06 \x03(\x0b\x32\x17.espo.worker.v1.Element\x12\'\n\x07history\x18\x07 \x03(\x0b\x32\x16.espo.worker.v1.Action\x12\"\n\x04item\x18\x08 \x01(\x0b\x32\x14.espo.worker.v1.Item\x12\x17\n\x0fscreenshot_path\x18\t \x01(\t\")\n\x06\x41nswer\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x11\n\ttoken_ids\x18\x02 \x03(\x05\"\xb2\x01\n\x10\x43onfigureRequest\x12\x0c\n\x04seed\x18\x01 \x01(\x04\x12>\n\x07options\x18\x02 \x03(\x0b\x32-.espo.worker.v1.ConfigureRequest.OptionsEntry\x12\x11\n\tload_path\x18\x03 \x01(\t\x12\r\n\x05state\x18\x04 \x01(\x0c\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"?\n\x11\x43onfigureResponse\x12*\n\x04info\x18\x01 \x01(\x0b\x32\x1c.espo.worker.v1.InfoResponse\"\r\n\x0bInfoRequest\"k\n\x0cInfoResponse\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\x03\x12\x19\n\x11reduces_gradients\x18\x04 \x01(\x08\x12\r\n\x05steps\x18\x05 \x01(\x03\"\x0f\n\rHealthRequest\"!\n\x0eHealthResponse\x12\x0f\n\x07serving\x18\x01 \x01(\x08\"\x92\x01\n\x0fGenerateRequest\x12\'\n\x07prompts\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Prompt\x12\x0f\n\x07samples\x18\x02 \x01(\x05\x12\x13\n\x0btemperature\x18\x03 \x01(\x01\x12\x0e\n\x06greedy\x18\x04 \x01(\x08\x12\x0c\n\x04seed\x18\x05 \x01(\x04\x12\x12\n\nmax_tokens\x18\x06 \x01(\x05\"B\n\x06Sample\x12&\n\x06\x61nswer\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Answer\x12\x10\n\x08logprobs\x18\x02 \x03(\x01\"5\n\nCandidates\x12\'\n\x07samples\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Sample\"B\n\x10GenerateResponse\x12.\n\ncandidates\x18\x01 \x03(\x0b\x32\x1a.espo.worker.v1.Candidates\"X\n\x06Scored\x12&\n\x06prompt\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Prompt\x12&\n\x06\x61nswer\x18\x02 \x01(\x0b\x32\x16.espo.worker.v1.Answer\"c\n\x0fLogProbsRequest\x12%\n\x05items\x18\x01 \x03(\x0b\x32\x16.espo.worker.v1.Scored\x12\x11\n\treference\x18\x02 \x01(\x08\x12\x16\n\x0ereference_only\x18\x03 \x01(\x08\"F\n\rTokenLogProbs\x12\x11\n\ttoken_ids\x18\x01 \x03(\x05\x12\x0f\n\x07\x63urrent\x18\x02 \x03(\x01\x12\x11\n\treference\x18\x03 \x03(\x01\"@\n\x10LogProbsResponse\x12,\n\x05items\x18\x01 \x03(\x0b\x32\x1d.espo.worker.v1.TokenLogProbs\"\x8a\x01\n\x08Weighted\x12&\n\x06prompt\x18\x01 \x01(\x0b\x32\x16.espo.worker.v1.Prompt\x12&\n\x06\x61nswer\x18\x02 \x01(\x0b\x32\x16.espo.worker.v1.Answer\x12\x15\n\rtoken_weights\x18\x03 \x03(\x01\x12\x17\n\x0fsequence_weight\x18\x04 \x01(\x01\":\n\x0f\x42\x61\x63kwardRequest\x12\'\n\x05items\x18\x01 \x03(\x0b\x32\x18.espo.worker.v1.Weighted\"5\n\x10\x42\x61\x63kwardResponse\x12\x11\n\tobjective\x18\x01 \x01(\x01\x12\x0e\n\x06tokens\x18\x02 \x01(\x03\"\x12\n\x10GradientsRequest\"%\n\x11GradientsResponse\x12\x10\n\x08gradient\x18\x01 \x03(\x02\"\x92\x01\n\x0bStepRequest\x12\x15\n\rlearning_rate\x18\x01 \x01(\x01\x12\x14\n\x0cweight_decay\x18\x02 \x01(\x01\x12\r\n\x05\x62\x65ta1\x18\x03 \x01(\x01\x12\r\n\x05\x62\x65ta2\x18\x04 \x01(\x01\x12\x0f\n\x07\x65psilon\x18\x05 \x01(\x01\x12\x15\n\rmax_grad_norm\x18\x06 \x01(\x01\x12\x10\n\x08gradient\x18\x07 \x03(\x02\"0\n\x0cStepResponse\x12\x11\n\tgrad_norm\x18\x01 \x01(\x01\x12\r\n\x05steps\x18\x02 \x01(\x03\"\x1a\n\x18SnapshotReferenceRequest\"\x1b\n\x19SnapshotReferenceResponse\"\x1b\n\x0bSaveRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"+\n\x0cSaveResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05\x62ytes\x18\x02 \x01(\x03\"\x1b\n\x0bLoadRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x1d\n\x0cLoadResponse\x12\r\n\x05steps\x18\x01 \x01(\x03\"\x10\n\x0eReleaseRequest\"\x11\n\x0fReleaseResponse*R\n\x05Stage\x12\x15\n\x11STAGE_UNSPECIFIED\x10\x00\x12\r\n\tSTAGE_GUI\x10\x01\x12\x0e\n\nSTAGE_POOL\x10\x02\x12\x13\n\x0fSTAGE_RECOMMEND\x10\x03\x32\xa4\x07\n\x06Worker\x12P\n\tConfigure\x12 .espo.worker.v1.ConfigureRequest\x1a!.espo.worker.v1.ConfigureResponse\x12\x41\n\x04Info\x12\x1b.espo.worker.v1.InfoRequest\x1a\x1c.espo.worker.v1.InfoResponse\x12G\n\x06Health\x12\x1d.espo.worker.v1.HealthRequest\x1a\x1e.espo.worker.v1.HealthResponse\x12M\n\x08Generate\x12\x1f.espo.worker.v1.GenerateRequest\x1a .espo.worker.v1.GenerateResponse\x12M\n\x08LogProbs\x12\x1f.espo.worker.v1.LogProbsRequest\x1a .espo.worker.v1.LogProbsResponse\x12M\n\x08\x42\x61\x63kward\x12\x1f.espo.worker.v1.BackwardRequest\x1a .espo.worker.v1.BackwardResponse\x12P\n\tGradients\x12 .espo.worker.v1.GradientsRequest\x1a!.espo.worker.v1.GradientsResponse\x12\x41\n\x04Step\x12\x1b.espo.worker.v1.StepRequest\x1a\x1c.espo.worker.v1.StepResponse\x12h\n\x11SnapshotReference\x12(.espo.worker.v1.SnapshotReferenceRequest\x1a).espo.worker.v1.SnapshotReferenceResponse\x12\x41\n\x04Save\x12\x1b.espo.worker.v1.SaveRequest\x1a\x1c.espo.worker.v1.SaveResponse\x12\x41\n\x04Load\x12\x1b.espo.worker.v1.LoadRequest\x1a\x1c.espo.worker.v1.LoadResponse\x12J\n\x07Release\x12\x1e.espo.worker.v1.ReleaseRequest\x1a\x1f.espo.worker.v1.ReleaseResponseB4Z2github.com/espo-dev/espo-operator/trainer/workerpbb\x06proto3')
 )
 
 _STAGE = _descriptor.EnumDescriptor(
@@ -49,8 +49,8 @@ _STAGE = _descriptor.EnumDescriptor(
   ],
   containing_type=None,
   options=None,
-  serialized_start=2744,
-  serialized_end=2826,
+  serialized_start=2759,
+  serialized_end=2841,
 )
 _sym_db.RegisterEnumDescriptor(_STAGE)
 
@@ -508,8 +508,8 @@ _CONFIGUREREQUEST_OPTIONSENTRY = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1044,
-  serialized_end=1090,
+  serialized_start=1059,
+  serialized_end=1105,
 )
 
 _CONFIGUREREQUEST = _descriptor.Descriptor(
@@ -540,6 +540,13 @@ _CONFIGUREREQUEST = _descriptor.Descriptor(
       message_type=None, enum_type=None, containing_type=None,
       is_extension=False, extension_scope=None,
       options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='state', full_name='espo.worker.v1.ConfigureRequest.state', index=3,
+      number=4, type=12, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b(""),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
   ],
   extensions=[
   ],
@@ -553,7 +560,7 @@ _CONFIGUREREQUEST = _descriptor.Descriptor(
   oneofs=[
   ],
   serialized_start=927,
-  serialized_end=1090,
+  serialized_end=1105,
 )
 
 
@@ -583,8 +590,8 @@ _CONFIGURERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1092,
-  serialized_end=1155,
+  serialized_start=1107,
+  serialized_end=1170,
 )
 
 
@@ -607,8 +614,8 @@ _INFOREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1157,
-  serialized_end=1170,
+  serialized_start=1172,
+  serialized_end=1185,
 )
 
 
@@ -666,8 +673,8 @@ _INFORESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1172,
-  serialized_end=1279,
+  serialized_start=1187,
+  serialized_end=1294,
 )
 
 
@@ -690,8 +697,8 @@ _HEALTHREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1281,
-  serialized_end=1296,
+  serialized_start=1296,
+  serialized_end=1311,
 )
 
 
@@ -721,8 +728,8 @@ _HEALTHRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1298,
-  serialized_end=1331,
+  serialized_start=1313,
+  serialized_end=1346,
 )
 
 
@@ -787,8 +794,8 @@ _GENERATEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1334,
-  serialized_end=1480,
+  serialized_start=1349,
+  serialized_end=1495,
 )
 
 
@@ -825,8 +832,8 @@ _SAMPLE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1482,
-  serialized_end=1548,
+  serialized_start=1497,
+  serialized_end=1563,
 )
 
 
@@ -856,8 +863,8 @@ _CANDIDATES = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1550,
-  serialized_end=1603,
+  serialized_start=1565,
+  serialized_end=1618,
 )
 
 
@@ -887,8 +894,8 @@ _GENERATERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1605,
-  serialized_end=1671,
+  serialized_start=1620,
+  serialized_end=1686,
 )
 
 
@@ -925,8 +932,8 @@ _SCORED = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1673,
-  serialized_end=1761,
+  serialized_start=1688,
+  serialized_end=1776,
 )
 
 
@@ -970,8 +977,8 @@ _LOGPROBSREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1763,
-  serialized_end=1862,
+  serialized_start=1778,
+  serialized_end=1877,
 )
 
 
@@ -1015,8 +1022,8 @@ _TOKENLOGPROBS = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1864,
-  serialized_end=1934,
+  serialized_start=1879,
+  serialized_end=1949,
 )
 
 
@@ -1046,8 +1053,8 @@ _LOGPROBSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1936,
-  serialized_end=2000,
+  serialized_start=1951,
+  serialized_end=2015,
 )
 
 
@@ -1098,8 +1105,8 @@ _WEIGHTED = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2003,
-  serialized_end=2141,
+  serialized_start=2018,
+  serialized_end=2156,
 )
 
 
@@ -1129,8 +1136,8 @@ _BACKWARDREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2143,
-  serialized_end=2201,
+  serialized_start=2158,
+  serialized_end=2216,
 )
 
 
@@ -1167,8 +1174,8 @@ _BACKWARDRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2203,
-  serialized_end=2256,
+  serialized_start=2218,
+  serialized_end=2271,
 )
 
 
@@ -1191,8 +1198,8 @@ _GRADIENTSREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2258,
-  serialized_end=2276,
+  serialized_start=2273,
+  serialized_end=2291,
 )
 
 
@@ -1222,8 +1229,8 @@ _GRADIENTSRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2278,
-  serialized_end=2315,
+  serialized_start=2293,
+  serialized_end=2330,
 )
 
 
@@ -1295,8 +1302,8 @@ _STEPREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2318,
-  serialized_end=2464,
+  serialized_start=2333,
+  serialized_end=2479,
 )
 
 
@@ -1333,8 +1340,8 @@ _STEPRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2466,
-  serialized_end=2514,
+  serialized_start=2481,
+  serialized_end=2529,
 )
 
 
@@ -1357,8 +1364,8 @@ _SNAPSHOTREFERENCEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2516,
-  serialized_end=2542,
+  serialized_start=2531,
+  serialized_end=2557,
 )
 
 
@@ -1381,8 +1388,8 @@ _SNAPSHOTREFERENCERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2544,
-  serialized_end=2571,
+  serialized_start=2559,
+  serialized_end=2586,
 )
 
 
@@ -1412,8 +1419,8 @@ _SAVEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2573,
-  serialized_end=2600,
+  serialized_start=2588,
+  serialized_end=2615,
 )
 
 
@@ -1450,8 +1457,8 @@ _SAVERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2602,
-  serialized_end=2645,
+  serialized_start=2617,
+  serialized_end=2660,
 )
 
 
@@ -1481,8 +1488,8 @@ _LOADREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2647,
-  serialized_end=2674,
+  serialized_start=2662,
+  serialized_end=2689,
 )
 
 
@@ -1512,8 +1519,8 @@ _LOADRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2676,
-  serialized_end=2705,
+  serialized_start=2691,
+  serialized_end=2720,
 )
 
 
@@ -1536,8 +1543,8 @@ _RELEASEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2707,
-  serialized_end=2723,
+  serialized_start=2722,
+  serialized_end=2738,
 )
 
 
@@ -1560,8 +1567,8 @@ _RELEASERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2725,
-  serialized_end=2742,
+  serialized_start=2740,
+  serialized_end=2757,
 )
 
 _ELEMENT_ATTRIBUTESENTRY.containing_type = _ELEMENT
@@ -1913,8 +1920,8 @@ _WORKER = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=2829,
-  serialized_end=3761,
+  serialized_start=2844,
+  serialized_end=3776,
   methods=[
   _descriptor.MethodDescriptor(
     name='Configure',

@@ -23,11 +23,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -210,8 +213,26 @@ func TestTwoReplicasTrainOverThePodNetwork(t *testing.T) {
 	workerLog := mustKubectl(g, "logs", "-n", ns, workerPod, "-c", controllers.ContainerWorker)
 	g.Expect(workerLog).To(ContainSubstring("espo worker: serving on " + ips[workerPod] + ":50051"))
 
+	// A stranger that reaches the worker's port, without the job's token or with
+	// another one, is refused; the trainer, which has it, trains.
+	token := workerToken(g, ns, name)
+	for _, bearer := range []string{"", strings.Repeat("0", len(token))} {
+		g.Expect(status.Code(callWorker(net.JoinHostPort(ips[workerPod], "50051"), bearer))).
+			To(Equal(codes.Unauthenticated), "a call with the token %q", bearer)
+	}
+	logs := workerLog + mustKubectl(g, "logs", "-n", ns, trainerPod, "-c", controllers.ContainerTrainer)
+
 	job := waitForSucceeded(t, ns, name)
 	g.Expect(job.Status.Restarts).To(BeZero())
+	logs += tail(manager.log, 1<<20)
+	for what, text := range map[string]string{
+		"the pods' and the manager's logs": logs,
+		"the job":                          mustKubectl(g, "get", "espojob", name, "-n", ns, "-o", "yaml"),
+		"the events":                       mustKubectl(g, "get", "events", "-n", ns, "-o", "yaml"),
+		"the ConfigMaps":                   mustKubectl(g, "get", "configmaps", "-n", ns, "-o", "yaml"),
+	} {
+		g.Expect(text).NotTo(ContainSubstring(token), "the worker token is in %s", what)
+	}
 }
 
 // An intent embedding service with an API key from a Secret: the trainer, a process

@@ -20,6 +20,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -31,10 +32,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
+	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
 // Timeouts of the suite's waits, generous for a loaded 2-core CI machine.
@@ -304,4 +309,30 @@ func tail(path string, lines int) string {
 	b, _ := os.ReadFile(path)
 	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+// workerToken is the worker token of the job's Secret, as the API server has it.
+func workerToken(g Gomega, ns, job string) string {
+	encoded := mustKubectl(g, "get", "secret", job+"-worker-token", "-n", ns, "-o", "jsonpath={.data.token}")
+	token, err := base64.StdEncoding.DecodeString(encoded)
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	g.ExpectWithOffset(1, token).To(HaveLen(64))
+	return string(token)
+}
+
+// callWorker calls the worker protocol's Info at addr as a stranger would, with
+// bearer as its token ("" sends none), and returns the call's error.
+func callWorker(addr, bearer string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if bearer != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+bearer)
+	}
+	_, err = workerpb.NewWorkerClient(conn).Info(ctx, &workerpb.InfoRequest{})
+	return err
 }

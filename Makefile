@@ -39,6 +39,7 @@ generate: ## Generate deepcopy code and the worker protocol's gRPC code (Go and 
 manifests: ## Generate the CRD and RBAC manifests (and copy them into the Helm chart).
 	$(CONTROLLER_GEN) rbac:roleName=espo-manager-role crd paths=./... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	go run ./hack/crd-descriptions config/crd/bases/*.yaml
 	rm -rf charts/espo-operator/crds && mkdir -p charts/espo-operator/crds charts/espo-operator/files
 	cp config/crd/bases/*.yaml charts/espo-operator/crds/
 	cp config/rbac/role.yaml charts/espo-operator/files/manager-role.yaml

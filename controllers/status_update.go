@@ -82,19 +82,13 @@ func (u *statusUpdate) status() *trainingv1alpha1.ESPOJobStatus { return &u.job.
 // of status or reason queues an event, unless the reason is a quiet one or the
 // condition is set False for the first time (nothing happened).
 func (u *statusUpdate) setCondition(typ string, status bool, reason, message string) bool {
-	st := metav1.ConditionFalse
-	if status {
-		st = metav1.ConditionTrue
-	}
+	next := u.newCondition(typ, status, reason, message)
 	var old *metav1.Condition // a copy: SetStatusCondition changes the condition in place
 	if c := meta.FindStatusCondition(u.status().Conditions, typ); c != nil {
 		old = c.DeepCopy()
 	}
-	changed := meta.SetStatusCondition(&u.status().Conditions, metav1.Condition{
-		Type: typ, Status: st, Reason: reason, Message: trainingv1alpha1.BoundMessage(message),
-		ObservedGeneration: u.job.Generation, LastTransitionTime: metav1.NewTime(u.now),
-	})
-	transition := old != nil && (old.Status != st || old.Reason != reason) || old == nil && status
+	changed := meta.SetStatusCondition(&u.status().Conditions, next)
+	transition := old != nil && (old.Status != next.Status || old.Reason != reason) || old == nil && status
 	if changed && transition && !quietReasons[reason] {
 		typ := corev1.EventTypeNormal
 		if warningReasons[reason] {
@@ -103,6 +97,19 @@ func (u *statusUpdate) setCondition(typ string, status bool, reason, message str
 		u.events = append(u.events, event{Type: typ, Reason: reason, Message: trainingv1alpha1.BoundMessage(message)})
 	}
 	return changed
+}
+
+// newCondition is a condition of the job's current generation, at the reconcile's
+// time, with its message bounded.
+func (u *statusUpdate) newCondition(typ string, status bool, reason, message string) metav1.Condition {
+	st := metav1.ConditionFalse
+	if status {
+		st = metav1.ConditionTrue
+	}
+	return metav1.Condition{
+		Type: typ, Status: st, Reason: reason, Message: trainingv1alpha1.BoundMessage(message),
+		ObservedGeneration: u.job.Generation, LastTransitionTime: metav1.NewTime(u.now),
+	}
 }
 
 // clearCondition sets a condition False, if it is present and True, with reason

@@ -24,13 +24,15 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
-// summarize recomputes the pod counts, startTime, the Running condition, the phase
-// and observedGeneration from the pods of the (possibly new) current attempt.
+// summarize recomputes the pod counts, startTime, the Running condition, the phase,
+// the conditions kstatus reads and observedGeneration from the pods of the (possibly
+// new) current attempt.
 func summarize(u *statusUpdate) {
 	if u.listed {
 		updatePodStatus(u, splitPods(u.job, u.pods))
 	}
 	u.status().Phase = computePhase(u.status())
+	setKstatusConditions(u)
 	u.status().ObservedGeneration = u.job.Generation
 }
 

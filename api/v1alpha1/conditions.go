@@ -35,6 +35,20 @@ const (
 	ConditionSucceeded = "Succeeded"
 	// ConditionFailed is True once the job failed for good.
 	ConditionFailed = "Failed"
+
+	// The conditions that kstatus (sigs.k8s.io/cli-utils, which Flux uses) reads, set
+	// from the phase on every status write, with the reason of the phase (JobPending,
+	// JobRunning, JobRestarting, JobSuspended) or the reason of the Succeeded or Failed
+	// condition, and the message that explains it. A suspended job is not Ready, not
+	// Reconciling and not Stalled: kstatus reads it InProgress, never Failed.
+
+	// ConditionReady is True once the job succeeded, and False in every other phase.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while the job is Pending, Running or Restarting.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True once the job failed, with the Failed condition's reason
+	// and message.
+	ConditionStalled = "Stalled"
 )
 
 // Condition reasons (status.conditions[].reason, and the reasons of the events the
@@ -59,6 +73,14 @@ const (
 	ReasonSuspended = "JobSuspended"
 	// ReasonResumed: the job was resumed (Suspended is False).
 	ReasonResumed = "JobResumed"
+	// ReasonJobPending: the phase is Pending (Reconciling is True, Ready False); the
+	// message says what the job waits for.
+	ReasonJobPending = "JobPending"
+	// ReasonJobRunning: the phase is Running (Reconciling is True, Ready False).
+	ReasonJobRunning = "JobRunning"
+	// ReasonJobRestarting: the phase is Restarting (Reconciling is True, Ready False);
+	// the message says after which failure.
+	ReasonJobRestarting = "JobRestarting"
 	// ReasonPodFailed: a trainer pod failed, or was disrupted (the message says
 	// which), and the gang is restarting.
 	ReasonPodFailed = "PodFailed"

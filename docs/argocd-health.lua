@@ -6,7 +6,8 @@
 --     resource.customizations.health.training.espo.dev_ESPOJob: |
 --       <this file>
 --
--- It maps the job's phase and conditions to Argo CD's health:
+-- It maps the job's phase and conditions to Argo CD's health, consistent with what kstatus
+-- and Flux read (the table in docs/user-guide.md, "GitOps"; a test holds all three to it):
 --   Succeeded                      -> Healthy
 --   Failed                         -> Degraded   (the Failed condition's reason and message)
 --   Suspended                      -> Suspended

@@ -23,7 +23,6 @@ import (
 	"testing"
 
 	lua "github.com/yuin/gopher-lua"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
@@ -165,24 +164,4 @@ func TestArgoCDHealth(t *testing.T) {
 			}
 		})
 	}
-}
-
-// wantHealth is the Argo CD health of each phase.
-var wantHealth = map[trainingv1alpha1.JobPhase]string{
-	trainingv1alpha1.PhasePending: "Progressing", trainingv1alpha1.PhaseRunning: "Progressing", trainingv1alpha1.PhaseRestarting: "Progressing",
-	trainingv1alpha1.PhaseSuspended: "Suspended", trainingv1alpha1.PhaseSucceeded: "Healthy", trainingv1alpha1.PhaseFailed: "Degraded",
-}
-
-// checkHealth checks the health of a job as the API server stores it.
-func checkHealth(t *testing.T, job *trainingv1alpha1.ESPOJob) {
-	t.Helper()
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := argoHealth(t, u)
-	if want := wantHealth[job.Status.Phase]; got.Status != want || got.Message == "" {
-		t.Errorf("phase %s: Argo CD health %s %q, want %s with a message", job.Status.Phase, got.Status, got.Message, want)
-	}
-	t.Logf("phase %s -> %s: %s", job.Status.Phase, got.Status, got.Message)
 }

@@ -32,6 +32,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,13 +40,19 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/espo-dev/espo-operator/test/testenv"
 )
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+// TestMain starts the test control plane. The controllers the tests run log nowhere
+// (without a logger, controller-runtime would complain once the process is 30 s old).
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	testenv.Main(m, &env)
+}
 
 // repoPath is a path relative to the repository root.
 func repoPath(elem ...string) string {

@@ -177,9 +177,10 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctr
 		return ctrl.Result{RequeueAfter: wake}, err
 	}
 
-	// 9. Create the missing pods of the current attempt once the stale ones are gone.
-	if len(pods.stale) > 0 {
-		return ctrl.Result{RequeueAfter: wake}, nil
+	// 9. Create the missing pods of the current attempt once the stale ones are gone
+	//    and the restart backoff has passed (woken when it has).
+	if left := restartWaitLeft(u); len(pods.stale) > 0 || left > 0 {
+		return ctrl.Result{RequeueAfter: sooner(wake, left)}, nil
 	}
 	return ctrl.Result{RequeueAfter: wake}, r.createPods(ctx, u, pods)
 }

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -135,13 +137,14 @@ func TestSucceedsWhenRankZeroExitsZero(t *testing.T) {
 }
 
 func TestPodFailureRestartsTheGangThenSucceeds(t *testing.T) {
-	_, g, ns := setup(t)
+	g, ns, clk := setupOnClock(t)
 	job := create(g, builders.MakeESPOJob("restarts", ns).Replicas(2).Obj())
 	runAll(g, job)
 	before := pod(g, job, 0).UID
 	p1 := pod(g, job, 1)
 	setPodStatus(g, p1, exited(p1, 137, "OOMKilled"))
 
+	passBackoff(g, clk, job, 1, 10*time.Second)
 	g.Eventually(podsOfAttempt(g, job, 1), reconcileTimeout, poll).Should(Equal(2))
 	g.Expect(podsOfAttempt(g, job, 0)()).To(BeZero())
 	g.Expect(pod(g, job, 0).UID).NotTo(Equal(before), "rank 0 was recreated too")
@@ -149,7 +152,7 @@ func TestPodFailureRestartsTheGangThenSucceeds(t *testing.T) {
 	g.Expect(st.Restarts).To(Equal(int32(1)))
 	g.Eventually(condition(g, job, trainingv1alpha1.ConditionRestarting), reconcileTimeout, poll).Should(And(
 		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", trainingv1alpha1.ReasonRestarted),
-		HaveField("Message", Equal("recreated the 2 trainer pods for restart 1 of at most 3 after "+
+		HaveField("Message", Equal("recreated the 2 trainer pods for restart 1 of at most 3 in 10s after "+
 			"pod restarts-trainer-1, container worker: exit code 137 (Error): OOMKilled"))))
 
 	runAll(g, job)
@@ -210,12 +213,15 @@ func eventReasons(g Gomega, job *trainingv1alpha1.ESPOJob) []string {
 }
 
 func TestBackoffLimitExhaustedFailsWithAClearReason(t *testing.T) {
-	_, g, ns := setup(t)
+	g, ns, clk := setupOnClock(t)
 	job := create(g, builders.MakeESPOJob("backoff", ns).Replicas(2).BackoffLimit(1).Obj())
 	for attempt := range 2 {
 		g.Eventually(podsOfAttempt(g, job, attempt), reconcileTimeout, poll).Should(Equal(2))
 		p0 := pod(g, job, 0)
 		setPodStatus(g, p0, exited(p0, 2, "dataset smartspot: no episodes"))
+		if attempt == 0 {
+			passBackoff(g, clk, job, 1, 10*time.Second)
+		}
 	}
 	g.Eventually(condition(g, job, trainingv1alpha1.ConditionFailed), reconcileTimeout, poll).Should(trueWithReason(trainingv1alpha1.ReasonBackoffLimitExceeded))
 	msg := meta.FindStatusCondition(getJob(g, job).Status.Conditions, trainingv1alpha1.ConditionFailed).Message
@@ -411,7 +417,8 @@ func TestDeletingTheJobDeletesItsChildren(t *testing.T) {
 func TestControllerRestartCreatesNoDuplicatePods(t *testing.T) {
 	ns := newNamespace(t)
 	g := NewWithT(t)
-	first := startManager(t, ns, nil)
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	first := startManagerOnClock(t, ns, clk)
 	job := create(g, builders.MakeESPOJob("restart", ns).Replicas(3).Obj())
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(3))
 	p2 := pod(g, job, 2)
@@ -419,6 +426,7 @@ func TestControllerRestartCreatesNoDuplicatePods(t *testing.T) {
 	g.Eventually(func() int32 { return getJob(g, job).Status.Restarts }, reconcileTimeout, poll).Should(Equal(int32(1)))
 	first.stop() // in the middle of the gang restart, perhaps
 	finishDeletions(g, ns)
+	clk.Step(10 * time.Second) // the restart's backoff is over when the next controller starts
 
 	uids := func() map[string]string {
 		m := map[string]string{}
@@ -427,7 +435,7 @@ func TestControllerRestartCreatesNoDuplicatePods(t *testing.T) {
 		}
 		return m
 	}
-	startManager(t, ns, nil)
+	startManagerOnClock(t, ns, clk)
 	g.Eventually(podsOfAttempt(g, job, 1), reconcileTimeout, poll).Should(Equal(3), func() string {
 		var l corev1.PodList
 		_ = env.Client.List(context.Background(), &l, client.InNamespace(ns))
@@ -443,7 +451,8 @@ func TestControllerRestartCreatesNoDuplicatePods(t *testing.T) {
 }
 
 func TestTrainerReportSurvivesControllerStatusWrites(t *testing.T) {
-	ctx, g, ns := setup(t)
+	ctx := context.Background()
+	g, ns, clk := setupOnClock(t)
 	job := create(g, builders.MakeESPOJob("report", ns).Replicas(2).Obj())
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(2))
 	report := &trainingv1alpha1.TrainingStatus{Stage: trainingv1alpha1.StageESPO, Epoch: 2, Step: 40, MeanStepReward: "0.125"}
@@ -454,6 +463,7 @@ func TestTrainerReportSurvivesControllerStatusWrites(t *testing.T) {
 	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseRunning))
 	p1 := pod(g, job, 1)
 	setPodStatus(g, p1, exited(p1, 1, ""))
+	passBackoff(g, clk, job, 1, 10*time.Second)
 	g.Eventually(podsOfAttempt(g, job, 1), reconcileTimeout, poll).Should(Equal(2))
 
 	got := getJob(g, job)

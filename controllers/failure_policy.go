@@ -19,8 +19,11 @@ package controllers
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
@@ -48,6 +51,17 @@ import (
 // The decision is written to the status before any pod is deleted, so a controller
 // that restarts in between neither loses the failure nor counts it twice: the
 // bumped restart attempt makes the judged pods stale.
+//
+// A restart after a failure waits a backoff, as the Job controller's does before it
+// recreates a failed pod: 10 s after the first failed attempt in a row, doubled per
+// further one (status.consecutiveFailures), at most 6 minutes. The failed pods are
+// deleted at once; the next attempt's are created once the wait, counted from the
+// Restarting condition's lastTransitionTime, is over (the reconcile asks to be woken
+// then). The row ends with an attempt that ran, every pod Running, for 10 minutes
+// (kubelet resets a container's crash-loop backoff after the same 10 minutes): a
+// stretch that long is taken for progress, whatever the step the trainer reached.
+// A disruption ends the row too, since its attempt did not fail, and its restart
+// does not wait.
 
 // podFailure says which pod of the gang failed and how.
 type podFailure struct {
@@ -122,7 +136,9 @@ func (f *podFailure) String() string {
 // firstFailure returns the failure of the lowest rank whose pod terminated, or was
 // disrupted and is being deleted, or nil. It is called after the success policy, so
 // a terminated rank 0 is a failure too: it exited non-zero, or 0 with the outcome
-// Error.
+// Error. The message is the container's termination message (the trainer writes
+// its final error there; kubelet falls back to the log's tail), with the trainer's
+// reported Error message added when the termination message does not quote it.
 func firstFailure(u *statusUpdate, pods *podSet) *podFailure {
 	finished := pods.finished()
 	if len(finished) == 0 {
@@ -137,7 +153,8 @@ func firstFailure(u *statusUpdate, pods *podSet) *podFailure {
 	if p.Labels[LabelRole] == RoleWorker && p.Status.Phase == corev1.PodSucceeded && f.Disruption == nil {
 		f.Message = strings.TrimSpace(f.Message + " the worker exited before the trainer finished")
 	}
-	if t := u.status().Training; p.Labels[LabelRole] == RoleTrainer && t != nil && t.Outcome == trainingv1alpha1.OutcomeError {
+	if t := u.status().Training; p.Labels[LabelRole] == RoleTrainer && t != nil && t.Outcome == trainingv1alpha1.OutcomeError &&
+		!strings.Contains(f.Message, t.Message) {
 		f.Message = strings.TrimSpace(f.Message + " the trainer reported: " + t.Message)
 	}
 	return f
@@ -163,16 +180,18 @@ func exitedContainer(p *corev1.Pod) *corev1.ContainerStatus {
 
 // applyFailurePolicy restarts the gang after f, or fails the job once the restarts
 // counted against the backoff limit (restarts - disruptions) have reached it. A
-// disruption within maxDisruptions restarts the gang whatever the backoff limit,
-// bumping disruptions too; past maxDisruptions it counts as a failure.
+// restart after a failure counts one more failed attempt in a row, after a reset
+// when the attempt ran long enough, and says in its message how long it waits. A
+// disruption within maxDisruptions restarts the gang at once whatever the backoff
+// limit, bumping disruptions too; past maxDisruptions it counts as a failure.
 func applyFailurePolicy(u *statusUpdate, f *podFailure) {
 	st := u.status()
 	if f.Disruption != nil && disruptionAllowed(u.job) {
 		st.Restarts++
 		st.Disruptions++
-		u.setCondition(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
-			fmt.Sprintf("%s; restarting the gang, not counted against backoffLimit (disruption %d%s)",
-				f, st.Disruptions, ofAtMost(u.job.Spec.RunPolicy.MaxDisruptions)))
+		st.ConsecutiveFailures = 0
+		startRestart(u, fmt.Sprintf("%s; restarting the gang, not counted against backoffLimit (disruption %d%s)",
+			f, st.Disruptions, ofAtMost(u.job.Spec.RunPolicy.MaxDisruptions)))
 		return
 	}
 	cause := f.String()
@@ -186,8 +205,65 @@ func applyFailurePolicy(u *statusUpdate, f *podFailure) {
 		return
 	}
 	st.Restarts++
-	u.setCondition(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
-		fmt.Sprintf("restart %d of at most %d after %s", st.Restarts-st.Disruptions, limit, cause))
+	if ranLongEnough(u) {
+		st.ConsecutiveFailures = 0
+	}
+	st.ConsecutiveFailures++
+	startRestart(u, fmt.Sprintf("restart %d of at most %d in %s after %s",
+		st.Restarts-st.Disruptions, limit, restartBackoff(st.ConsecutiveFailures), cause))
+}
+
+// Restart backoff, as the Job controller's for failed pods, and when it resets.
+const (
+	restartBackoffBase = 10 * time.Second
+	restartBackoffMax  = 6 * time.Minute
+	backoffResetAfter  = 10 * time.Minute
+)
+
+// restartBackoff is the wait before the restart after n failed attempts in a row:
+// restartBackoffBase doubled n-1 times, at most restartBackoffMax; none for n <= 0.
+func restartBackoff(n int32) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d := restartBackoffBase
+	for i := int32(1); i < n && d < restartBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, restartBackoffMax)
+}
+
+// ranLongEnough reports whether the attempt being judged ran for backoffResetAfter:
+// its Running condition (every pod Running) has been True that long.
+func ranLongEnough(u *statusUpdate) bool {
+	c := meta.FindStatusCondition(u.status().Conditions, trainingv1alpha1.ConditionRunning)
+	return c != nil && c.Status == metav1.ConditionTrue && !u.now.Before(c.LastTransitionTime.Add(backoffResetAfter))
+}
+
+// startRestart sets the Restarting condition True with message, its
+// lastTransitionTime now even when it was True already (a pod of an attempt still
+// being created failed; the warning event is then queued here): the backoff counts
+// from it.
+func startRestart(u *statusUpdate, message string) {
+	again := u.isTrue(trainingv1alpha1.ConditionRestarting)
+	u.setCondition(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed, message)
+	meta.FindStatusCondition(u.status().Conditions, trainingv1alpha1.ConditionRestarting).LastTransitionTime = metav1.NewTime(u.now)
+	if again {
+		u.events = append(u.events, event{Type: corev1.EventTypeWarning, Reason: trainingv1alpha1.ReasonPodFailed,
+			Message: trainingv1alpha1.BoundMessage(message)})
+	}
+}
+
+// restartWaitLeft is how long the restart in progress must still wait before the
+// next attempt's pods are created: the backoff of status.consecutiveFailures from
+// the Restarting condition's lastTransitionTime; 0 when no restart waits.
+func restartWaitLeft(u *statusUpdate) time.Duration {
+	st := u.status()
+	c := meta.FindStatusCondition(st.Conditions, trainingv1alpha1.ConditionRestarting)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return 0
+	}
+	return max(c.LastTransitionTime.Add(restartBackoff(st.ConsecutiveFailures)).Sub(u.now), 0)
 }
 
 // disruptionAllowed reports whether one more disruption stays within
@@ -219,4 +295,12 @@ func backoffLimit(job *trainingv1alpha1.ESPOJob) int32 {
 	p := job.Spec.RunPolicy.DeepCopy()
 	p.Default()
 	return *p.BackoffLimit
+}
+
+// sooner is the earlier of two wake-ups, where 0 is none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || b != 0 && b < a {
+		return b
+	}
+	return a
 }

@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -85,6 +86,12 @@ func TestFirstFailure(t *testing.T) {
 			want: &podFailure{Pod: "demo-trainer-1", Container: "worker", Reason: "Completed",
 				Message: "the worker exited before the trainer finished"},
 		},
+		"the trainer's Error report is not repeated when the termination message quotes it": {
+			job:  makeJob().Replicas(3).Training(&trainingv1alpha1.TrainingStatus{Outcome: trainingv1alpha1.OutcomeError, Message: "worker 1 unreachable"}).Obj(),
+			pods: []corev1.Pod{testPod(job, 0, exit(1, "Error", "training ended with Error: worker 1 unreachable"))},
+			want: &podFailure{Pod: "demo-trainer-0", Container: "trainer", ExitCode: 1, Reason: "Error",
+				Message: "training ended with Error: worker 1 unreachable"},
+		},
 		"the trainer's Error report is added to its failure": {
 			job:  makeJob().Replicas(3).Training(&trainingv1alpha1.TrainingStatus{Outcome: trainingv1alpha1.OutcomeError, Message: "worker 1 unreachable"}).Obj(),
 			pods: []corev1.Pod{testPod(job, 0, exit(1, "Error", "rpc error"))},
@@ -132,14 +139,57 @@ func TestApplyFailurePolicy(t *testing.T) {
 	failed := &podFailure{Pod: "demo-trainer-1", Container: "worker", ExitCode: 137, Reason: "OOMKilled"}
 	disrupted := &podFailure{Pod: "demo-trainer-1",
 		Disruption: &podDisruption{Reason: "PreemptionByScheduler", Message: "Preempted by ns/big on node n1"}}
+	// running is the Running condition of an attempt whose pods all ran for d.
+	running := func(d time.Duration) metav1.Condition {
+		c := cond(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, "all 2 trainer pods are running")
+		c.LastTransitionTime = metav1.NewTime(now.Add(-d))
+		return c
+	}
 	cases := map[string]struct {
 		job             *trainingv1alpha1.ESPOJob
 		f               *podFailure // default: failed
 		wantRestarts    int32
 		wantDisruptions int32
+		wantConsecutive int32
 		wantConds       []metav1.Condition
 		wantDone        bool
 	}{
+		"the third failed attempt in a row waits 40s": {
+			job: makeJob().BackoffLimit(6).Restarts(2).ConsecutiveFailures(2).Obj(), wantRestarts: 3, wantConsecutive: 3,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
+				"restart 3 of at most 6 in 40s after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
+		},
+		"the backoff is capped at 6 minutes": {
+			job: makeJob().BackoffLimit(20).Restarts(9).ConsecutiveFailures(9).Obj(), wantRestarts: 10, wantConsecutive: 10,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
+				"restart 10 of at most 20 in 6m0s after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
+		},
+		"an attempt that ran 10 minutes resets the backoff": {
+			job:          makeJob().BackoffLimit(6).Restarts(4).ConsecutiveFailures(4).Condition(running(10 * time.Minute)).Obj(),
+			wantRestarts: 5, wantConsecutive: 1,
+			wantConds: []metav1.Condition{running(10 * time.Minute), cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
+				"restart 5 of at most 6 in 10s after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
+		},
+		"an attempt that ran less than 10 minutes is one more failure in a row": {
+			job:          makeJob().BackoffLimit(6).Restarts(4).ConsecutiveFailures(4).Condition(running(10*time.Minute - time.Second)).Obj(),
+			wantRestarts: 5, wantConsecutive: 5,
+			wantConds: []metav1.Condition{running(10*time.Minute - time.Second), cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
+				"restart 5 of at most 6 in 2m40s after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
+		},
+		"a failure while the last restart still creates pods waits from now": {
+			job: makeJob().Restarts(1).ConsecutiveFailures(1).Condition(metav1.Condition{Type: trainingv1alpha1.ConditionRestarting,
+				Status: metav1.ConditionTrue, Reason: trainingv1alpha1.ReasonPodFailed, Message: "restart 1 of at most 3 in 10s after pod demo-trainer-0",
+				ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}).Obj(),
+			wantRestarts: 2, wantConsecutive: 2,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
+				"restart 2 of at most 3 in 20s after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
+		},
+		"a disruption ends the failures in a row": {
+			job: makeJob().Restarts(2).ConsecutiveFailures(2).Obj(), f: disrupted, wantRestarts: 3, wantDisruptions: 1,
+			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
+				"pod demo-trainer-1 was disrupted (DisruptionTarget: PreemptionByScheduler: Preempted by ns/big on node n1); "+
+					"restarting the gang, not counted against backoffLimit (disruption 1)")},
+		},
 		"a disruption restarts even with backoff limit 0": {
 			job: makeJob().BackoffLimit(0).Obj(), f: disrupted, wantRestarts: 1, wantDisruptions: 1,
 			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
@@ -155,9 +205,9 @@ func TestApplyFailurePolicy(t *testing.T) {
 		},
 		"maxDisruptions reached: a disruption counts as a failure": {
 			job: makeJob().BackoffLimit(1).Restarts(2).Disruptions(2).MaxDisruptions(2).Obj(), f: disrupted,
-			wantRestarts: 3, wantDisruptions: 2,
+			wantRestarts: 3, wantDisruptions: 2, wantConsecutive: 1,
 			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
-				"restart 1 of at most 1 after pod demo-trainer-1 was disrupted (DisruptionTarget: PreemptionByScheduler: "+
+				"restart 1 of at most 1 in 10s after pod demo-trainer-1 was disrupted (DisruptionTarget: PreemptionByScheduler: "+
 					"Preempted by ns/big on node n1), counted as a failure past maxDisruptions 2")},
 		},
 		"maxDisruptions 0 and backoff limit 0: a disruption fails the job": {
@@ -167,9 +217,9 @@ func TestApplyFailurePolicy(t *testing.T) {
 					"counted as a failure past maxDisruptions 0; the job was restarted 0 times (backoffLimit 0)")},
 		},
 		"disruptions do not spend the backoff limit": {
-			job: makeJob().BackoffLimit(1).Restarts(2).Disruptions(2).Obj(), wantRestarts: 3, wantDisruptions: 2,
+			job: makeJob().BackoffLimit(1).Restarts(2).Disruptions(2).Obj(), wantRestarts: 3, wantDisruptions: 2, wantConsecutive: 1,
 			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
-				"restart 1 of at most 1 after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
+				"restart 1 of at most 1 in 10s after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
 		},
 		"failures past the backoff limit, with disruptions between": {
 			job: makeJob().BackoffLimit(1).Restarts(3).Disruptions(2).Obj(), wantRestarts: 3, wantDisruptions: 2, wantDone: true,
@@ -178,13 +228,13 @@ func TestApplyFailurePolicy(t *testing.T) {
 					"the job was restarted 1 times after failures and 2 times after disruptions (backoffLimit 1)")},
 		},
 		"first failure: restart 1": {
-			job: makeJob().Obj(), wantRestarts: 1,
+			job: makeJob().Obj(), wantRestarts: 1, wantConsecutive: 1,
 			wantConds: []metav1.Condition{cond(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed,
-				"restart 1 of at most 3 after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
+				"restart 1 of at most 3 in 10s after pod demo-trainer-1, container worker: exit code 137 (OOMKilled)")},
 		},
 		"backoff limit reached": {
-			job:          makeJob().BackoffLimit(2).Restarts(2).Condition(cond(trainingv1alpha1.ConditionRestarting, false, trainingv1alpha1.ReasonRestarted, "")).Obj(),
-			wantRestarts: 2, wantDone: true,
+			job:          makeJob().BackoffLimit(2).Restarts(2).ConsecutiveFailures(2).Condition(cond(trainingv1alpha1.ConditionRestarting, false, trainingv1alpha1.ReasonRestarted, "")).Obj(),
+			wantRestarts: 2, wantConsecutive: 2, wantDone: true,
 			wantConds: []metav1.Condition{
 				cond(trainingv1alpha1.ConditionRestarting, false, trainingv1alpha1.ReasonRestarted, ""),
 				cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonBackoffLimitExceeded,
@@ -210,6 +260,9 @@ func TestApplyFailurePolicy(t *testing.T) {
 			if u.status().Disruptions != tc.wantDisruptions {
 				t.Errorf("disruptions = %d, want %d", u.status().Disruptions, tc.wantDisruptions)
 			}
+			if u.status().ConsecutiveFailures != tc.wantConsecutive {
+				t.Errorf("consecutiveFailures = %d, want %d", u.status().ConsecutiveFailures, tc.wantConsecutive)
+			}
 			if diff := cmp.Diff(tc.wantConds, u.status().Conditions); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
@@ -218,6 +271,44 @@ func TestApplyFailurePolicy(t *testing.T) {
 			}
 			if len(u.events) != 1 || u.events[0].Type != corev1.EventTypeWarning {
 				t.Errorf("events = %+v, want one warning", u.events)
+			}
+		})
+	}
+}
+
+func TestRestartBackoff(t *testing.T) {
+	for n, want := range map[int32]time.Duration{
+		-1: 0, 0: 0,
+		1: 10 * time.Second, 2: 20 * time.Second, 3: 40 * time.Second, 4: 80 * time.Second,
+		5: 160 * time.Second, 6: 320 * time.Second, 7: 6 * time.Minute, 8: 6 * time.Minute, 1000: 6 * time.Minute,
+	} {
+		if got := restartBackoff(n); got != want {
+			t.Errorf("restartBackoff(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
+
+func TestRestartWaitLeft(t *testing.T) {
+	restarting := func(status bool, since time.Duration) metav1.Condition {
+		c := cond(trainingv1alpha1.ConditionRestarting, status, trainingv1alpha1.ReasonPodFailed, "")
+		c.LastTransitionTime = metav1.NewTime(now.Add(-since))
+		return c
+	}
+	cases := map[string]struct {
+		job  *trainingv1alpha1.ESPOJob
+		want time.Duration
+	}{
+		"no restart":                          {job: makeJob().Obj()},
+		"a restart that is over":              {job: makeJob().ConsecutiveFailures(3).Condition(restarting(false, time.Second)).Obj()},
+		"the third failure in a row, 15s ago": {job: makeJob().ConsecutiveFailures(3).Condition(restarting(true, 15*time.Second)).Obj(), want: 25 * time.Second},
+		"the wait is over":                    {job: makeJob().ConsecutiveFailures(1).Condition(restarting(true, 11*time.Second)).Obj()},
+		"a disruption restarts at once":       {job: makeJob().Condition(restarting(true, 0)).Obj()},
+		"the cap: the eighth failure, 1m ago": {job: makeJob().ConsecutiveFailures(8).Condition(restarting(true, time.Minute)).Obj(), want: 5 * time.Minute},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := restartWaitLeft(newStatusUpdate(tc.job, now)); got != tc.want {
+				t.Errorf("restartWaitLeft = %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -66,6 +66,14 @@ type ESPOJobStatus struct {
 	// +optional
 	Disruptions int32 `json:"disruptions,omitempty"`
 
+	// ConsecutiveFailures counts the failed attempts in a row: the gang restarts
+	// after a failure since the last attempt whose trainer pods all ran for 10
+	// minutes, or the last disruption. The restart after the nth waits a backoff of
+	// 10 seconds doubled n-1 times, at most 6 minutes, from the lastTransitionTime of
+	// the Restarting condition, whose message gives the wait.
+	// +optional
+	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
+
 	// Active is the number of trainer pods of the current attempt that are pending or
 	// running.
 	// +optional

@@ -409,6 +409,12 @@ func (w *ESPOJobWrapper) Disruptions(n int32) *ESPOJobWrapper {
 	return w
 }
 
+// ConsecutiveFailures sets status.consecutiveFailures.
+func (w *ESPOJobWrapper) ConsecutiveFailures(n int32) *ESPOJobWrapper {
+	w.Status.ConsecutiveFailures = n
+	return w
+}
+
 // PodCounts sets status.active, ready, succeeded and failed.
 func (w *ESPOJobWrapper) PodCounts(active, ready, succeeded, failed int32) *ESPOJobWrapper {
 	w.Status.Active, w.Status.Ready, w.Status.Succeeded, w.Status.Failed = active, ready, succeeded, failed

@@ -151,8 +151,9 @@ func podMeta(job *trainingv1alpha1.ESPOJob, rank int32) metav1.ObjectMeta {
 
 // baseContainer is what every container of a trainer pod shares: image, environment,
 // the config, /tmp and worker token mounts (and /dev/shm with GPUs), a non-root security context
-// with a read-only root filesystem, and termination messages that fall back to the
-// log, so that a failure's reason can name what went wrong.
+// with a read-only root filesystem, and termination messages at kubelet's default
+// path, where espo writes its final error, that fall back to the log's tail, so that
+// a failure's reason can name what went wrong.
 func baseContainer(job *trainingv1alpha1.ESPOJob, rank int32, name, image string) corev1.Container {
 	c := corev1.Container{
 		Name:                     name,

@@ -64,18 +64,20 @@ func newTrainerCommand() *cobra.Command {
 		Short: "Run an ESPO training job: SFT cold start, then ESPO, GRPO or more SFT, with evaluation and checkpoints",
 		Long: `Runs the training described by a run config (the ConfigMap the controller writes, or
 any YAML file with the same fields). It resumes from the newest valid checkpoint, writes
-report.json to the config's outputDir, and exits non-zero when training failed. On
-SIGTERM or SIGINT it stops at the next safe point, after the step in flight, whose state
-it checkpoints; a second signal stops it at once.`,
+report.json to the config's outputDir, and exits non-zero when training failed, with
+its error in the container's termination message file ($ESPO_TERMINATION_MESSAGE_PATH,
+else /dev/termination-log, when it exists). On SIGTERM or SIGINT it stops at the next
+safe point, after the step in flight, whose state it checkpoints; a second signal
+stops it at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(o.logFormat)
 			if err != nil {
-				return err
+				return reportTermination(err, cmd.ErrOrStderr())
 			}
 			ctrl.SetLogger(log)
 			ctx, drain := drainOnSignal(cmd.Context())
-			return runTrainer(ctx, drain, o, log.WithName("trainer"))
+			return reportTermination(runTrainer(ctx, drain, o, log.WithName("trainer")), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()

@@ -72,9 +72,9 @@ worker run by hand. Save and Load accept only paths under the --allow-path folde
 			sig := make(chan os.Signal, 2)
 			signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 			defer signal.Stop(sig)
-			return runWorker(cmd.Context(), sig, o, func(addr string) {
+			return reportTermination(runWorker(cmd.Context(), sig, o, func(addr string) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "espo worker: serving on %s%s\n", addr, authNote(o))
-			})
+			}), cmd.ErrOrStderr())
 		},
 	}
 	listen := os.Getenv(envWorkerListen)

@@ -44,7 +44,11 @@ limitations under the License.
 // becomes "<root>/etc/espo/run.yaml", "/data" becomes "<root>/data" when
 // "/data/smartspot" is mounted, and "/bin/sh" or "/etc/hosts" stay the machine's own);
 // paths a program builds from other sources are not, and ESPO_POD_ROOT gives the
-// root for those. The termination message is read from root+terminationMessagePath.
+// root for those. Each container has its own termination message file, created
+// empty before each run: the process finds it as ESPO_TERMINATION_MESSAGE_PATH, and
+// its terminationMessagePath in the command, args and env values is rewritten to it;
+// the node reads it when the process ends, as kubelet does (with
+// FallbackToLogsOnError, the log's tail when it is empty after a failure).
 //
 // The environment is only: the container's env and envFrom (fieldRef metadata.*,
 // spec.nodeName, spec.serviceAccountName, status.podIP, status.hostIP; ConfigMap
@@ -52,10 +56,11 @@ limitations under the License.
 // KUBERNETES_SERVICE_HOST/PORT (the API server), KUBECONFIG (the pod's kubeconfig,
 // when a token is mounted: client-go's in-cluster config reads a fixed path, so
 // ctrl.GetConfig finds KUBECONFIG instead), and always ESPO_POD_IP (the pod's own
-// 127.x address, also status.podIP), ESPO_HOSTS_FILE (see package podnet) and
-// ESPO_POD_ROOT. Servers must listen and dial through podnet.FromEnv(), which binds
-// ESPO_POD_IP and resolves pod names in the hosts file, because all pods share the
-// machine's ports and there is no cluster DNS.
+// 127.x address, also status.podIP), ESPO_HOSTS_FILE (see package podnet),
+// ESPO_POD_ROOT and ESPO_TERMINATION_MESSAGE_PATH. Servers must listen and dial
+// through podnet.FromEnv(), which binds ESPO_POD_IP and resolves pod names in the
+// hosts file, because all pods share the machine's ports and there is no cluster
+// DNS.
 package localcluster
 
 import (

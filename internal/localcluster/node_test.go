@@ -124,6 +124,34 @@ func TestPodFailsWithExitCodeAndLogs(t *testing.T) {
 	g.Expect(out).To(Equal("hello\n"))
 }
 
+// Each container writes its own termination message, as under kubelet: one at its
+// terminationMessagePath (rewritten to its own file), one at
+// $ESPO_TERMINATION_MESSAGE_PATH; the log is the fallback only when the file is empty.
+func TestEachContainerHasItsOwnTerminationMessage(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	pod := shPod(ns, "messages", `echo "serving metrics"; printf 'dataset: bad JSON' > /dev/termination-log; exit 1`)
+	pod.Spec.Containers = append(pod.Spec.Containers,
+		corev1.Container{Name: "env", Image: "none", TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			Command: []string{"/bin/sh", "-c", `echo noise; printf 'worker: out of memory' > "$ESPO_TERMINATION_MESSAGE_PATH"; exit 2`}},
+		corev1.Container{Name: "custom", Image: "none", TerminationMessagePath: "/var/log/why",
+			Command: []string{"/bin/sh", "-c", `printf 'custom path' > /var/log/why; exit 3`}},
+		corev1.Container{Name: "silent", Image: "none", TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			Command: []string{"/bin/sh", "-c", `echo "the log's tail"; exit 4`}})
+	create(g, pod, client.CoreV1().Pods(ns).Create)
+
+	g.Eventually(getPod(ns, "messages"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodFailed)))
+	pod, _ = getPod(ns, "messages")()
+	messages := map[string]string{}
+	for _, cs := range pod.Status.ContainerStatuses {
+		g.Expect(cs.State.Terminated).NotTo(BeNil(), cs.Name)
+		messages[cs.Name] = cs.State.Terminated.Message
+	}
+	g.Expect(messages).To(Equal(map[string]string{
+		"main": "dataset: bad JSON", "env": "worker: out of memory", "custom": "custom path", "silent": "the log's tail\n",
+	}))
+}
+
 // kubectl runs the real kubectl against the test cluster as an administrator.
 func kubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()

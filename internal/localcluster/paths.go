@@ -17,6 +17,7 @@ limitations under the License.
 package localcluster
 
 import (
+	"maps"
 	"path"
 	"strings"
 )
@@ -31,6 +32,9 @@ type pathRewriter struct {
 	root string
 	// mounts are the pod's mount paths, cleaned.
 	mounts []string
+	// files map a cleaned path to a file of this machine, as a container's
+	// terminationMessagePath maps to its own termination message file.
+	files map[string]string
 }
 
 // newPathRewriter returns the rewriter of a pod whose root folder is root and whose
@@ -41,6 +45,16 @@ func newPathRewriter(root string, mountPaths []string) *pathRewriter {
 		r.mounts = append(r.mounts, path.Clean(m))
 	}
 	return r
+}
+
+// withFile returns a copy of r that rewrites the absolute path p itself to file.
+func (r *pathRewriter) withFile(p, file string) *pathRewriter {
+	files := maps.Clone(r.files)
+	if files == nil {
+		files = map[string]string{}
+	}
+	files[path.Clean(p)] = file
+	return &pathRewriter{root: r.root, mounts: r.mounts, files: files}
 }
 
 // rooted reports whether the absolute path p is a mount path, under one, or an
@@ -65,6 +79,9 @@ func within(p, dir string) bool {
 
 // Path rewrites one absolute path, or returns p unchanged.
 func (r *pathRewriter) Path(p string) string {
+	if f, ok := r.files[path.Clean(p)]; ok && strings.HasPrefix(p, "/") {
+		return f
+	}
 	if !strings.HasPrefix(p, "/") || !r.rooted(p) {
 		return p
 	}

@@ -40,3 +40,22 @@ func TestPathRewriter(t *testing.T) {
 		}
 	}
 }
+
+func TestPathRewriterWithFile(t *testing.T) {
+	base := newPathRewriter("/state/pod", []string{"/etc/espo"})
+	r := base.withFile("/dev/termination-log", "/state/pod/containers/main/termination-log")
+	for in, want := range map[string]string{
+		"/dev/termination-log":          "/state/pod/containers/main/termination-log",
+		"echo x > /dev/termination-log": "echo x > /state/pod/containers/main/termination-log",
+		"/dev/termination-log/x":        "/dev/termination-log/x",
+		"/dev/null":                     "/dev/null",
+		"/etc/espo/run.yaml":            "/state/pod/etc/espo/run.yaml",
+	} {
+		if got := r.String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := base.Path("/dev/termination-log"); got != "/dev/termination-log" {
+		t.Errorf("the rewriter withFile copied from rewrites %q", got)
+	}
+}

@@ -230,6 +230,9 @@ func (r *podRun) runOnce(c *containerRun) int32 {
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return r.terminate(c, 128, reasonStartError, err.Error(), nil)
 	}
+	if err := os.WriteFile(c.messagePath(), nil, 0o644); err != nil { // a fresh one for each run
+		return r.terminate(c, 128, reasonStartError, err.Error(), nil)
+	}
 	proc, err := startProcess(c.launch.argv, c.launch.env, c.launch.dir, c.logPath(c.restarts))
 	if err != nil {
 		return r.terminate(c, 128, reasonStartError, err.Error(), nil)
@@ -254,7 +257,7 @@ func (r *podRun) runOnce(c *containerRun) int32 {
 	if code != 0 {
 		reason = "Error"
 	}
-	return r.terminate(c, code, reason, terminationMessage(c, r.rootDir(), code), &started)
+	return r.terminate(c, code, reason, terminationMessage(c, code), &started)
 }
 
 // terminate records a container's end and returns its exit code.
@@ -267,6 +270,10 @@ func (r *podRun) terminate(c *containerRun, code int32, reason, message string, 
 	r.update(func() { c.state, c.proc = corev1.ContainerState{Terminated: t}, nil })
 	return code
 }
+
+// messagePath is the container's termination message file: the process finds it
+// as $ESPO_TERMINATION_MESSAGE_PATH and at the container's terminationMessagePath.
+func (c *containerRun) messagePath() string { return filepath.Join(c.dir, "termination-log") }
 
 // logPath is the log file of a container's run number n (0 for the first run).
 func (c *containerRun) logPath(n int32) string {

@@ -297,7 +297,7 @@ func (p *provider) prepare(ctx context.Context, r *podRun) error {
 		return &prepError{reasonFailedMount, err}
 	}
 	for _, c := range append(append([]*containerRun{}, r.inits...), r.containers...) {
-		l, err := p.launchOf(ctx, pod, r, &c.spec, rewrite, kubeconfig)
+		l, err := p.launchOf(ctx, pod, r, c, rewrite, kubeconfig)
 		if err != nil {
 			return &prepError{reasonConfigError, fmt.Errorf("container %q: %w", c.spec.Name, err)}
 		}
@@ -319,19 +319,24 @@ func withMount(pod *corev1.Pod, volume, path string) *corev1.Pod {
 
 // launchOf computes a container's argv, environment and working folder. The
 // environment is the node's variables (see Config's doc), overridden by the
-// container's own, with ESPO_POD_IP, ESPO_HOSTS_FILE and ESPO_POD_ROOT always the
-// node's; every value, the command and args have their paths rewritten.
-func (p *provider) launchOf(ctx context.Context, pod *corev1.Pod, r *podRun, c *corev1.Container, rewrite *pathRewriter, kubeconfig string) (*launch, error) {
+// container's own, with ESPO_POD_IP, ESPO_HOSTS_FILE, ESPO_POD_ROOT and
+// ESPO_TERMINATION_MESSAGE_PATH always the node's; every value, the command and
+// args have their paths rewritten, the container's terminationMessagePath to its
+// own termination message file.
+func (p *provider) launchOf(ctx context.Context, pod *corev1.Pod, r *podRun, cr *containerRun, rewrite *pathRewriter, kubeconfig string) (*launch, error) {
+	c := &cr.spec
 	res := &envResolver{client: p.client, pod: pod, podIP: r.ip, hostIP: nodeIP}
 	own, err := res.resolve(ctx, c)
 	if err != nil {
 		return nil, err
 	}
+	rewrite = rewrite.withFile(terminationMessagePath(c), cr.messagePath())
 	env := p.nodeEnv(pod, r, kubeconfig)
 	for k, v := range own {
 		env[k] = rewrite.String(v)
 	}
 	env[podnet.EnvPodIP], env[podnet.EnvHostsFile], env[EnvPodRoot] = r.ip, p.hosts.path, r.rootDir()
+	env[EnvTerminationMessagePath] = cr.messagePath()
 	argv := rewrite.Strings(expandAll(append(append([]string{}, c.Command...), c.Args...), own))
 	dir := filepath.Join(r.rootDir(), filepath.FromSlash(c.WorkingDir))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -343,6 +348,11 @@ func (p *provider) launchOf(ctx context.Context, pod *corev1.Pod, r *podRun, c *
 
 // EnvPodRoot names the pod's file tree in every process's environment.
 const EnvPodRoot = "ESPO_POD_ROOT"
+
+// EnvTerminationMessagePath names, in every process's environment, the file the
+// container's termination message goes to: its own, created empty before each run
+// as kubelet creates the file it mounts at the container's terminationMessagePath.
+const EnvTerminationMessagePath = "ESPO_TERMINATION_MESSAGE_PATH"
 
 // nodeEnv is what the node gives every process before the container's own
 // variables: PATH (Config.BinDirs, then the node's PATH), HOME and TMPDIR under the

@@ -19,7 +19,6 @@ package localcluster
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -173,14 +172,13 @@ func setCondition(st *corev1.PodStatus, t corev1.PodConditionType, ok bool, reas
 	st.Conditions = append(st.Conditions, c)
 }
 
-// terminationMessage is what a container leaves as its termination message: the
-// file at its terminationMessagePath under the pod's root, or, with
-// FallbackToLogsOnError and a failure, the end of its log.
-func terminationMessage(c *containerRun, root string, code int32) string {
-	b, _ := os.ReadFile(filepath.Join(root, filepath.FromSlash(terminationMessagePath(&c.spec))))
-	if len(b) > maxTerminationMessage {
-		b = b[:maxTerminationMessage]
-	}
+// terminationMessage is what a container leaves as its termination message, as
+// kubelet reads it: the last maxTerminationMessage bytes of its termination
+// message file, or, when that is empty, with FallbackToLogsOnError and a failure,
+// the end of its log.
+func terminationMessage(c *containerRun, code int32) string {
+	b, _ := os.ReadFile(c.messagePath())
+	b = tail(b, 0, maxTerminationMessage)
 	if len(b) > 0 || code == 0 || c.spec.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
 		return string(b)
 	}

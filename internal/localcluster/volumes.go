@@ -229,15 +229,14 @@ func allContainers(pod *corev1.Pod) []*corev1.Container {
 	return cs
 }
 
-// mountPaths are every mount path and termination message path of the pod's
-// containers: the paths the pod's rewriter roots.
+// mountPaths are every mount path of the pod's containers: the paths the pod's
+// rewriter roots.
 func mountPaths(pod *corev1.Pod) []string {
 	var ps []string
 	for _, c := range allContainers(pod) {
 		for _, vm := range c.VolumeMounts {
 			ps = append(ps, vm.MountPath)
 		}
-		ps = append(ps, terminationMessagePath(c))
 	}
 	return ps
 }

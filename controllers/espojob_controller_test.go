@@ -71,7 +71,7 @@ func TestCreatesEveryChildWithTheRightFields(t *testing.T) {
 	g.Expect(cm.OwnerReferences).To(ConsistOf(owner))
 	rc := &trainingv1alpha1.RunConfig{}
 	g.Expect(yaml.UnmarshalStrict([]byte(cm.Data[trainingv1alpha1.RunConfigKey]), rc)).To(Succeed())
-	g.Expect(rc.Job).To(Equal(trainingv1alpha1.JobRef{Namespace: ns, Name: "children"}))
+	g.Expect(rc.Job).To(Equal(trainingv1alpha1.JobRef{Namespace: ns, Name: "children", UID: job.UID}))
 	g.Expect(rc.Workers).To(Equal([]string{fmt.Sprintf("children-trainer-1.children.%s.svc:50051", ns)}))
 	g.Expect(rc.CheckpointDir).To(Equal("/checkpoints/runs/children"))
 	g.Expect(rc.DataRoot).To(Equal("/data"))

@@ -27,16 +27,17 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
-// buildRunConfig resolves the job into the trainer's run config: its spec with every
-// default applied, where the datasets, checkpoints and output are mounted, and the
-// addresses of the remote policy workers. spec.runPolicy.suspend is left out (false):
+// buildRunConfig resolves the job into the trainer's run config: the job's name and
+// UID (which the trainer binds its checkpoints to), its spec with every default
+// applied, where the datasets, checkpoints and output are mounted, and the addresses
+// of the remote policy workers. spec.runPolicy.suspend is left out (false):
 // it is not the trainer's business, and suspending must not rewrite the config.
 func buildRunConfig(job *trainingv1alpha1.ESPOJob) *trainingv1alpha1.RunConfig {
 	spec := job.Spec.DeepCopy()
 	spec.Default()
 	spec.RunPolicy.Suspend = false
 	rc := &trainingv1alpha1.RunConfig{
-		Job:       trainingv1alpha1.JobRef{Namespace: job.Namespace, Name: job.Name},
+		Job:       trainingv1alpha1.JobRef{Namespace: job.Namespace, Name: job.Name, UID: job.UID},
 		Spec:      *spec,
 		DataRoot:  DataRoot,
 		Workers:   workerAddresses(job),

@@ -74,7 +74,7 @@ func TestBuildRunConfig(t *testing.T) {
 			spec := tc.job.Spec.DeepCopy()
 			spec.Default()
 			spec.RunPolicy.Suspend = false
-			want := &trainingv1alpha1.RunConfig{Job: trainingv1alpha1.JobRef{Namespace: "ns", Name: "demo"}, Spec: *spec,
+			want := &trainingv1alpha1.RunConfig{Job: trainingv1alpha1.JobRef{Namespace: "ns", Name: "demo", UID: "uid-1"}, Spec: *spec,
 				DataRoot: "/data", OutputDir: "/var/run/espo/output"}
 			tc.want(want)
 			if diff := cmp.Diff(want, buildRunConfig(tc.job)); diff != "" {

@@ -53,6 +53,7 @@ var warningReasons = map[string]bool{
 	trainingv1alpha1.ReasonPodFailed:            true,
 	trainingv1alpha1.ReasonRewardCollapsed:      true,
 	trainingv1alpha1.ReasonNonFiniteLoss:        true,
+	trainingv1alpha1.ReasonCheckpointMismatch:   true,
 	trainingv1alpha1.ReasonTrainerError:         true,
 	trainingv1alpha1.ReasonBackoffLimitExceeded: true,
 	trainingv1alpha1.ReasonDeadlineExceeded:     true,

@@ -31,7 +31,8 @@ import (
 //	0           | (none)                  | Succeeded, Completed: the exit code is the
 //	            |                         | contract; the report may have been lost
 //	any         | NonFiniteLoss,          | Failed, reason = outcome, no restart: the
-//	            | RewardCollapsed         | run would repeat it from its checkpoint
+//	            | RewardCollapsed,        | run would repeat it from its checkpoint (or
+//	            | CheckpointMismatch      | refuse the same checkpoint again)
 //	non-zero,   | Error or (none)         | not decided here: a pod failure, for the
 //	or 0        | Error                   | failure policy (restart or backoff limit)
 //
@@ -52,7 +53,8 @@ func applySuccessPolicy(u *statusUpdate, pods *podSet) bool {
 	}
 	exited0 := p.Status.Phase == corev1.PodSucceeded
 	switch {
-	case outcome == trainingv1alpha1.OutcomeNonFiniteLoss || outcome == trainingv1alpha1.OutcomeRewardCollapsed:
+	case outcome == trainingv1alpha1.OutcomeNonFiniteLoss || outcome == trainingv1alpha1.OutcomeRewardCollapsed ||
+		outcome == trainingv1alpha1.OutcomeCheckpointMismatch:
 		finish(u, false, string(outcome), message)
 	case exited0 && (outcome == trainingv1alpha1.OutcomeCompleted || outcome == trainingv1alpha1.OutcomeTargetReached):
 		finish(u, true, string(outcome), message)

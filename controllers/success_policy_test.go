@@ -60,6 +60,10 @@ func TestApplySuccessPolicy(t *testing.T) {
 			job: report(trainingv1alpha1.OutcomeRewardCollapsed, "reward -0.4"), rank0: exit(0, "Completed", ""), wantDone: true,
 			wantCond: ptr.To(cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonRewardCollapsed, "reward -0.4")),
 		},
+		"CheckpointMismatch fails without restart: a new pod would refuse the same checkpoint": {
+			job: report(trainingv1alpha1.OutcomeCheckpointMismatch, "checkpoint /checkpoints/x/step-000000000560 belongs to another run"), rank0: exit(1, "Error", ""), wantDone: true,
+			wantCond: ptr.To(cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonCheckpointMismatch, "checkpoint /checkpoints/x/step-000000000560 belongs to another run")),
+		},
 		"Error is left to the failure policy":           {job: report(trainingv1alpha1.OutcomeError, "worker unreachable"), rank0: exit(0, "Completed", "")},
 		"a non-zero exit is left to the failure policy": {job: job.Clone().Obj(), rank0: exit(2, "Error", "")},
 	}

@@ -94,6 +94,9 @@ const (
 	ReasonRewardCollapsed = string(OutcomeRewardCollapsed)
 	// ReasonNonFiniteLoss: a loss was NaN or infinite (Failed).
 	ReasonNonFiniteLoss = string(OutcomeNonFiniteLoss)
+	// ReasonCheckpointMismatch: the checkpoint folder holds a checkpoint of another
+	// job or spec, which the trainer refused to resume (Failed).
+	ReasonCheckpointMismatch = string(OutcomeCheckpointMismatch)
 	// ReasonTrainerError: the trainer reported an error it cannot recover from
 	// (Failed).
 	ReasonTrainerError = "TrainerError"

@@ -16,6 +16,8 @@ limitations under the License.
 
 package v1alpha1
 
+import "k8s.io/apimachinery/pkg/types"
+
 // RunConfig is the resolved run configuration of a trainer: the ESPOJob's spec with
 // every default applied, and where the trainer finds its data, workers and
 // checkpoints. The controller writes it, as YAML under the key RunConfigKey, into the
@@ -54,6 +56,10 @@ type JobRef struct {
 	Namespace string `json:"namespace,omitempty"`
 	// +optional
 	Name string `json:"name,omitempty"`
+	// UID is the job's metadata.uid: the trainer binds its checkpoints to it, so that
+	// a job recreated under the same name does not resume the old job's checkpoints.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
 }
 
 // RunConfigKey is the ConfigMap key that holds the RunConfig.

@@ -141,7 +141,7 @@ const (
 )
 
 // TrainingOutcome is how the trainer ended the run.
-// +kubebuilder:validation:Enum=Completed;TargetReached;RewardCollapsed;NonFiniteLoss;Error
+// +kubebuilder:validation:Enum=Completed;TargetReached;RewardCollapsed;NonFiniteLoss;CheckpointMismatch;Error
 type TrainingOutcome string
 
 // The training outcomes. The controller turns them into the Succeeded or Failed
@@ -155,6 +155,11 @@ const (
 	OutcomeRewardCollapsed TrainingOutcome = "RewardCollapsed"
 	// OutcomeNonFiniteLoss: a loss or gradient was NaN or infinite.
 	OutcomeNonFiniteLoss TrainingOutcome = "NonFiniteLoss"
+	// OutcomeCheckpointMismatch: the checkpoint folder holds a checkpoint of another
+	// job or of another spec (datasets, model, algorithm or rewards), which the
+	// trainer refuses to resume; Message names the checkpoint, what differs and the
+	// fix.
+	OutcomeCheckpointMismatch TrainingOutcome = "CheckpointMismatch"
 	// OutcomeError: the trainer stopped on an error it cannot recover from (a bad
 	// dataset, an unreachable worker); Message says which.
 	OutcomeError TrainingOutcome = "Error"
@@ -222,7 +227,7 @@ type TrainingStatus struct {
 	LastCheckpoint *CheckpointStatus `json:"lastCheckpoint,omitempty"`
 
 	// Outcome is set when the trainer ends the run: Completed, TargetReached,
-	// RewardCollapsed, NonFiniteLoss or Error.
+	// RewardCollapsed, NonFiniteLoss, CheckpointMismatch or Error.
 	// +optional
 	Outcome TrainingOutcome `json:"outcome,omitempty"`
 

@@ -134,3 +134,17 @@ func (p *plan) totalSteps() int64 {
 	}
 	return n
 }
+
+// at reports whether a checkpoint of this plan can hold the position (epoch, batch,
+// step): epoch is an epoch of the plan, batch one of its batches or its end (the
+// epoch's own checkpoint), and step the number of batches before that position.
+func (p *plan) at(epoch, batch int, step int64) bool {
+	if epoch < 0 || epoch >= len(p.epochs) || batch < 0 || batch > p.batches[epoch] {
+		return false
+	}
+	before := int64(batch)
+	for _, b := range p.batches[:epoch] {
+		before += int64(b)
+	}
+	return step == before
+}

@@ -131,3 +131,30 @@ func TestRunWithAStepBudget(t *testing.T) {
 		t.Errorf("%d optimizer steps, the plan has %d", rep.Steps, tr.plan.totalSteps())
 	}
 }
+
+// TestPlanPositions checks plan.at: a checkpoint's position is an epoch of the plan,
+// a batch within it or its end, and the step count of the batches before it.
+func TestPlanPositions(t *testing.T) {
+	p := &plan{epochs: make([]epochPlan, 2), batches: []int{3, 4}}
+	cases := []struct {
+		epoch, batch int
+		step         int64
+		want         bool
+	}{
+		{0, 0, 0, true},
+		{0, 2, 2, true},
+		{0, 3, 3, true}, // the first epoch's own checkpoint
+		{1, 0, 3, true},
+		{1, 4, 7, true}, // the plan's end, before the last evaluation
+		{1, 2, 4, false},
+		{1, 5, 8, false},
+		{2, 0, 7, false}, // past the plan's epochs
+		{-1, 0, 0, false},
+		{0, -1, -1, false},
+	}
+	for _, c := range cases {
+		if got := p.at(c.epoch, c.batch, c.step); got != c.want {
+			t.Errorf("at(epoch %d, batch %d, step %d) = %t, want %t", c.epoch, c.batch, c.step, got, c.want)
+		}
+	}
+}

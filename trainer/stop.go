@@ -43,6 +43,9 @@ const (
 	stopDrained
 	// stopFailed: an error ended the run.
 	stopFailed
+	// stopCheckpointMismatch: the checkpoint folder's newest checkpoint belongs to
+	// another run (a *checkpointRefused), which the run refuses to resume.
+	stopCheckpointMismatch
 )
 
 // stop is why and how the training loop stopped: its reason, what the report says
@@ -68,30 +71,43 @@ func (s stop) outcome() trainingv1alpha1.TrainingOutcome {
 		return trainingv1alpha1.OutcomeNonFiniteLoss
 	case stopFailed:
 		return trainingv1alpha1.OutcomeError
+	case stopCheckpointMismatch:
+		return trainingv1alpha1.OutcomeCheckpointMismatch
 	}
 	return ""
 }
 
 // failed is the stop of an error: a drain when the run is draining (the error
 // interrupted the step in flight: a worker of the gang already gone, say), else a
-// failure.
+// failure (failure).
 func (t *Trainer) failed(err error) stop {
 	if t.draining() {
 		return stop{reason: stopDrained, cause: err}
 	}
-	return stop{reason: stopFailed, message: err.Error(), cause: err}
+	return failure(err)
+}
+
+// failure is the stop of an error that ends the run: a refused checkpoint, or any
+// other failure.
+func failure(err error) stop {
+	reason := stopFailed
+	if refused := (*checkpointRefused)(nil); errors.As(err, &refused) {
+		reason = stopCheckpointMismatch
+	}
+	return stop{reason: reason, message: err.Error(), cause: err}
 }
 
 // drained is the stop of a drain at a safe point.
 func (t *Trainer) drained() stop { return stop{reason: stopDrained} }
 
 // end reports how the run stopped and returns Run's results: the final report of a
-// run that ended, ErrDrained for a drain, the cause of a failure.
+// run that ended, ErrDrained for a drain, the cause of a failure (a refused
+// checkpoint included).
 func (t *Trainer) end(ctx context.Context, s stop) (*Report, error) {
 	switch s.reason {
 	case stopDrained:
 		return nil, t.reportDrained(ctx, s.cause)
-	case stopFailed:
+	case stopFailed, stopCheckpointMismatch:
 		return nil, t.fail(ctx, s.cause)
 	}
 	return t.finish(ctx, s)
@@ -109,7 +125,7 @@ func (t *Trainer) fail(ctx context.Context, err error) error {
 	if ctx.Err() != nil || t.draining() {
 		return err
 	}
-	t.reportEnd(ctx, stop{reason: stopFailed, message: err.Error(), cause: err})
+	t.reportEnd(ctx, failure(err))
 	return err
 }
 

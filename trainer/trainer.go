@@ -18,7 +18,6 @@ package trainer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -154,14 +153,8 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	t := &Trainer{cfg: cfg, res: res, data: data, plan: p, opts: opts, intents: intents,
 		slots: dataset.SlotVocab(data.Train, data.Validation, data.Test)}
 	t.state.BestRecommendationAccuracy = -1
-	if cfg.CheckpointDir != "" {
-		keep := 0
-		if cfg.Spec.Checkpoint != nil {
-			keep = int(cfg.Spec.Checkpoint.Keep)
-		}
-		if t.store, err = checkpoint.NewStore(cfg.CheckpointDir, keep, opts.Log.WithName("checkpoint")); err != nil {
-			return nil, err
-		}
+	if t.store, err = newStore(cfg, data, opts.Log.WithName("checkpoint")); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -171,8 +164,10 @@ func (t *Trainer) Splits() *Splits { return t.data }
 
 // Run trains to the end of the plan (or an early stop), evaluates on the test split and
 // returns the final report. It resumes from the newest valid checkpoint when there is
-// one. A run that fails reports the Error outcome (unless ctx ended) and returns the
-// error; a drained one returns ErrDrained. At every end it releases the workers.
+// one; when that checkpoint belongs to another job or spec, Run refuses it: it reports
+// the CheckpointMismatch outcome and returns the error, training nothing. A run that
+// fails otherwise reports the Error outcome (unless ctx ended) and returns the error;
+// a drained one returns ErrDrained. At every end it releases the workers.
 func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 	defer t.releaseWorkers()
 	return t.end(ctx, t.run(ctx))
@@ -248,36 +243,6 @@ func (t *Trainer) start(ctx context.Context) error {
 	t.opts.Log.Info("workers ready", "workers", t.opts.Workers.Size(), "model", d.Model,
 		"device", d.Device, "parameters", d.Parameters)
 	return t.prepareRewards(ctx)
-}
-
-// resumePoint returns the worker state to start from: the newest valid checkpoint of
-// this run (restoring the trainer's state with it), else the initial checkpoint of the
-// config (a checkpoint folder of an earlier run; training starts at its beginning),
-// else "" for a fresh, seeded policy.
-func (t *Trainer) resumePoint() (string, error) {
-	if t.store != nil {
-		c, err := t.store.Latest()
-		if err != nil {
-			return "", err
-		}
-		if c != nil {
-			if err := json.Unmarshal(c.State, &t.state); err != nil {
-				return "", fmt.Errorf("checkpoint %s: trainer state: %w", c.Dir, err)
-			}
-			t.status.LastCheckpoint = &trainingv1alpha1.CheckpointStatus{Step: c.Step, Path: c.Dir}
-			t.opts.Log.Info("resuming from checkpoint", "dir", c.Dir, "step", t.state.Step, "epoch", t.state.Epoch, "batch", t.state.Batch)
-			return filepath.Join(c.Dir, workerStateFile), nil
-		}
-	}
-	if t.cfg.InitialCheckpoint == "" {
-		return "", nil
-	}
-	c, err := checkpoint.Verify(t.cfg.InitialCheckpoint)
-	if err != nil {
-		return "", fmt.Errorf("spec.model.initialCheckpoint (%s): %w", t.cfg.InitialCheckpoint, err)
-	}
-	t.opts.Log.Info("starting from an initial checkpoint", "dir", c.Dir, "itsStep", c.Step)
-	return filepath.Join(c.Dir, workerStateFile), nil
 }
 
 // train runs the epochs of the plan from the current state and says why it stopped.

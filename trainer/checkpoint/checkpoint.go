@@ -19,11 +19,14 @@ limitations under the License.
 //
 // A checkpoint is a folder <dir>/step-<step, 12 digits>/ holding the files that the
 // caller writes (the worker's state) and MANIFEST.json, written last, which records the
-// SHA-256 of every file and the trainer's own state (sampler position, counters). The
-// folder is built under a temporary name and renamed into place, so a crash leaves
-// either a complete checkpoint or a temporary folder that is ignored and cleaned up.
-// A checkpoint whose manifest is missing or whose files do not match it is skipped
-// with a warning.
+// SHA-256 of every file, the trainer's own state (sampler position, counters) and the
+// checkpoint's Binding: the run that wrote it and a digest of each part of the
+// configuration that gives that state its meaning. The folder is built under a
+// temporary name and renamed into place, so a crash leaves either a complete
+// checkpoint or a temporary folder that is ignored and cleaned up. A checkpoint whose
+// manifest is missing or whose files do not match it is skipped with a warning; one
+// that is intact but bound to another run, or to none (manifest version 1), is refused
+// with a *MismatchError, never skipped and never resumed.
 package checkpoint
 
 import (
@@ -46,8 +49,9 @@ const (
 	manifestName = "MANIFEST.json"
 	dirPrefix    = "step-"
 	tmpPrefix    = ".tmp-"
-	// manifestVersion is the version of the manifest format.
-	manifestVersion = 1
+	// manifestVersion is the version of the manifest format: 2 records the Binding;
+	// Verify still reads version 1, whose checkpoints have none.
+	manifestVersion = 2
 )
 
 // Manifest describes one checkpoint.
@@ -60,6 +64,8 @@ type Manifest struct {
 	Files map[string]string `json:"files"`
 	// State is the trainer's state, opaque to this package.
 	State json.RawMessage `json:"state"`
+	// Binding is what the checkpoint belongs to; nil in a version 1 manifest.
+	Binding *Binding `json:"binding,omitempty"`
 }
 
 // Checkpoint is a complete, verified checkpoint.
@@ -71,19 +77,24 @@ type Checkpoint struct {
 
 // Store keeps the checkpoints of one run in a folder.
 type Store struct {
-	dir  string
-	keep int
-	log  logr.Logger
+	dir     string
+	keep    int
+	binding Binding
+	log     logr.Logger
 }
 
-// NewStore returns a store in dir that keeps the newest keep checkpoints (keep < 1 keeps
-// them all). It creates dir.
-func NewStore(dir string, keep int, log logr.Logger) (*Store, error) {
+// NewStore returns a store in dir for the run of binding, which every checkpoint it
+// saves records and every checkpoint it resumes must match; it keeps the newest keep
+// checkpoints (keep < 1 keeps them all). It creates dir.
+func NewStore(dir string, keep int, binding Binding, log logr.Logger) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("checkpoint: creating %s: %w", dir, err)
 	}
-	return &Store{dir: dir, keep: keep, log: log}, nil
+	return &Store{dir: dir, keep: keep, binding: binding, log: log}, nil
 }
+
+// Dir is the store's folder.
+func (s *Store) Dir() string { return s.dir }
 
 // Save writes a checkpoint for step: write fills a fresh folder with the checkpoint's
 // files, then Save checksums them, writes the manifest with state, renames the folder
@@ -97,7 +108,7 @@ func (s *Store) Save(step int64, state any, write func(dir string) error) (strin
 	if err := write(tmp); err != nil {
 		return "", fmt.Errorf("checkpoint: writing step %d: %w", step, err)
 	}
-	m, err := newManifest(tmp, step, state)
+	m, err := newManifest(tmp, step, state, s.binding)
 	if err != nil {
 		return "", err
 	}
@@ -118,8 +129,12 @@ func (s *Store) Save(step int64, state any, write func(dir string) error) (strin
 	return final, nil
 }
 
-// Latest returns the newest valid checkpoint, or nil when there is none. Invalid
-// checkpoints are skipped with a warning.
+// Latest returns the newest intact checkpoint, or nil when there is none; a
+// checkpoint that is not intact (no manifest, a file that does not match it) is
+// skipped with a warning. When the newest intact checkpoint belongs to another run
+// (its binding differs from the store's, or it has none) Latest returns a
+// *MismatchError: a folder that holds another run's checkpoints is refused, not
+// resumed and not searched for an older one of this run.
 func (s *Store) Latest() (*Checkpoint, error) {
 	steps, err := s.steps()
 	if err != nil {
@@ -132,12 +147,17 @@ func (s *Store) Latest() (*Checkpoint, error) {
 			s.log.Info("skipping an invalid checkpoint", "dir", dir, "reason", err.Error())
 			continue
 		}
+		if err := s.binding.admits(c); err != nil {
+			return nil, err
+		}
 		return c, nil
 	}
 	return nil, nil
 }
 
-// Verify reads the checkpoint in dir and checks every file against its manifest.
+// Verify reads the checkpoint in dir and checks every file against its manifest. It
+// does not look at the checkpoint's binding: a checkpoint of any run, or of none,
+// verifies.
 func Verify(dir string) (*Checkpoint, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, manifestName))
 	if err != nil {
@@ -147,8 +167,8 @@ func Verify(dir string) (*Checkpoint, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	if m.Version != manifestVersion {
-		return nil, fmt.Errorf("manifest version %d, want %d", m.Version, manifestVersion)
+	if m.Version < 1 || m.Version > manifestVersion {
+		return nil, fmt.Errorf("manifest version %d, want 1 to %d", m.Version, manifestVersion)
 	}
 	for name, want := range m.Files {
 		got, err := fileSHA256(filepath.Join(dir, name))
@@ -203,12 +223,12 @@ func (s *Store) prune() {
 	}
 }
 
-func newManifest(dir string, step int64, state any) ([]byte, error) {
+func newManifest(dir string, step int64, state any, b Binding) ([]byte, error) {
 	rawState, err := json.Marshal(state)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: encoding the trainer state: %w", err)
 	}
-	m := Manifest{Version: manifestVersion, Step: step, Files: map[string]string{}, State: rawState}
+	m := Manifest{Version: manifestVersion, Step: step, Files: map[string]string{}, State: rawState, Binding: &b}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)

@@ -30,6 +30,9 @@ type state struct {
 	Epoch, Batch int
 }
 
+// run1 is the binding of the tests' run.
+var run1 = Binding{Run: "ns/demo", UID: "uid-1", Parts: map[string]string{"algorithm": "a1", "datasets": "d1"}}
+
 func writeState(content string) func(string) error {
 	return func(dir string) error {
 		return os.WriteFile(filepath.Join(dir, "worker.state"), []byte(content), 0o644)
@@ -37,7 +40,7 @@ func writeState(content string) func(string) error {
 }
 
 func TestSaveThenLatestReturnsNewestWithState(t *testing.T) {
-	s, err := NewStore(t.TempDir(), 0, logr.Discard())
+	s, err := NewStore(t.TempDir(), 0, run1, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +78,7 @@ func TestLatestSkipsCorruptAndHalfWrittenCheckpoints(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var warnings []string
 			log := funcr.New(func(_, args string) { warnings = append(warnings, args) }, funcr.Options{})
-			s, _ := NewStore(t.TempDir(), 0, log)
+			s, _ := NewStore(t.TempDir(), 0, run1, log)
 			if _, err := s.Save(10, state{Batch: 10}, writeState("good")); err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +100,7 @@ func TestLatestSkipsCorruptAndHalfWrittenCheckpoints(t *testing.T) {
 
 func TestLeftoverTemporaryFolderIsIgnoredAndRemoved(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := NewStore(dir, 0, logr.Discard())
+	s, _ := NewStore(dir, 0, run1, logr.Discard())
 	if err := os.MkdirAll(filepath.Join(dir, tmpPrefix+"crashed", "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +115,7 @@ func TestLeftoverTemporaryFolderIsIgnoredAndRemoved(t *testing.T) {
 
 func TestSaveKeepsTheNewestK(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := NewStore(dir, 2, logr.Discard())
+	s, _ := NewStore(dir, 2, run1, logr.Discard())
 	for step := int64(1); step <= 5; step++ {
 		if _, err := s.Save(step, state{}, writeState("w")); err != nil {
 			t.Fatal(err)
@@ -130,7 +133,7 @@ func TestSaveKeepsTheNewestK(t *testing.T) {
 }
 
 func TestSaveRefusesNestedFolders(t *testing.T) {
-	s, _ := NewStore(t.TempDir(), 0, logr.Discard())
+	s, _ := NewStore(t.TempDir(), 0, run1, logr.Discard())
 	_, err := s.Save(1, state{}, func(dir string) error { return os.Mkdir(filepath.Join(dir, "sub"), 0o755) })
 	if err == nil {
 		t.Fatal("Save accepted a nested folder")

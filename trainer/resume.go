@@ -1,0 +1,159 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/go-logr/logr"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/checkpoint"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
+)
+
+// newStore returns the run's checkpoint store, bound to the run (runBinding); nil
+// when the config has no checkpoint folder.
+func newStore(cfg *Config, data *Splits, log logr.Logger) (*checkpoint.Store, error) {
+	if cfg.CheckpointDir == "" {
+		return nil, nil
+	}
+	keep := 0
+	if cfg.Spec.Checkpoint != nil {
+		keep = int(cfg.Spec.Checkpoint.Keep)
+	}
+	b, err := runBinding(cfg, data)
+	if err != nil {
+		return nil, err
+	}
+	return checkpoint.NewStore(cfg.CheckpointDir, keep, b, log)
+}
+
+// runBinding is what the run's checkpoints belong to: its job (by UID; a job deleted
+// and recreated under the same name is another run) and a digest of each part of
+// the spec that gives a checkpoint's state its meaning. The parts are the four
+// sections the API makes immutable on a job, because they change what training
+// means: datasets (the section and every episode loaded from it, split by split, so
+// that files changed under the same path differ too), model, algorithm (the plan:
+// epochs, batching, seed, and the update rule) and rewards. The sections a job may
+// change while suspended stay out: trainer (replicas, resources, scheduling),
+// runPolicy, checkpoint (path, cadence, keep) and earlyStopping (when to stop, not
+// what a step means).
+func runBinding(cfg *Config, data *Splits) (checkpoint.Binding, error) {
+	b := checkpoint.Binding{UID: string(cfg.Job.UID), Parts: map[string]string{}}
+	if cfg.Job.Name != "" {
+		b.Run = cfg.Job.Namespace + "/" + cfg.Job.Name
+	}
+	datasets := checkpoint.NewDigest().Add(cfg.Spec.Datasets)
+	for _, split := range [][]dataset.Episode{data.Train, data.Validation, data.Test} {
+		datasets.Add(len(split))
+		for i := range split {
+			datasets.Add(&split[i])
+		}
+	}
+	s := &cfg.Spec
+	for name, d := range map[string]*checkpoint.Digest{
+		"datasets":  datasets,
+		"model":     checkpoint.NewDigest().Add(s.Model),
+		"algorithm": checkpoint.NewDigest().Add(s.Algorithm),
+		"rewards":   checkpoint.NewDigest().Add(s.Rewards),
+	} {
+		sum, err := d.Sum()
+		if err != nil {
+			return b, err
+		}
+		b.Parts[name] = sum
+	}
+	return b, nil
+}
+
+// resumePoint returns the worker state to start from: the newest valid checkpoint of
+// this run (restoring the trainer's state with it), else the initial checkpoint of the
+// config (a checkpoint folder of an earlier run; training starts at its beginning),
+// else "" for a fresh, seeded policy. A checkpoint folder whose newest checkpoint
+// belongs to another run, or whose position is not one of this run's plan, is
+// refused with a *checkpointRefused.
+func (t *Trainer) resumePoint() (string, error) {
+	if t.store != nil {
+		c, err := t.store.Latest()
+		if mismatch := (*checkpoint.MismatchError)(nil); errors.As(err, &mismatch) {
+			return "", t.refuse(err)
+		}
+		if err != nil {
+			return "", err
+		}
+		if c != nil {
+			return t.resumeFrom(c)
+		}
+	}
+	if t.cfg.InitialCheckpoint == "" {
+		return "", nil
+	}
+	c, err := checkpoint.Verify(t.cfg.InitialCheckpoint)
+	if err != nil {
+		return "", fmt.Errorf("spec.model.initialCheckpoint (%s): %w", t.cfg.InitialCheckpoint, err)
+	}
+	t.opts.Log.Info("starting from an initial checkpoint", "dir", c.Dir, "itsStep", c.Step)
+	return filepath.Join(c.Dir, workerStateFile), nil
+}
+
+// resumeFrom restores the trainer's state from c, one of this run's checkpoints, and
+// returns its worker state. A state that is no position of the plan is refused: the
+// run never counts another plan's progress as its own.
+func (t *Trainer) resumeFrom(c *checkpoint.Checkpoint) (string, error) {
+	var s State
+	if err := json.Unmarshal(c.State, &s); err != nil {
+		return "", fmt.Errorf("checkpoint %s: trainer state: %w", c.Dir, err)
+	}
+	if !t.plan.at(s.Epoch, s.Batch, s.Step) {
+		return "", t.refuse(fmt.Errorf("checkpoint %s: its position (epoch index %d, batch %d, step %d) is not one of this run's plan (%d epochs, %d steps)",
+			c.Dir, s.Epoch, s.Batch, s.Step, len(t.plan.epochs), t.plan.totalSteps()))
+	}
+	t.state, t.status.Step = s, s.Step
+	t.status.LastCheckpoint = &trainingv1alpha1.CheckpointStatus{Step: c.Step, Path: c.Dir}
+	t.opts.Log.Info("resuming from checkpoint", "dir", c.Dir, "step", t.state.Step, "epoch", t.state.Epoch, "batch", t.state.Batch)
+	return filepath.Join(c.Dir, workerStateFile), nil
+}
+
+// checkpointRefused is the error of a run that refuses the newest checkpoint of its
+// checkpoint folder; the run ends with the outcome CheckpointMismatch.
+type checkpointRefused struct {
+	// where names the folder as the spec does: "spec.checkpoint (claim c, path p)".
+	where string
+	cause error
+}
+
+// refuse wraps err, why the checkpoint is refused, into a *checkpointRefused.
+func (t *Trainer) refuse(err error) error {
+	where := "the checkpoint folder " + t.cfg.CheckpointDir
+	if c := t.cfg.Spec.Checkpoint; c != nil {
+		where = fmt.Sprintf("spec.checkpoint (claim %s, path %q)", c.PersistentVolumeClaim.ClaimName, c.PersistentVolumeClaim.Path)
+	}
+	return &checkpointRefused{where: where, cause: err}
+}
+
+// Error names the folder, the checkpoint, what differs, and the two ways on.
+func (e *checkpointRefused) Error() string {
+	return fmt.Sprintf("%s: %v. This run resumes only its own checkpoints: give spec.checkpoint a new path, or delete the checkpoints in this one; "+
+		"to start from that checkpoint's weights on purpose, also set spec.model.initialCheckpoint to its folder (training then starts its own plan at step 0)",
+		e.where, e.cause)
+}
+
+func (e *checkpointRefused) Unwrap() error { return e.cause }

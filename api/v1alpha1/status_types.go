@@ -32,7 +32,8 @@ type ESPOJobStatus struct {
 	Phase JobPhase `json:"phase,omitempty"`
 
 	// Conditions are the job's conditions, one per type: Created, Running, Suspended,
-	// Restarting, Succeeded, Failed.
+	// Restarting, Succeeded, Failed, and Ready, Reconciling and Stalled, which restate
+	// the phase in the form GitOps tools (kstatus, Flux, Argo CD) read.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

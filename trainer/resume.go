@@ -71,7 +71,7 @@ func runBinding(cfg *Config, data *Splits) (checkpoint.Binding, error) {
 	s := &cfg.Spec
 	for name, d := range map[string]*checkpoint.Digest{
 		"datasets":  datasets,
-		"model":     checkpoint.NewDigest().Add(s.Model),
+		"model":     checkpoint.NewDigest().Add(modelAsRun(s.Model)),
 		"algorithm": checkpoint.NewDigest().Add(s.Algorithm),
 		"rewards":   checkpoint.NewDigest().Add(s.Rewards),
 	} {
@@ -82,6 +82,16 @@ func runBinding(cfg *Config, data *Splits) (checkpoint.Binding, error) {
 		b.Parts[name] = sum
 	}
 	return b, nil
+}
+
+// modelAsRun is m as the workers run it: a cpu model without its cpu section runs
+// the CPU policy's defaults, so it digests as the model with them written out.
+func modelAsRun(m trainingv1alpha1.ModelSpec) trainingv1alpha1.ModelSpec {
+	if m.Worker == trainingv1alpha1.WorkerCPU && m.CPU == nil {
+		m.CPU = &trainingv1alpha1.CPUPolicySpec{}
+		m.Default()
+	}
+	return m
 }
 
 // resumePoint returns the worker state to start from: the newest valid checkpoint of

@@ -184,3 +184,26 @@ func TestAPositionOutsideThePlanIsRefused(t *testing.T) {
 		t.Errorf("message %q does not say the position is outside the plan", msg)
 	}
 }
+
+// A cpu model stored without its cpu section (model: {worker: cpu}) runs the CPU
+// policy's defaults: it binds as the model with them written out, and only so.
+func TestACPUModelWithoutItsSectionBindsAsItsDefaults(t *testing.T) {
+	binding := func(change func(*trainingv1alpha1.ModelSpec)) string {
+		c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
+		c.Spec.Model = trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCPU}
+		change(&c.Spec.Model)
+		c.Spec.Default()
+		b, err := runBinding(c, &Splits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Parts["model"]
+	}
+	bare := binding(func(*trainingv1alpha1.ModelSpec) {})
+	if written := binding(func(m *trainingv1alpha1.ModelSpec) { m.CPU = &trainingv1alpha1.CPUPolicySpec{} }); written != bare {
+		t.Error("model {worker: cpu} and the same with its cpu defaults written out bind differently")
+	}
+	if other := binding(func(m *trainingv1alpha1.ModelSpec) { m.CPU = &trainingv1alpha1.CPUPolicySpec{HiddenSize: 16} }); other == bare {
+		t.Error("hiddenSize 16 binds as the default 32")
+	}
+}

@@ -18,6 +18,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -31,6 +32,8 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -325,4 +328,53 @@ func TestSuspendingAGangCheckpointsTheStepInFlight(t *testing.T) {
 	job := waitForSucceeded(t, ns, name)
 	g.Expect(job.Status.Restarts).To(BeZero())
 	g.Expect(resumedAtStep(g, ns, name)).To(Equal(stopped.Step))
+}
+
+// The issue's user: a job trained to the end with checkpoints, deleted, and created
+// again under the same name with another algorithm (epochs 1) on the same checkpoint
+// path. The new job refuses the old job's checkpoint: it trains nothing and fails at
+// once, without a restart, with a condition that names the path, the checkpoint and
+// what differs.
+func TestARecreatedJobRefusesTheOldJobsCheckpoints(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-recreate")
+	apply(g, ns, testdata("checkpoint-claim.yaml"))
+	name := apply(g, ns, testdata("job-recreated.yaml"))
+	old := waitForSucceeded(t, ns, name)
+	written := training(old).LastCheckpoint
+	g.Expect(written).NotTo(BeNil())
+	mustKubectl(g, "delete", "espojob", name, "-n", ns, "--timeout=60s")
+
+	raw, err := os.ReadFile(filepath.Join(repoRoot, testdata("job-recreated.yaml")))
+	g.Expect(err).NotTo(HaveOccurred())
+	changed := strings.Replace(string(raw), "epochs: 2", "epochs: 1", 1)
+	g.Expect(changed).NotTo(Equal(string(raw)))
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	g.Expect(os.WriteFile(path, []byte(changed), 0o600)).To(Succeed())
+	g.Expect(apply(g, ns, path)).To(Equal(name))
+
+	var failed *metav1.Condition
+	g.Eventually(func(g Gomega) {
+		recreated := getJob(g, ns, name)
+		g.Expect(recreated.UID).NotTo(Equal(old.UID))
+		g.Expect(recreated.Status.Phase).To(Equal(trainingv1alpha1.PhaseFailed))
+		failed = meta.FindStatusCondition(recreated.Status.Conditions, trainingv1alpha1.ConditionFailed)
+		g.Expect(recreated.Status.Restarts).To(BeZero(), "a new pod would refuse the same checkpoint")
+		g.Expect(training(recreated).Step).To(BeZero(), "the recreated job trains nothing")
+	}).WithTimeout(jobTimeout).WithPolling(poll).Should(Succeed())
+	g.Expect(failed).NotTo(BeNil())
+	g.Expect(failed.Reason).To(Equal(trainingv1alpha1.ReasonCheckpointMismatch))
+	for _, says := range []string{
+		`spec.checkpoint (claim e2e-checkpoints, path "recreated")`,
+		// The trainer names the folder it mounts, /checkpoints/<path> (on the process
+		// node under the pod's root).
+		"/checkpoints/recreated/" + filepath.Base(written.Path) + " belongs to another run",
+		fmt.Sprintf("job %s/%s uid %s", ns, name, old.UID),
+		"the spec differs in algorithm. ",
+		"spec.model.initialCheckpoint",
+	} {
+		g.Expect(failed.Message).To(ContainSubstring(says))
+	}
+	mustKubectl(g, "wait", "-n", ns, "--for=condition=Failed", "espojob/"+name, "--timeout=30s")
 }

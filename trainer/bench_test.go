@@ -18,6 +18,7 @@ package trainer
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -80,5 +81,33 @@ func BenchmarkESPOEpoch100(b *testing.B) {
 		if s, stopped := tr.trainEpoch(context.Background(), &tr.plan.epochs[0]); stopped {
 			b.Fatalf("the epoch stopped: %s", s.message)
 		}
+	}
+}
+
+// BenchmarkRunBinding measures the digests a run with checkpoints computes once at
+// start (runBinding: the spec's sections and every loaded episode), over 1e2 to 1e4
+// generated episodes.
+func BenchmarkRunBinding(b *testing.B) {
+	for _, episodes := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprintf("episodes=%d", episodes), func(b *testing.B) {
+			c := &Config{}
+			c.Spec.Datasets.Sources = []trainingv1alpha1.DatasetSource{{Name: "synth",
+				Synthetic: &trainingv1alpha1.SyntheticSource{Episodes: int32(episodes), Seed: 1}}}
+			c.Spec.Default()
+			res, err := Resolve(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			data, err := LoadSplits(c, res.Split)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := runBinding(c, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -54,6 +54,10 @@ type companion struct {
 	// applied extracts from a live object of the kind the fields FieldManager
 	// applied, as an apply configuration of desired's type.
 	applied func(client.Object) (companionConfig, error)
+	// uncached says the companion's kind has no informer (the operator does not
+	// watch it): it is read from the API server, and written without waiting for a
+	// cache to see the write.
+	uncached bool
 }
 
 // companionOf makes a companion of desired, whose applied fields are read from a

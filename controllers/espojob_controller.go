@@ -148,6 +148,11 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctr
 	}
 	u.clearCondition(trainingv1alpha1.ConditionSuspended, trainingv1alpha1.ReasonResumed, "the job was resumed")
 
+	// 4b. The PodGroup of a gang-scheduled job, before its pods (gang.go).
+	if result, done, err := r.reconcilePodGroup(ctx, u); done {
+		return result, err
+	}
+
 	// 5. Delete the pods of earlier restart attempts.
 	if err := r.deletePods(ctx, pods.stale); err != nil {
 		return ctrl.Result{}, err

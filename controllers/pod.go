@@ -133,6 +133,7 @@ func buildPod(job *trainingv1alpha1.ESPOJob, rank int32, o PodOptions) *corev1.P
 		}
 		pod.Spec.Containers = append(pod.Spec.Containers, w)
 	}
+	joinGang(job, pod)
 	return pod
 }
 

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -91,18 +92,36 @@ func (r *ESPOJobReconciler) applyCompanion(ctx context.Context, job *trainingv1a
 			return nil
 		}
 	}
-	if err := r.client.Apply(ctx, c.desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	opts := []client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}
+	if c.uncached {
+		opts = append(opts, client.DisableReadYourWritesConsistency)
+	}
+	if err := r.client.Apply(ctx, applyConfigurationOf(c.desired), opts...); err != nil {
 		return fmt.Errorf("applying %s: %w", c, err)
 	}
 	return nil
 }
 
-// liveCompanion reads the companion as liveObject does.
+// applyConfigurationOf is desired as the client applies it: itself, or, for an
+// unstructured companion, controller-runtime's wrapper of the object.
+func applyConfigurationOf(desired companionConfig) runtime.ApplyConfiguration {
+	if u, ok := desired.(unstructuredConfig); ok {
+		return u.applyConfiguration()
+	}
+	return desired
+}
+
+// liveCompanion reads the companion as liveObject does or, if it is uncached, from
+// the API server; it returns nil if there is none.
 func (r *ESPOJobReconciler) liveCompanion(ctx context.Context, c companion) (client.Object, error) {
 	obj := c.newObject()
 	obj.SetNamespace(c.key().Namespace)
 	obj.SetName(c.key().Name)
-	live, err := r.liveObject(ctx, obj)
+	read := r.liveObject
+	if c.uncached {
+		read = r.liveFromAPIServer
+	}
+	live, err := read(ctx, obj)
 	if err != nil {
 		return nil, fmt.Errorf("getting %s: %w", c, err)
 	}
@@ -125,6 +144,15 @@ func (r *ESPOJobReconciler) liveObject(ctx context.Context, obj client.Object) (
 	}
 	if err != nil {
 		return nil, err
+	}
+	return obj, nil
+}
+
+// liveFromAPIServer reads the object of obj's kind, namespace and name from the API
+// server, and returns it (obj, filled), or nil if there is none.
+func (r *ESPOJobReconciler) liveFromAPIServer(ctx context.Context, obj client.Object) (client.Object, error) {
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
 	return obj, nil
 }

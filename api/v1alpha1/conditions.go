@@ -107,6 +107,10 @@ const (
 	// ReasonDeadlineExceeded: the job ran longer than runPolicy.activeDeadlineSeconds
 	// (Failed).
 	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonPodGroupUnavailable: spec.trainer.scheduling.gang names a gang scheduler
+	// whose PodGroup kind the cluster does not serve (Created=False); the message
+	// names the kind and what to install or enable. No pods are created until it is.
+	ReasonPodGroupUnavailable = "PodGroupUnavailable"
 )
 
 // MaxConditionMessageLength bounds the messages written into conditions, events and

@@ -243,6 +243,11 @@ type TrainerSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	SchedulerName string `json:"schedulerName,omitempty"`
 
+	// Scheduling makes the trainer pods a gang that a gang scheduler places all at
+	// once or not at all. Default: no gang (each pod is scheduled on its own).
+	// +optional
+	Scheduling *SchedulingSpec `json:"scheduling,omitempty"`
+
 	// TerminationGracePeriodSeconds is how long a trainer pod has to stop after
 	// SIGTERM (a suspend, a preemption, a gang restart) before it is killed. The
 	// trainer uses it to finish the step in flight and checkpoint it, its workers to

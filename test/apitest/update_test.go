@@ -59,6 +59,12 @@ func TestUpdateTransitions(t *testing.T) {
 		{"pod annotations while suspended", true, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Trainer.Annotations = map[string]string{"a": "b"} }, ""},
 		{"scheduling gates while running", false, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Trainer.SchedulingGates = gate }, trainer},
 		{"scheduling gates while suspended", true, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Trainer.SchedulingGates = gate }, ""},
+		{"gang policy while running", false, func(j *trainingv1alpha1.ESPOJob) {
+			j.Spec.Trainer.Scheduling = &trainingv1alpha1.SchedulingSpec{Gang: trainingv1alpha1.GangVolcano}
+		}, trainer},
+		{"gang policy while suspended", true, func(j *trainingv1alpha1.ESPOJob) {
+			j.Spec.Trainer.Scheduling = &trainingv1alpha1.SchedulingSpec{Gang: trainingv1alpha1.GangVolcano, Queue: "gpu"}
+		}, ""},
 		{"replicas while running", false, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Trainer.Replicas = 3 }, trainer},
 		{"replicas while suspended (partial admission)", true, func(j *trainingv1alpha1.ESPOJob) { j.Spec.Trainer.Replicas = 3 }, ""},
 		{"resume and set nodeSelector at once (Kueue admits)", true, func(j *trainingv1alpha1.ESPOJob) {

@@ -292,6 +292,13 @@ func (w *ESPOJobWrapper) PriorityClassName(name string) *ESPOJobWrapper {
 	return w
 }
 
+// Gang makes the trainer pods a gang of the policy's scheduler, in the Volcano queue
+// when queue is not empty.
+func (w *ESPOJobWrapper) Gang(policy trainingv1alpha1.GangPolicy, queue string) *ESPOJobWrapper {
+	w.Spec.Trainer.Scheduling = &trainingv1alpha1.SchedulingSpec{Gang: policy, Queue: queue}
+	return w
+}
+
 // TerminationGracePeriod sets how long a trainer pod has to stop after SIGTERM.
 func (w *ESPOJobWrapper) TerminationGracePeriod(seconds int64) *ESPOJobWrapper {
 	w.Spec.Trainer.TerminationGracePeriodSeconds = &seconds

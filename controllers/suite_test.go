@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +30,6 @@ import (
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,7 +37,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
@@ -76,27 +73,11 @@ var installRBAC sync.Once
 func operatorConfig(t *testing.T, writes *atomic.Int64) *rest.Config {
 	t.Helper()
 	installRBAC.Do(func() {
-		raw, err := os.ReadFile(filepath.Join(env.RepoRoot, "config", "rbac", "role.yaml"))
-		if err != nil {
+		if err := env.BindOperatorRole(operatorUser); err != nil {
 			t.Fatal(err)
-		}
-		role := &rbacv1.ClusterRole{}
-		if err := yaml.Unmarshal(raw, role); err != nil {
-			t.Fatal(err)
-		}
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: operatorUser}},
-		}
-		for _, o := range []client.Object{role, binding} {
-			if err := env.Client.Create(context.Background(), o); err != nil {
-				t.Fatal(err)
-			}
 		}
 	})
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: operatorUser}
+	cfg := env.ImpersonatedConfig(operatorUser)
 	cfg.QPS, cfg.Burst = 400, 800
 	if writes != nil {
 		cfg.WrapTransport = countWrites(writes)

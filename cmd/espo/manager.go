@@ -34,6 +34,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/espo-dev/espo-operator/controllers"
+	espokueue "github.com/espo-dev/espo-operator/controllers/kueue"
 )
 
 // managerOptions are the flags of "espo manager".
@@ -54,6 +55,7 @@ type managerOptions struct {
 	podEventBatchPeriod     time.Duration
 	networkPolicy           bool
 	metricsNamespaces       []string
+	kueue                   bool
 }
 
 func newManagerCommand() *cobra.Command {
@@ -97,6 +99,8 @@ func newManagerCommand() *cobra.Command {
 		"Give each job a NetworkPolicy: its trainer pods admit only the job's own pods (worker and driver ports) and the --trainer-metrics-namespaces (metrics port)")
 	f.StringSliceVar(&o.metricsNamespaces, "trainer-metrics-namespaces", nil,
 		"Namespaces whose pods may scrape the trainers' metrics port through the jobs' NetworkPolicies (comma-separated); none: no one")
+	f.BoolVar(&o.kueue, "kueue", false,
+		"Queue jobs labelled kueue.x-k8s.io/queue-name with Kueue: one Workload per job, run only while admitted (needs Kueue's CRDs, and "+espokueue.ExternalFramework+" in Kueue's integrations.externalFrameworks)")
 	return cmd
 }
 
@@ -141,8 +145,14 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 	if o.qps > 0 {
 		cfg.QPS, cfg.Burst = o.qps, max(o.burst, int(o.qps))
 	}
+	scheme := controllers.NewScheme()
+	if o.kueue {
+		if err := espokueue.AddToScheme(scheme); err != nil {
+			return err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  controllers.NewScheme(),
+		Scheme:                  scheme,
 		Cache:                   controllers.CacheOptions(),
 		Client:                  controllers.ClientOptions(),
 		Metrics:                 metricsOpts,
@@ -155,14 +165,20 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
+	podOptions := controllers.PodOptions{TrainerImage: o.trainerImage, CUDAWorkerImage: o.cudaWorkerImage}
 	reconciler := controllers.NewESPOJobReconciler(mgr, controllers.Options{
-		PodOptions:              controllers.PodOptions{TrainerImage: o.trainerImage, CUDAWorkerImage: o.cudaWorkerImage},
+		PodOptions:              podOptions,
 		MaxConcurrentReconciles: o.concurrentReconciles,
 		PodEventBatchPeriod:     o.podEventBatchPeriod,
 		NetworkPolicy:           controllers.NetworkPolicyOptions{Disabled: !o.networkPolicy, MetricsNamespaces: o.metricsNamespaces},
 	})
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ESPOJob controller: %w", err)
+	}
+	if o.kueue {
+		if err := espokueue.SetupWithManager(ctx, mgr, podOptions); err != nil {
+			return fmt.Errorf("setting up the Kueue integration (--kueue): %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)

@@ -146,6 +146,9 @@ func TestHelmDefault(t *testing.T) {
 			t.Errorf("args %q lack %s: jobs are fenced in by default, Prometheus' namespace may scrape them", c.Args, want)
 		}
 	}
+	if slices.Contains(c.Args, "--kueue") {
+		t.Errorf("args %q hold --kueue: the Kueue integration is off unless kueue.enabled", c.Args)
+	}
 	if !strings.Contains(notes, "kubectl wait --for=condition=Succeeded") || !strings.Contains(notes, "espo-metrics-reader") {
 		t.Errorf("NOTES.txt does not say how to wait for a job and who may read the metrics:\n%s", notes)
 	}
@@ -166,6 +169,7 @@ logFormat: text
 trainer: {image: example.invalid/espo-trainer:v1}
 cudaWorker: {image: example.invalid/espo-cuda:v1}
 networkPolicy: {enabled: false, metricsNamespaces: [prom, observability]}
+kueue: {enabled: true}
 metrics: {enabled: true, port: 9443, secure: true, service: {port: 443, annotations: {a: b}}}
 serviceMonitor: {enabled: true, labels: {release: prom}, interval: 15s, scrapeTimeout: 10s}
 healthProbe: {port: 9081}
@@ -187,7 +191,7 @@ extraArgs: [--max-concurrent-reconciles=32, --kube-api-qps=100]
 	for _, want := range []string{"--leader-elect=true", "--leader-election-namespace=espo-leases", "--metrics-bind-address=:9443",
 		"--health-probe-bind-address=:9081", "--log-format=text", "--trainer-image=example.invalid/espo-trainer:v1",
 		"--cuda-worker-image=example.invalid/espo-cuda:v1", "--max-concurrent-reconciles=32", "--kube-api-qps=100",
-		"--network-policy=false", "--trainer-metrics-namespaces=prom,observability"} {
+		"--network-policy=false", "--trainer-metrics-namespaces=prom,observability", "--kueue"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %q lack %s", c.Args, want)
 		}

@@ -170,6 +170,9 @@ type example struct {
 // or whose fields it does not know, fails here.
 func TestUserGuideExamples(t *testing.T) {
 	examples := guideExamples(t, "docs/user-guide.md")
+	if err := env.InstallKueueCRDs(); err != nil { // the Kueue section's queues
+		t.Fatal(err)
+	}
 	if len(examples) < 3 {
 		t.Fatalf("found %d examples in the guide, want its job and its ESPOJob fragments", len(examples))
 	}

@@ -1,0 +1,329 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package kueue_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/constants"
+	"sigs.k8s.io/kueue/pkg/controller/core"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+	"sigs.k8s.io/kueue/pkg/scheduler"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/controllers"
+	espokueue "github.com/espo-dev/espo-operator/controllers/kueue"
+	"github.com/espo-dev/espo-operator/test/builders"
+	"github.com/espo-dev/espo-operator/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+const (
+	timeout = 30 * time.Second
+	poll    = 50 * time.Millisecond
+	// operatorUser is who the operator's manager runs as: bound to the generated
+	// config/rbac/role.yaml, so that a missing RBAC marker fails the test.
+	operatorUser = "espo-operator-under-test"
+	// poolLabel is the node label of the test's ResourceFlavor.
+	poolLabel = "espo.dev/pool"
+)
+
+var installOnce sync.Once
+
+// installKueueAndRBAC installs Kueue's CRDs, from the Kueue module the build uses, the
+// operator's ClusterRole bound to operatorUser, and adds Kueue's API to env.Scheme.
+func installKueueAndRBAC(t *testing.T) {
+	installOnce.Do(func() {
+		if err := env.InstallKueueCRDs(); err != nil {
+			t.Fatal(err)
+		}
+		for _, add := range []func(*runtime.Scheme) error{espokueue.AddToScheme, kueueconfig.AddToScheme} {
+			if err := add(env.Scheme); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := env.BindOperatorRole(operatorUser); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// startManager starts a manager until the test ends, after setup added its work.
+func startManager(t *testing.T, cfg *rest.Config, opts ctrl.Options, setup func(context.Context, ctrl.Manager) error) {
+	t.Helper()
+	opts.Scheme = env.Scheme
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	opts.HealthProbeBindAddress = "0"
+	opts.Controller = ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := setup(ctx, mgr); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}
+
+// startKueue runs Kueue itself in the test process, as its own binary wires it: the
+// core controllers (queues, flavors, Workloads) and the scheduler that admits.
+func startKueue(t *testing.T) {
+	startManager(t, env.Config, ctrl.Options{}, func(ctx context.Context, mgr ctrl.Manager) error {
+		if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		cc := schdcache.New(mgr.GetClient())
+		expectations := preemptexpectations.New()
+		requeuer := qcache.NewRequeuer()
+		if err := mgr.Add(requeuer); err != nil {
+			return err
+		}
+		queues := qcache.NewManager(mgr.GetClient(), cc, requeuer, qcache.WithPreemptionExpectations(expectations))
+		cfg := &kueueconfig.Configuration{}
+		mgr.GetScheme().Default(cfg)
+		if name, err := core.SetupControllers(mgr, queues, cc, cfg, nil, expectations, nil); err != nil {
+			return fmt.Errorf("kueue controller %s: %w", name, err)
+		}
+		go queues.CleanUpOnContext(ctx)
+		go cc.CleanUpOnContext(ctx)
+		//lint:ignore SA1019 Kueue's scheduler takes the old events API's recorder
+		return mgr.Add(scheduler.New(queues, cc, mgr.GetClient(), mgr.GetEventRecorderFor(constants.AdmissionName),
+			scheduler.WithPreemptionExpectations(expectations)))
+	})
+}
+
+// startOperator runs the ESPOJob controller and the Kueue integration as the operator
+// runs them with --kueue, as operatorUser, watching namespace ns.
+func startOperator(t *testing.T, ns string) {
+	cfg := env.ImpersonatedConfig(operatorUser)
+	cacheOpts := controllers.CacheOptions()
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	podOpts := controllers.PodOptions{TrainerImage: testenv.TrainerImage, CUDAWorkerImage: testenv.CUDAWorkerImage}
+	startManager(t, cfg, ctrl.Options{Cache: cacheOpts, Client: controllers.ClientOptions()}, func(ctx context.Context, mgr ctrl.Manager) error {
+		if err := controllers.NewESPOJobReconciler(mgr, controllers.Options{PodOptions: podOpts}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+		return espokueue.SetupWithManager(ctx, mgr, podOpts)
+	})
+}
+
+// queueWithQuota creates a ResourceFlavor whose nodes carry poolLabel=a100 and a
+// taint the flavor tolerates, a ClusterQueue with cpus of it, and a LocalQueue in ns.
+// It returns the LocalQueue's name.
+func queueWithQuota(t *testing.T, g Gomega, ns string, cpus string) string {
+	ctx := context.Background()
+	name := ns // the cluster-scoped objects are the test's own
+	flavor := &kueuev1beta2.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kueuev1beta2.ResourceFlavorSpec{
+			NodeLabels:  map[string]string{poolLabel: "a100"},
+			Tolerations: []corev1.Toleration{{Key: "espo.dev/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+		},
+	}
+	cq := &kueuev1beta2.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kueuev1beta2.ClusterQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{},
+			ResourceGroups: []kueuev1beta2.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
+				Flavors: []kueuev1beta2.FlavorQuotas{{
+					Name:      kueuev1beta2.ResourceFlavorReference(name),
+					Resources: []kueuev1beta2.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(cpus)}},
+				}},
+			}},
+		},
+	}
+	lq := &kueuev1beta2.LocalQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: "lq", Namespace: ns},
+		Spec:       kueuev1beta2.LocalQueueSpec{ClusterQueue: kueuev1beta2.ClusterQueueReference(name)},
+	}
+	for _, o := range []client.Object{flavor, cq, lq} {
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+	}
+	t.Cleanup(func() {
+		for _, o := range []client.Object{lq, cq, flavor} {
+			_ = env.Client.Delete(context.Background(), o)
+		}
+	})
+	return lq.Name
+}
+
+// queuedJob is a suspended single-pod job that names the LocalQueue and asks for one cpu.
+func queuedJob(g Gomega, ns, name, queue string) *trainingv1alpha1.ESPOJob {
+	job := builders.MakeESPOJob(name, ns).Label(espokueue.QueueLabel, queue).Suspend(true).Replicas(1).
+		Resources(corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}).Obj()
+	g.Expect(env.Client.Create(context.Background(), job)).To(Succeed())
+	return job
+}
+
+func getJob(g Gomega, job *trainingv1alpha1.ESPOJob) *trainingv1alpha1.ESPOJob {
+	got := &trainingv1alpha1.ESPOJob{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(job), got)).To(Succeed())
+	return got
+}
+
+// running is the names of the jobs that are not suspended.
+func running(g Gomega, jobs ...*trainingv1alpha1.ESPOJob) []string {
+	var names []string
+	for _, j := range jobs {
+		if !getJob(g, j).Spec.RunPolicy.Suspend {
+			names = append(names, j.Name)
+		}
+	}
+	return names
+}
+
+// workloadOf is the job's Workload (the one it owns), or nil.
+func workloadOf(g Gomega, job *trainingv1alpha1.ESPOJob) *kueuev1beta2.Workload {
+	var list kueuev1beta2.WorkloadList
+	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(job.Namespace))).To(Succeed())
+	for i, wl := range list.Items {
+		for _, o := range wl.OwnerReferences {
+			if o.Kind == espokueue.GVK.Kind && o.Name == job.Name {
+				return &list.Items[i]
+			}
+		}
+	}
+	return nil
+}
+
+// trainerPod is rank 0's pod of the job, or nil while it does not exist.
+func trainerPod(g Gomega, job *trainingv1alpha1.ESPOJob) *corev1.Pod {
+	p := &corev1.Pod{}
+	err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: job.Namespace, Name: job.Name + "-trainer-0"}, p)
+	if err != nil || p.DeletionTimestamp != nil {
+		return nil
+	}
+	return p
+}
+
+// expectAdmittedWithFlavor waits for the job's pod and checks that it carries the
+// flavor's node label and toleration, and that the Workload is admitted with the one
+// pod set of one pod.
+func expectAdmittedWithFlavor(g Gomega, job *trainingv1alpha1.ESPOJob) {
+	g.Eventually(func() *corev1.Pod { return trainerPod(g, job) }, timeout, poll).ShouldNot(BeNil())
+	p := trainerPod(g, job)
+	g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue(poolLabel, "a100"))
+	g.Expect(p.Spec.Tolerations).To(ContainElement(HaveField("Key", "espo.dev/gpu")))
+	wl := workloadOf(g, job)
+	g.Expect(wl).NotTo(BeNil())
+	g.Expect(apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1beta2.WorkloadAdmitted)).To(BeTrue())
+	g.Expect(wl.Spec.PodSets).To(HaveLen(1))
+	g.Expect(wl.Spec.PodSets[0].Name).To(Equal(espokueue.PodSetName))
+	g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(1)))
+}
+
+// succeed makes the job's trainer exit 0, as the kubelet would report it.
+func succeed(g Gomega, job *trainingv1alpha1.ESPOJob) {
+	g.Eventually(func() error {
+		p := trainerPod(g, job)
+		if p == nil {
+			return fmt.Errorf("no trainer pod")
+		}
+		p.Status = corev1.PodStatus{Phase: corev1.PodSucceeded}
+		for _, c := range p.Spec.Containers {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}})
+		}
+		return env.Client.Status().Update(context.Background(), p)
+	}, timeout, poll).Should(Succeed())
+}
+
+// TestQuotaForTwoAdmitsTwoOfThreeThenTheThird: a ClusterQueue with quota for two
+// trainer pods and three single-pod jobs: two are admitted and run on the flavor's
+// nodes, the third stays suspended with a Workload that says why; when one of the
+// two finishes, its Workload finishes and the third is admitted.
+func TestQuotaForTwoAdmitsTwoOfThreeThenTheThird(t *testing.T) {
+	installKueueAndRBAC(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "espo-kueue-"}}
+	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	queue := queueWithQuota(t, g, ns.Name, "2")
+	startKueue(t)
+	startOperator(t, ns.Name)
+
+	jobs := []*trainingv1alpha1.ESPOJob{
+		queuedJob(g, ns.Name, "first", queue), queuedJob(g, ns.Name, "second", queue), queuedJob(g, ns.Name, "third", queue),
+	}
+	g.Eventually(func() []string { return running(g, jobs...) }, timeout, poll).Should(HaveLen(2))
+	g.Consistently(func() []string { return running(g, jobs...) }, 2*time.Second, poll).Should(HaveLen(2))
+	var admitted []*trainingv1alpha1.ESPOJob
+	var waiting *trainingv1alpha1.ESPOJob
+	for _, j := range jobs {
+		if getJob(g, j).Spec.RunPolicy.Suspend {
+			waiting = j
+		} else {
+			admitted = append(admitted, j)
+		}
+	}
+	for _, j := range admitted {
+		expectAdmittedWithFlavor(g, j)
+	}
+	g.Expect(trainerPod(g, waiting)).To(BeNil(), "the waiting job has no pods")
+	g.Eventually(func() *metav1.Condition {
+		wl := workloadOf(g, waiting)
+		if wl == nil {
+			return nil
+		}
+		return apimeta.FindStatusCondition(wl.Status.Conditions, kueuev1beta2.WorkloadQuotaReserved)
+	}, timeout, poll).Should(And(
+		HaveField("Status", metav1.ConditionFalse),
+		HaveField("Message", ContainSubstring("insufficient unused quota for cpu"))))
+
+	succeed(g, admitted[0])
+	g.Eventually(func() bool {
+		return apimeta.IsStatusConditionTrue(workloadOf(g, admitted[0]).Status.Conditions, kueuev1beta2.WorkloadFinished)
+	}, timeout, poll).Should(BeTrue(), "the finished job's Workload finishes")
+	g.Eventually(func() bool { return getJob(g, waiting).Spec.RunPolicy.Suspend }, timeout, poll).Should(BeFalse())
+	expectAdmittedWithFlavor(g, waiting)
+	g.Expect(getJob(g, waiting).Spec.Trainer.NodeSelector).To(HaveKeyWithValue(poolLabel, "a100"))
+}

@@ -25,6 +25,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,9 +157,9 @@ func startOperator(t *testing.T, ns string) {
 }
 
 // queueWithQuota creates a ResourceFlavor whose nodes carry poolLabel=a100 and a
-// taint the flavor tolerates, a ClusterQueue with cpus of it, and a LocalQueue in ns.
-// It returns the LocalQueue's name.
-func queueWithQuota(t *testing.T, g Gomega, ns string, cpus string) string {
+// taint the flavor tolerates, a ClusterQueue with cpus of it and the preemption
+// policy, and a LocalQueue in ns. It returns the LocalQueue's name.
+func queueWithQuota(t *testing.T, g Gomega, ns string, cpus string, preemption *kueuev1beta2.ClusterQueuePreemption) string {
 	ctx := context.Background()
 	name := ns // the cluster-scoped objects are the test's own
 	flavor := &kueuev1beta2.ResourceFlavor{
@@ -172,6 +173,7 @@ func queueWithQuota(t *testing.T, g Gomega, ns string, cpus string) string {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: kueuev1beta2.ClusterQueueSpec{
 			NamespaceSelector: &metav1.LabelSelector{},
+			Preemption:        preemption,
 			ResourceGroups: []kueuev1beta2.ResourceGroup{{
 				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
 				Flavors: []kueuev1beta2.FlavorQuotas{{
@@ -196,9 +198,10 @@ func queueWithQuota(t *testing.T, g Gomega, ns string, cpus string) string {
 	return lq.Name
 }
 
-// queuedJob is a suspended single-pod job that names the LocalQueue and asks for one cpu.
-func queuedJob(g Gomega, ns, name, queue string) *trainingv1alpha1.ESPOJob {
-	job := builders.MakeESPOJob(name, ns).Label(espokueue.QueueLabel, queue).Suspend(true).Replicas(1).
+// queuedJob is a suspended single-pod job that names the LocalQueue and asks for one
+// cpu, with the priority class when not empty.
+func queuedJob(g Gomega, ns, name, queue, priorityClass string) *trainingv1alpha1.ESPOJob {
+	job := builders.MakeESPOJob(name, ns).Label(espokueue.QueueLabel, queue).Suspend(true).Replicas(1).PriorityClassName(priorityClass).
 		Resources(corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}).Obj()
 	g.Expect(env.Client.Create(context.Background(), job)).To(Succeed())
 	return job
@@ -219,6 +222,18 @@ func running(g Gomega, jobs ...*trainingv1alpha1.ESPOJob) []string {
 		}
 	}
 	return names
+}
+
+// splitBySuspend splits jobs into those that run and those suspended.
+func splitBySuspend(g Gomega, jobs []*trainingv1alpha1.ESPOJob) (run, suspended []*trainingv1alpha1.ESPOJob) {
+	for _, j := range jobs {
+		if getJob(g, j).Spec.RunPolicy.Suspend {
+			suspended = append(suspended, j)
+		} else {
+			run = append(run, j)
+		}
+	}
+	return run, suspended
 }
 
 // workloadOf is the job's Workload (the one it owns), or nil.
@@ -277,34 +292,32 @@ func succeed(g Gomega, job *trainingv1alpha1.ESPOJob) {
 	}, timeout, poll).Should(Succeed())
 }
 
+// setup starts Kueue and the operator on a new namespace with a queue of two cpus and
+// the preemption policy, and returns the namespace and the LocalQueue's name.
+func setup(t *testing.T, preemption *kueuev1beta2.ClusterQueuePreemption) (Gomega, string, string) {
+	installKueueAndRBAC(t)
+	g := NewWithT(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "espo-kueue-"}}
+	g.Expect(env.Client.Create(context.Background(), ns)).To(Succeed())
+	queue := queueWithQuota(t, g, ns.Name, "2", preemption)
+	startKueue(t)
+	startOperator(t, ns.Name)
+	return g, ns.Name, queue
+}
+
 // TestQuotaForTwoAdmitsTwoOfThreeThenTheThird: a ClusterQueue with quota for two
 // trainer pods and three single-pod jobs: two are admitted and run on the flavor's
 // nodes, the third stays suspended with a Workload that says why; when one of the
 // two finishes, its Workload finishes and the third is admitted.
 func TestQuotaForTwoAdmitsTwoOfThreeThenTheThird(t *testing.T) {
-	installKueueAndRBAC(t)
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "espo-kueue-"}}
-	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
-	queue := queueWithQuota(t, g, ns.Name, "2")
-	startKueue(t)
-	startOperator(t, ns.Name)
-
+	g, ns, queue := setup(t, nil)
 	jobs := []*trainingv1alpha1.ESPOJob{
-		queuedJob(g, ns.Name, "first", queue), queuedJob(g, ns.Name, "second", queue), queuedJob(g, ns.Name, "third", queue),
+		queuedJob(g, ns, "first", queue, ""), queuedJob(g, ns, "second", queue, ""), queuedJob(g, ns, "third", queue, ""),
 	}
 	g.Eventually(func() []string { return running(g, jobs...) }, timeout, poll).Should(HaveLen(2))
 	g.Consistently(func() []string { return running(g, jobs...) }, 2*time.Second, poll).Should(HaveLen(2))
-	var admitted []*trainingv1alpha1.ESPOJob
-	var waiting *trainingv1alpha1.ESPOJob
-	for _, j := range jobs {
-		if getJob(g, j).Spec.RunPolicy.Suspend {
-			waiting = j
-		} else {
-			admitted = append(admitted, j)
-		}
-	}
+	admitted, suspended := splitBySuspend(g, jobs)
+	waiting := suspended[0]
 	for _, j := range admitted {
 		expectAdmittedWithFlavor(g, j)
 	}
@@ -326,4 +339,44 @@ func TestQuotaForTwoAdmitsTwoOfThreeThenTheThird(t *testing.T) {
 	g.Eventually(func() bool { return getJob(g, waiting).Spec.RunPolicy.Suspend }, timeout, poll).Should(BeFalse())
 	expectAdmittedWithFlavor(g, waiting)
 	g.Expect(getJob(g, waiting).Spec.Trainer.NodeSelector).To(HaveKeyWithValue(poolLabel, "a100"))
+}
+
+// priorityClass creates a PriorityClass of the value for the test's pods.
+func priorityClass(t *testing.T, g Gomega, name string, value int32) string {
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+	g.Expect(env.Client.Create(context.Background(), pc)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pc) })
+	return name
+}
+
+// TestHigherPriorityJobPreemptsARunningOne: with the queue full of two low-priority
+// jobs, a high-priority one preempts one of them: its Workload is evicted, the job is
+// suspended (its pods deleted, spec.trainer restored to before admission) and the
+// high-priority job runs on the flavor; when that one finishes, the preempted job is
+// admitted again and its pods come back.
+func TestHigherPriorityJobPreemptsARunningOne(t *testing.T) {
+	g, ns, queue := setup(t, &kueuev1beta2.ClusterQueuePreemption{WithinClusterQueue: kueuev1beta2.PreemptionPolicyLowerPriority})
+	low := priorityClass(t, g, ns+"-low", 100)
+	high := priorityClass(t, g, ns+"-high", 1000)
+	lows := []*trainingv1alpha1.ESPOJob{queuedJob(g, ns, "low-a", queue, low), queuedJob(g, ns, "low-b", queue, low)}
+	g.Eventually(func() []string { return running(g, lows...) }, timeout, poll).Should(HaveLen(2))
+	for _, j := range lows {
+		expectAdmittedWithFlavor(g, j)
+	}
+
+	urgent := queuedJob(g, ns, "urgent", queue, high)
+	g.Eventually(func() []string { return running(g, lows...) }, timeout, poll).Should(HaveLen(1))
+	_, suspended := splitBySuspend(g, lows)
+	preempted := suspended[0]
+	g.Eventually(func() bool {
+		return apimeta.IsStatusConditionTrue(workloadOf(g, preempted).Status.Conditions, kueuev1beta2.WorkloadPreempted)
+	}, timeout, poll).Should(BeTrue(), "the Workload says it was preempted")
+	g.Eventually(func() *corev1.Pod { return trainerPod(g, preempted) }, timeout, poll).Should(BeNil())
+	g.Expect(getJob(g, preempted).Spec.Trainer.NodeSelector).NotTo(HaveKey(poolLabel), "spec.trainer is restored")
+	expectAdmittedWithFlavor(g, urgent)
+	g.Expect(workloadOf(g, urgent).Spec.Priority).To(HaveValue(BeEquivalentTo(1000)), "the job's priority class")
+
+	succeed(g, urgent)
+	g.Eventually(func() bool { return getJob(g, preempted).Spec.RunPolicy.Suspend }, timeout, poll).Should(BeFalse())
+	expectAdmittedWithFlavor(g, preempted)
 }

@@ -38,7 +38,7 @@ import (
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=limitranges;namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=training.espo.dev,resources=espojobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=training.espo.dev,resources=espojobs,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=training.espo.dev,resources=espojobs/finalizers,verbs=update
 
 // ExternalFramework is the entry to add to Kueue's configuration

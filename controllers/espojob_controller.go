@@ -56,6 +56,10 @@ type Options struct {
 	// status write (events of the job itself do not wait). 0 reconciles on every
 	// pod event; the manager's default is DefaultPodEventBatchPeriod.
 	PodEventBatchPeriod time.Duration
+	// Admission, when set, says whether a job that is not suspended may have pods
+	// yet, and if not why: a queue (Kueue) that suspends such jobs until it admits
+	// them. Nil: every job that is not suspended may.
+	Admission func(*trainingv1alpha1.ESPOJob) (admitted bool, why string)
 }
 
 // ESPOJobReconciler turns ESPOJobs into trainer pods and their companions, and the
@@ -147,6 +151,9 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctr
 		return ctrl.Result{}, r.deletePods(ctx, append(pods.ranks(), pods.stale...))
 	}
 	u.clearCondition(trainingv1alpha1.ConditionSuspended, trainingv1alpha1.ReasonResumed, "the job was resumed")
+	if r.holdUnadmitted(ctx, job) {
+		return ctrl.Result{}, nil
+	}
 
 	// 4b. The PodGroup of a gang-scheduled job, before its pods (gang.go).
 	if result, done, err := r.reconcilePodGroup(ctx, u); done {

@@ -166,12 +166,16 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	podOptions := controllers.PodOptions{TrainerImage: o.trainerImage, CUDAWorkerImage: o.cudaWorkerImage}
-	reconciler := controllers.NewESPOJobReconciler(mgr, controllers.Options{
+	ropts := controllers.Options{
 		PodOptions:              podOptions,
 		MaxConcurrentReconciles: o.concurrentReconciles,
 		PodEventBatchPeriod:     o.podEventBatchPeriod,
 		NetworkPolicy:           controllers.NetworkPolicyOptions{Disabled: !o.networkPolicy, MetricsNamespaces: o.metricsNamespaces},
-	})
+	}
+	if o.kueue {
+		ropts.Admission = espokueue.Admission
+	}
+	reconciler := controllers.NewESPOJobReconciler(mgr, ropts)
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ESPOJob controller: %w", err)
 	}

@@ -46,6 +46,22 @@ import (
 // not Kueue's.
 const QueueLabel = controllerconstants.QueueLabel
 
+// AdmittedAnnotation marks a job that Kueue admitted (RunWithPodSetsInfo) and has not
+// suspended since (RestorePodSetsInfo): only such a job of a queue may have pods.
+const AdmittedAnnotation = "training.espo.dev/kueue-admitted"
+
+// Admission is the ESPOJob controller's admission gate (controllers.Options.Admission)
+// with the integration on: a job that names a queue may have pods only once Kueue
+// admitted it. Kueue defaults its own Jobs to suspended with a webhook; this gate
+// holds the pods of a job created running instead, until Kueue suspends it and later
+// admits it.
+func Admission(job *trainingv1alpha1.ESPOJob) (admitted bool, why string) {
+	if job.Labels[QueueLabel] == "" || job.Annotations[AdmittedAnnotation] == "true" {
+		return true, ""
+	}
+	return false, "the job names a queue (label " + QueueLabel + ") and Kueue has not admitted its Workload"
+}
+
 // PodSetName is the name of the one pod set of an ESPOJob's Workload: its trainer pods.
 const PodSetName kueuev1beta2.PodSetReference = "trainer"
 
@@ -93,34 +109,37 @@ func (j *Job) PodSets(context.Context) ([]kueuev1beta2.PodSet, error) {
 	return []kueuev1beta2.PodSet{{Name: PodSetName, Count: j.Spec.Trainer.Replicas, Template: template}}, nil
 }
 
-// RunWithPodSetsInfo unsuspends the job with the admission's pod-set info (the
-// flavor's node labels and tolerations, admission checks' labels, annotations and
-// scheduling gates) merged into spec.trainer. It fails when the info does not name
+// RunWithPodSetsInfo unsuspends the job, marked AdmittedAnnotation, with the
+// admission's pod-set info (the flavor's node labels and tolerations, admission
+// checks' labels, annotations and scheduling gates) merged into spec.trainer. It fails when the info does not name
 // exactly the one pod set, or conflicts with what spec.trainer already sets.
 func (j *Job) RunWithPodSetsInfo(_ context.Context, infos []podset.PodSetInfo) error {
 	if len(infos) != 1 {
 		return podset.BadPodSetsInfoLenError(1, len(infos))
 	}
-	j.Spec.RunPolicy.Suspend = false
 	meta, spec := j.trainerPodFields()
 	if err := podset.Merge(meta, spec, infos[0]); err != nil {
 		return err
 	}
 	j.setTrainerPodFields(meta, spec)
+	j.Spec.RunPolicy.Suspend = false
+	metav1.SetMetaDataAnnotation(&j.ObjectMeta, AdmittedAnnotation, "true")
 	return nil
 }
 
 // RestorePodSetsInfo puts back the spec.trainer fields RunWithPodSetsInfo changed, as
-// they were before admission (Kueue keeps them in the Workload). It reports whether
-// anything changed.
+// they were before admission (Kueue keeps them in the Workload), and removes
+// AdmittedAnnotation. It reports whether anything changed.
 func (j *Job) RestorePodSetsInfo(infos []podset.PodSetInfo) bool {
 	if len(infos) == 0 {
 		return false
 	}
+	_, admitted := j.Annotations[AdmittedAnnotation]
+	delete(j.Annotations, AdmittedAnnotation)
 	meta, spec := j.trainerPodFields()
 	changed := podset.RestorePodSpec(meta, spec, infos[0])
 	j.setTrainerPodFields(meta, spec)
-	return changed
+	return changed || admitted
 }
 
 // trainerPodFields are the spec.trainer fields that Kueue's pod-set info sets, as the

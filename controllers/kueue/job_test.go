@@ -18,6 +18,7 @@ package kueue
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -31,13 +32,14 @@ import (
 )
 
 func queued() *Job {
-	job := builders.MakeESPOJob("demo", "ns").Suspend(true).Replicas(3).NodeSelector("disk", "ssd").PodLabel("team", "ml").Obj()
+	job := builders.MakeESPOJob("demo", "ns").Label(QueueLabel, "lq").Suspend(true).Replicas(3).NodeSelector("disk", "ssd").PodLabel("team", "ml").Obj()
 	return &Job{ESPOJob: job}
 }
 
-// TestRunWithPodSetsInfoThenRestore: admission unsuspends the job and adds the flavor's
+// TestRunWithPodSetsInfoThenRestore: admission unsuspends the job, marks it admitted
+// (Admission lets it have pods), and adds the flavor's
 // node labels and tolerations and the check's labels to spec.trainer; a second
-// suspension restores spec.trainer as it was.
+// suspension removes the mark and restores spec.trainer as it was.
 func TestRunWithPodSetsInfoThenRestore(t *testing.T) {
 	j := queued()
 	before := j.Spec.Trainer.DeepCopy()
@@ -53,8 +55,8 @@ func TestRunWithPodSetsInfoThenRestore(t *testing.T) {
 	if err := j.RunWithPodSetsInfo(context.Background(), []podset.PodSetInfo{admitted}); err != nil {
 		t.Fatal(err)
 	}
-	if j.IsSuspended() {
-		t.Error("the admitted job is still suspended")
+	if admitted, why := Admission(j.ESPOJob); !admitted || j.IsSuspended() {
+		t.Errorf("the admitted job: suspended %v, may have pods %v (%s)", j.IsSuspended(), admitted, why)
 	}
 	tr := j.Spec.Trainer
 	if tr.NodeSelector["pool"] != "a100" || tr.NodeSelector["disk"] != "ssd" || len(tr.Tolerations) != 1 || tr.Labels["check"] != "ok" || tr.Labels["team"] != "ml" {
@@ -64,6 +66,9 @@ func TestRunWithPodSetsInfoThenRestore(t *testing.T) {
 	j.Suspend()
 	if !j.RestorePodSetsInfo([]podset.PodSetInfo{original}) {
 		t.Error("restoring reported no change")
+	}
+	if admitted, _ := Admission(j.ESPOJob); admitted {
+		t.Error("the suspended job of a queue is still marked admitted")
 	}
 	if d := cmp.Diff(before, &j.Spec.Trainer); d != "" {
 		t.Errorf("spec.trainer after restoring (-before +after):\n%s", d)
@@ -118,5 +123,16 @@ func TestFinishedAndPodsReady(t *testing.T) {
 	j.Status.Conditions = []metav1.Condition{{Type: trainingv1alpha1.ConditionFailed, Status: metav1.ConditionTrue, Message: "BackoffLimitExceeded"}}
 	if msg, success, finished := j.Finished(context.Background()); !finished || success || msg != "BackoffLimitExceeded" {
 		t.Errorf("a failed job: finished %v success %v message %q", finished, success, msg)
+	}
+}
+
+// TestAdmissionHoldsOnlyJobsOfAQueue: a job without the queue label is not Kueue's
+// and may have pods; one with it may not until admitted.
+func TestAdmissionHoldsOnlyJobsOfAQueue(t *testing.T) {
+	if admitted, _ := Admission(builders.MakeESPOJob("free", "ns").Obj()); !admitted {
+		t.Error("a job without a queue is held")
+	}
+	if admitted, why := Admission(queued().ESPOJob); admitted || !strings.Contains(why, QueueLabel) {
+		t.Errorf("a job of a queue never admitted: admitted %v, why %q", admitted, why)
 	}
 }

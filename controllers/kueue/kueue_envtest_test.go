@@ -144,15 +144,32 @@ func startKueue(t *testing.T) {
 // startOperator runs the ESPOJob controller and the Kueue integration as the operator
 // runs them with --kueue, as operatorUser, watching namespace ns.
 func startOperator(t *testing.T, ns string) {
-	cfg := env.ImpersonatedConfig(operatorUser)
+	startController(t, ns)
+	startIntegration(t, ns)
+}
+
+// podOptions are the test operator's pod options.
+var podOptions = controllers.PodOptions{TrainerImage: testenv.TrainerImage, CUDAWorkerImage: testenv.CUDAWorkerImage}
+
+// operatorManager starts a manager as operatorUser on namespace ns with the
+// operator's cache and client options.
+func operatorManager(t *testing.T, ns string, setup func(context.Context, ctrl.Manager) error) {
 	cacheOpts := controllers.CacheOptions()
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	podOpts := controllers.PodOptions{TrainerImage: testenv.TrainerImage, CUDAWorkerImage: testenv.CUDAWorkerImage}
-	startManager(t, cfg, ctrl.Options{Cache: cacheOpts, Client: controllers.ClientOptions()}, func(ctx context.Context, mgr ctrl.Manager) error {
-		if err := controllers.NewESPOJobReconciler(mgr, controllers.Options{PodOptions: podOpts}).SetupWithManager(mgr); err != nil {
-			return err
-		}
-		return espokueue.SetupWithManager(ctx, mgr, podOpts)
+	startManager(t, env.ImpersonatedConfig(operatorUser), ctrl.Options{Cache: cacheOpts, Client: controllers.ClientOptions()}, setup)
+}
+
+// startController runs the ESPOJob controller with Kueue's admission gate.
+func startController(t *testing.T, ns string) {
+	operatorManager(t, ns, func(_ context.Context, mgr ctrl.Manager) error {
+		return controllers.NewESPOJobReconciler(mgr, controllers.Options{PodOptions: podOptions, Admission: espokueue.Admission}).SetupWithManager(mgr)
+	})
+}
+
+// startIntegration runs the Kueue integration: Kueue's job reconciler for ESPOJobs.
+func startIntegration(t *testing.T, ns string) {
+	operatorManager(t, ns, func(ctx context.Context, mgr ctrl.Manager) error {
+		return espokueue.SetupWithManager(ctx, mgr, podOptions)
 	})
 }
 
@@ -379,4 +396,26 @@ func TestHigherPriorityJobPreemptsARunningOne(t *testing.T) {
 	succeed(g, urgent)
 	g.Eventually(func() bool { return getJob(g, preempted).Spec.RunPolicy.Suspend }, timeout, poll).Should(BeFalse())
 	expectAdmittedWithFlavor(g, preempted)
+}
+
+// TestJobCreatedRunningWaitsForAdmission: a job that names a queue but is created
+// running (not suspended) gets no pods from the controller until Kueue admitted it;
+// here the integration starts later, so nothing suspends the job meanwhile.
+func TestJobCreatedRunningWaitsForAdmission(t *testing.T) {
+	installKueueAndRBAC(t)
+	g := NewWithT(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "espo-kueue-"}}
+	g.Expect(env.Client.Create(context.Background(), ns)).To(Succeed())
+	queue := queueWithQuota(t, g, ns.Name, "2", nil)
+	startKueue(t)
+	startController(t, ns.Name)
+
+	eager := builders.MakeESPOJob("eager", ns.Name).Label(espokueue.QueueLabel, queue).Replicas(1).
+		Resources(corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}).Obj()
+	g.Expect(env.Client.Create(context.Background(), eager)).To(Succeed())
+	g.Consistently(func() *corev1.Pod { return trainerPod(g, eager) }, 2*time.Second, poll).Should(BeNil())
+
+	startIntegration(t, ns.Name)
+	expectAdmittedWithFlavor(g, eager)
+	g.Expect(getJob(g, eager).Annotations).To(HaveKeyWithValue(espokueue.AdmittedAnnotation, "true"))
 }

@@ -76,7 +76,7 @@ var podGroupKind = map[trainingv1alpha1.GangPolicy]struct {
 	install string
 }{
 	trainingv1alpha1.GangPodGroup: {schema.GroupVersionKind{Group: "scheduling.k8s.io", Version: "v1beta1", Kind: "PodGroup"},
-		"enable the API server's feature gate GenericWorkload and --runtime-config=scheduling.k8s.io/v1beta1=true, and the scheduler's GenericWorkload and GangScheduling gates"},
+		"enable the feature gate GenericWorkload on the API server (with --runtime-config=scheduling.k8s.io/v1beta1=true) and on kube-scheduler (where it turns on the GangScheduling plugin)"},
 	trainingv1alpha1.GangCoscheduling: {schema.GroupVersionKind{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Kind: "PodGroup"},
 		"install scheduler-plugins with the coscheduling plugin and its PodGroup CRD"},
 	trainingv1alpha1.GangVolcano: {schema.GroupVersionKind{Group: "scheduling.volcano.sh", Version: "v1beta1", Kind: "PodGroup"},
@@ -222,14 +222,16 @@ func podGroupCompanion(desired *unstructured.Unstructured) companion {
 	}
 }
 
-// errPodGroupUnavailable says the cluster does not serve the PodGroup kind of the
-// job's gang policy.
-var errPodGroupUnavailable = errors.New("PodGroup kind not served")
+// podGroupUnavailableError says the cluster does not serve the PodGroup kind of the
+// job's gang policy, and what to do about it.
+type podGroupUnavailableError struct{ message string }
+
+func (e *podGroupUnavailableError) Error() string { return e.message }
 
 // applyPodGroup brings the job's PodGroup in line with its gang policy: none under the
 // policy none, else the desired one, recreated when the live one was built from
-// another spec. It returns an error wrapping errPodGroupUnavailable, with a message
-// for the job's condition, when the cluster does not serve the kind.
+// another spec. It returns a *podGroupUnavailableError, whose message is for the
+// job's condition, when the cluster does not serve the kind.
 func (r *ESPOJobReconciler) applyPodGroup(ctx context.Context, job *trainingv1alpha1.ESPOJob) error {
 	desired := desiredPodGroup(job, r.opts.PodOptions)
 	if desired == nil {
@@ -242,9 +244,9 @@ func (r *ESPOJobReconciler) applyPodGroup(ctx context.Context, job *trainingv1al
 	}
 	if meta.IsNoMatchError(err) {
 		kind := podGroupKind[job.Spec.Trainer.Gang()]
-		return fmt.Errorf("%w: spec.trainer.scheduling.gang is %s, but the cluster does not serve %s (%s): %s, "+
-			"or suspend the job and set spec.trainer.scheduling.gang to none", errPodGroupUnavailable,
-			job.Spec.Trainer.Gang(), kind.gvk.Kind, kind.gvk.GroupVersion(), kind.install)
+		return &podGroupUnavailableError{fmt.Sprintf("spec.trainer.scheduling.gang is %s, but the cluster does not serve %s (%s): %s, "+
+			"or suspend the job and set spec.trainer.scheduling.gang to none",
+			job.Spec.Trainer.Gang(), kind.gvk.Kind, kind.gvk.GroupVersion(), kind.install)}
 	}
 	return err
 }
@@ -274,10 +276,11 @@ func (r *ESPOJobReconciler) recreateOutdatedPodGroup(ctx context.Context, job *t
 // it again after podGroupUnavailableRetry, rather than failing the reconcile.
 func (r *ESPOJobReconciler) reconcilePodGroup(ctx context.Context, u *statusUpdate) (ctrl.Result, bool, error) {
 	err := r.applyPodGroup(ctx, u.job)
+	var unavailable *podGroupUnavailableError
 	switch {
 	case err == nil:
 		return ctrl.Result{}, false, nil
-	case errors.Is(err, errPodGroupUnavailable):
+	case errors.As(err, &unavailable):
 		u.setCondition(trainingv1alpha1.ConditionCreated, false, trainingv1alpha1.ReasonPodGroupUnavailable, err.Error())
 		return ctrl.Result{RequeueAfter: podGroupUnavailableRetry}, true, nil
 	default:

@@ -7,7 +7,7 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 
 echo "== test control plane" >&2
-KUBEBUILDER_ASSETS="$(hack/setup-envtest.sh | tail -n1)"
+KUBEBUILDER_ASSETS="$(ESPO_KUBE_SCHEDULER=1 hack/setup-envtest.sh | tail -n1)"  # kube-scheduler too, for test/gang
 export KUBEBUILDER_ASSETS
 
 echo "== python (the PyTorch worker's tests and stubs)" >&2

@@ -29,7 +29,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,15 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
-	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
-	"sigs.k8s.io/kueue/pkg/constants"
-	"sigs.k8s.io/kueue/pkg/controller/core"
-	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
-	"sigs.k8s.io/kueue/pkg/scheduler"
-	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
@@ -77,10 +68,8 @@ func installKueueAndRBAC(t *testing.T) {
 		if err := env.InstallKueueCRDs(); err != nil {
 			t.Fatal(err)
 		}
-		for _, add := range []func(*runtime.Scheme) error{espokueue.AddToScheme, kueueconfig.AddToScheme} {
-			if err := add(env.Scheme); err != nil {
-				t.Fatal(err)
-			}
+		if err := testenv.AddKueueToScheme(env.Scheme); err != nil {
+			t.Fatal(err)
 		}
 		if err := env.BindOperatorRole(operatorUser); err != nil {
 			t.Fatal(err)
@@ -117,28 +106,7 @@ func startManager(t *testing.T, cfg *rest.Config, opts ctrl.Options, setup func(
 // startKueue runs Kueue itself in the test process, as its own binary wires it: the
 // core controllers (queues, flavors, Workloads) and the scheduler that admits.
 func startKueue(t *testing.T) {
-	startManager(t, env.Config, ctrl.Options{}, func(ctx context.Context, mgr ctrl.Manager) error {
-		if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
-			return err
-		}
-		cc := schdcache.New(mgr.GetClient())
-		expectations := preemptexpectations.New()
-		requeuer := qcache.NewRequeuer()
-		if err := mgr.Add(requeuer); err != nil {
-			return err
-		}
-		queues := qcache.NewManager(mgr.GetClient(), cc, requeuer, qcache.WithPreemptionExpectations(expectations))
-		cfg := &kueueconfig.Configuration{}
-		mgr.GetScheme().Default(cfg)
-		if name, err := core.SetupControllers(mgr, queues, cc, cfg, nil, expectations, nil); err != nil {
-			return fmt.Errorf("kueue controller %s: %w", name, err)
-		}
-		go queues.CleanUpOnContext(ctx)
-		go cc.CleanUpOnContext(ctx)
-		//lint:ignore SA1019 Kueue's scheduler takes the old events API's recorder
-		return mgr.Add(scheduler.New(queues, cc, mgr.GetClient(), mgr.GetEventRecorderFor(constants.AdmissionName),
-			scheduler.WithPreemptionExpectations(expectations)))
-	})
+	startManager(t, env.Config, ctrl.Options{}, testenv.SetupKueue)
 }
 
 // startOperator runs the ESPOJob controller and the Kueue integration as the operator

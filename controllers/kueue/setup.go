@@ -22,6 +22,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 
@@ -66,9 +68,16 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o controllers.PodOp
 	}
 	//lint:ignore SA1019 Kueue's jobframework takes the old events API's recorder
 	recorder := mgr.GetEventRecorderFor("kueue-espojob-controller")
-	r, err := jobframework.NewGenericReconcilerFactory(newJob)(ctx, mgr.GetClient(), mgr.GetFieldIndexer(), recorder)
+	r, err := jobframework.NewGenericReconcilerFactory(newJob, named)(ctx, mgr.GetClient(), mgr.GetFieldIndexer(), recorder)
 	if err != nil {
 		return err
 	}
 	return r.SetupWithManager(mgr)
 }
+
+// ControllerName names the integration's controller: Kueue's reconciler would take
+// the kind's name, which the ESPOJob controller already has.
+const ControllerName = "espojob-kueue"
+
+// named gives Kueue's reconciler for ESPOJobs ControllerName.
+func named(b *builder.Builder, _ client.Client) *builder.Builder { return b.Named(ControllerName) }

@@ -378,3 +378,32 @@ func TestARecreatedJobRefusesTheOldJobsCheckpoints(t *testing.T) {
 	}
 	mustKubectl(g, "wait", "-n", ns, "--for=condition=Failed", "espojob/"+name, "--timeout=30s")
 }
+
+// Kueue (in the test process, the manager with --kueue) admits a low-priority job of
+// a queue with quota for one pod; a high-priority job preempts it mid-training: the
+// job is suspended and its trainer checkpoints the step in flight; the urgent job
+// runs and succeeds; the preempted job is admitted again and resumes from that step.
+func TestKueuePreemptionCheckpointsAndResumes(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-kueue")
+	apply(g, ns, testdata("kueue-queue.yaml"))
+	apply(g, ns, testdata("checkpoint-claim.yaml"))
+	name := apply(g, ns, testdata("job-queued-checkpoint.yaml"))
+	pod := runningPods(t, ns, name, 1)[0]
+	waitForTraining(t, ns, name)
+
+	urgent := apply(g, ns, testdata("job-queued-urgent.yaml"))
+	g.Eventually(func(g Gomega) {
+		g.Expect(jobPods(g, ns, name)).To(BeEmpty())
+		g.Expect(getJob(g, ns, name).Status.Phase).To(Equal(trainingv1alpha1.PhaseSuspended))
+	}).WithTimeout(podsChange).WithPolling(poll).Should(Succeed())
+	stopped := training(getJob(g, ns, name))
+	g.Expect(stopped.Message).To(ContainSubstring("stopped on SIGTERM after step"))
+	g.Expect(stopped.LastCheckpoint).NotTo(BeNil())
+	g.Expect(stopped.LastCheckpoint.Step).To(Equal(stopped.Step), "the trainer checkpointed the step it stopped at")
+
+	waitForSucceeded(t, ns, urgent)
+	finishesResumed(t, &pod, stopped.Step, 0)
+	t.Logf("preempted after step %d, resumed at step %d: %d steps lost", stopped.Step, resumedAtStep(g, ns, name), stopped.Step-resumedAtStep(g, ns, name))
+}

@@ -36,7 +36,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/controlplane"
 	"github.com/espo-dev/espo-operator/internal/localcluster"
 	"github.com/espo-dev/espo-operator/test/testenv"
@@ -75,7 +78,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	cp, err := controlplane.Start(assets, filepath.Join(repoRoot, "config", "crd", "bases"))
+	kueueCRDs, err := testenv.KueueCRDDir(repoRoot)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	cp, err := controlplane.Start(assets, filepath.Join(repoRoot, "config", "crd", "bases"), kueueCRDs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -86,6 +94,10 @@ func run(m *testing.M) int {
 	defer func() { cancel(); stopCluster() }()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if err := startKueue(ctx, cp); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: kueue:", err)
 		return 1
 	}
 	manager = &managerProcess{log: filepath.Join(workDir, "manager.log")}
@@ -99,6 +111,28 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: the end of the manager's log:\n%s\n", tail(manager.log, 40))
 	}
 	return code
+}
+
+// startKueue runs Kueue (testenv.SetupKueue) in the test process until ctx ends; the
+// manager runs with --kueue, so that jobs that name a queue are Kueue's.
+func startKueue(ctx context.Context, cp *controlplane.ControlPlane) error {
+	scheme := controllers.NewScheme()
+	if err := testenv.AddKueueToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		return err
+	}
+	if err := testenv.SetupKueue(ctx, mgr); err != nil {
+		return err
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: kueue:", err)
+		}
+	}()
+	return nil
 }
 
 // setUp makes the work folder and builds the espo binary into it.
@@ -190,7 +224,7 @@ func (p *managerProcess) start() error {
 		return err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(espoBin, "manager", "--kubeconfig", kubeconfig,
+	cmd := exec.Command(espoBin, "manager", "--kubeconfig", kubeconfig, "--kueue",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "text")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -35,7 +35,7 @@ func newLocalCommand() *cobra.Command {
 		Use:   "local",
 		Short: "Run a local cluster (etcd, kube-apiserver, a process node) and the sample job on it",
 		Long: `"espo local up" starts etcd and kube-apiserver (built by hack/setup-envtest.sh),
-a node that runs pods as local processes, a scheduler and a garbage collector, installs
+a node that runs pods as local processes, a scheduler (--scheduler) and a garbage collector, installs
 the CRDs with kubectl, prints the KUBECONFIG to use, starts "espo manager", applies the
 sample job (--sample) and shows its progress until it finishes, then its per-stage
 accuracies. "espo local down" stops everything and removes the state folder. Both may
@@ -62,6 +62,7 @@ func newLocalUpCommand(o *localcluster.Local) *cobra.Command {
 	f.Int64Var(&o.GPUs, "gpus", 0, "Number of fake nvidia.com/gpu the node offers")
 	f.StringVar(&o.CPU, "cpu", "", "Allocatable CPU of the node (default: the machine's cores)")
 	f.StringVar(&o.Memory, "memory", "16Gi", "Allocatable memory of the node")
+	addSchedulerFlag(cmd, o)
 	f.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "How long to follow the sample job")
 	return cmd
 }
@@ -96,5 +97,13 @@ func newLocalServeCommand(o *localcluster.Local) *cobra.Command {
 	f.Int64Var(&o.GPUs, "gpus", 0, "Number of fake nvidia.com/gpu")
 	f.StringVar(&o.CPU, "cpu", "", "Allocatable CPU")
 	f.StringVar(&o.Memory, "memory", "16Gi", "Allocatable memory")
+	addSchedulerFlag(cmd, o)
 	return cmd
+}
+
+// addSchedulerFlag is --scheduler, of "up" and of the "serve" it starts.
+func addSchedulerFlag(cmd *cobra.Command, o *localcluster.Local) {
+	o.Scheduler = localcluster.SchedulerBuiltin
+	cmd.Flags().Var(&o.Scheduler, "scheduler", `Scheduler of the pods: "builtin" (a minimal one, no build), or "kube" (a real kube-scheduler `+
+		`of the control plane's release with gang scheduling for gang: podGroup; built on first use, about 1.5 minutes)`)
 }

@@ -18,11 +18,13 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"github.com/spf13/cobra"
 
 	"github.com/espo-dev/espo-operator/internal/localcluster"
 	"github.com/espo-dev/espo-operator/test/testenv"
@@ -52,4 +54,24 @@ func TestLocalDownWithNothingRunningSucceedsTwice(t *testing.T) {
 		g.Expect(cmd.Execute()).To(Succeed())
 		g.Expect(out.String()).To(ContainSubstring("Local cluster stopped"))
 	}
+}
+
+// TestLocalSchedulerFlag: "up" and the "serve" it starts both take --scheduler
+// (builtin by default, or kube), and refuse another value, naming the flag.
+func TestLocalSchedulerFlag(t *testing.T) {
+	for _, newCommand := range []func(*localcluster.Local) *cobra.Command{newLocalUpCommand, newLocalServeCommand} {
+		g := NewWithT(t)
+		o := &localcluster.Local{}
+		cmd := newCommand(o)
+		g.Expect(o.Scheduler).To(Equal(localcluster.SchedulerBuiltin), "%s: default", cmd.Name())
+		g.Expect(cmd.ParseFlags([]string{"--scheduler", "kube"})).To(Succeed(), cmd.Name())
+		g.Expect(o.Scheduler).To(Equal(localcluster.SchedulerKube), cmd.Name())
+	}
+
+	g := NewWithT(t)
+	cmd := newRootCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"local", "up", "--state-dir", t.TempDir(), "--scheduler", "volcano"})
+	g.Expect(cmd.Execute()).To(MatchError(And(ContainSubstring(`"--scheduler" flag`), ContainSubstring(`"volcano" is not a scheduler: use builtin or kube`))))
 }

@@ -142,9 +142,9 @@ func startIntegration(t *testing.T, ns string) {
 }
 
 // queueWithQuota creates a ResourceFlavor whose nodes carry poolLabel=a100 and a
-// taint the flavor tolerates, a ClusterQueue with cpus of it and the preemption
-// policy, and a LocalQueue in ns. It returns the LocalQueue's name.
-func queueWithQuota(t *testing.T, g Gomega, ns string, cpus string, preemption *kueuev1beta2.ClusterQueuePreemption) string {
+// taint the flavor tolerates, a ClusterQueue with cpus of it (tuned by tune when not
+// nil), and a LocalQueue in ns. It returns the LocalQueue's name.
+func queueWithQuota(t *testing.T, g Gomega, ns string, cpus string, tune func(*kueuev1beta2.ClusterQueueSpec)) string {
 	ctx := context.Background()
 	name := ns // the cluster-scoped objects are the test's own
 	flavor := &kueuev1beta2.ResourceFlavor{
@@ -158,7 +158,6 @@ func queueWithQuota(t *testing.T, g Gomega, ns string, cpus string, preemption *
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: kueuev1beta2.ClusterQueueSpec{
 			NamespaceSelector: &metav1.LabelSelector{},
-			Preemption:        preemption,
 			ResourceGroups: []kueuev1beta2.ResourceGroup{{
 				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
 				Flavors: []kueuev1beta2.FlavorQuotas{{
@@ -167,6 +166,9 @@ func queueWithQuota(t *testing.T, g Gomega, ns string, cpus string, preemption *
 				}},
 			}},
 		},
+	}
+	if tune != nil {
+		tune(&cq.Spec)
 	}
 	lq := &kueuev1beta2.LocalQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: "lq", Namespace: ns},
@@ -277,14 +279,14 @@ func succeed(g Gomega, job *trainingv1alpha1.ESPOJob) {
 	}, timeout, poll).Should(Succeed())
 }
 
-// setup starts Kueue and the operator on a new namespace with a queue of two cpus and
-// the preemption policy, and returns the namespace and the LocalQueue's name.
-func setup(t *testing.T, preemption *kueuev1beta2.ClusterQueuePreemption) (Gomega, string, string) {
+// setup starts Kueue and the operator on a new namespace with a queue of two cpus,
+// tuned by tune when not nil, and returns the namespace and the LocalQueue's name.
+func setup(t *testing.T, tune func(*kueuev1beta2.ClusterQueueSpec)) (Gomega, string, string) {
 	installKueueAndRBAC(t)
 	g := NewWithT(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "espo-kueue-"}}
 	g.Expect(env.Client.Create(context.Background(), ns)).To(Succeed())
-	queue := queueWithQuota(t, g, ns.Name, "2", preemption)
+	queue := queueWithQuota(t, g, ns.Name, "2", tune)
 	startKueue(t)
 	startOperator(t, ns.Name)
 	return g, ns.Name, queue
@@ -340,7 +342,9 @@ func priorityClass(t *testing.T, g Gomega, name string, value int32) string {
 // high-priority job runs on the flavor; when that one finishes, the preempted job is
 // admitted again and its pods come back.
 func TestHigherPriorityJobPreemptsARunningOne(t *testing.T) {
-	g, ns, queue := setup(t, &kueuev1beta2.ClusterQueuePreemption{WithinClusterQueue: kueuev1beta2.PreemptionPolicyLowerPriority})
+	g, ns, queue := setup(t, func(cq *kueuev1beta2.ClusterQueueSpec) {
+		cq.Preemption = &kueuev1beta2.ClusterQueuePreemption{WithinClusterQueue: kueuev1beta2.PreemptionPolicyLowerPriority}
+	})
 	low := priorityClass(t, g, ns+"-low", 100)
 	high := priorityClass(t, g, ns+"-high", 1000)
 	lows := []*trainingv1alpha1.ESPOJob{queuedJob(g, ns, "low-a", queue, low), queuedJob(g, ns, "low-b", queue, low)}
@@ -386,4 +390,52 @@ func TestJobCreatedRunningWaitsForAdmission(t *testing.T) {
 	startIntegration(t, ns.Name)
 	expectAdmittedWithFlavor(g, eager)
 	g.Expect(getJob(g, eager).Annotations).To(HaveKeyWithValue(espokueue.AdmittedAnnotation, "true"))
+}
+
+// TestAdmissionCheckPodSetUpdatesReachThePods: a ClusterQueue with an admission
+// check: the job's Workload reserves quota and the job stays suspended until the
+// check (the test plays its controller) is Ready; its pod-set updates (a label, a
+// node label, a toleration) then land in the trainer pods beside the flavor's.
+func TestAdmissionCheckPodSetUpdatesReachThePods(t *testing.T) {
+	installKueueAndRBAC(t)
+	ctx := context.Background()
+	var g Gomega = NewWithT(t)
+	check := &kueuev1beta2.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{GenerateName: "espo-check-"},
+		Spec: kueuev1beta2.AdmissionCheckSpec{ControllerName: "espo.dev/test-check"}}
+	g.Expect(env.Client.Create(ctx, check)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), check) })
+	apimeta.SetStatusCondition(&check.Status.Conditions, metav1.Condition{Type: kueuev1beta2.AdmissionCheckActive,
+		Status: metav1.ConditionTrue, Reason: "Active", Message: "the test plays the check's controller"})
+	g.Expect(env.Client.Status().Update(ctx, check)).To(Succeed())
+
+	g, ns, queue := setup(t, func(cq *kueuev1beta2.ClusterQueueSpec) {
+		cq.AdmissionChecksStrategy = &kueuev1beta2.AdmissionChecksStrategy{
+			AdmissionChecks: []kueuev1beta2.AdmissionCheckStrategyRule{{Name: kueuev1beta2.AdmissionCheckReference(check.Name)}}}
+	})
+	job := queuedJob(g, ns, "checked", queue, "")
+	g.Eventually(func() bool {
+		wl := workloadOf(g, job)
+		return wl != nil && apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1beta2.WorkloadQuotaReserved) && len(wl.Status.AdmissionChecks) == 1
+	}, timeout, poll).Should(BeTrue(), "quota reserved, the check pending")
+	g.Expect(getJob(g, job).Spec.RunPolicy.Suspend).To(BeTrue(), "not admitted before the check is ready")
+
+	g.Eventually(func() error {
+		wl := workloadOf(g, job)
+		wl.Status.AdmissionChecks[0].State = kueuev1beta2.CheckStateReady
+		wl.Status.AdmissionChecks[0].Message = "provisioned"
+		wl.Status.AdmissionChecks[0].LastTransitionTime = metav1.Now()
+		wl.Status.AdmissionChecks[0].PodSetUpdates = []kueuev1beta2.PodSetUpdate{{
+			Name:         espokueue.PodSetName,
+			Labels:       map[string]string{"espo.dev/checked": "yes"},
+			NodeSelector: map[string]string{"espo.dev/zone": "z1"},
+			Tolerations:  []corev1.Toleration{{Key: "espo.dev/provisioned", Operator: corev1.TolerationOpExists}},
+		}}
+		return env.Client.Status().Update(ctx, wl)
+	}, timeout, poll).Should(Succeed())
+
+	expectAdmittedWithFlavor(g, job)
+	p := trainerPod(g, job)
+	g.Expect(p.Labels).To(HaveKeyWithValue("espo.dev/checked", "yes"))
+	g.Expect(p.Spec.NodeSelector).To(HaveKeyWithValue("espo.dev/zone", "z1"))
+	g.Expect(p.Spec.Tolerations).To(ContainElement(HaveField("Key", "espo.dev/provisioned")))
 }

@@ -26,7 +26,8 @@ import (
 // ControlPlane is a running etcd and kube-apiserver, started with controller-runtime's
 // envtest from the binaries hack/setup-envtest.sh builds: RBAC authorization,
 // service-account tokens signed by keys of its own (TokenRequest works), and no
-// kube-controller-manager, kube-scheduler or kubelet.
+// kube-controller-manager or kubelet; kube-scheduler only when StartKubeScheduler
+// starts it.
 type ControlPlane struct {
 	// Config reaches the API server as a cluster administrator.
 	Config *rest.Config
@@ -34,10 +35,28 @@ type ControlPlane struct {
 	admin  *envtest.AuthenticatedUser
 }
 
-// StartControlPlane starts etcd and kube-apiserver from the folder assets (see
-// Assets) and installs the CRDs of crdDirs, if any.
+// Start starts etcd and kube-apiserver from the folder assets (see Assets) and
+// installs the CRDs of crdDirs, if any.
 func Start(assets string, crdDirs ...string) (*ControlPlane, error) {
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0}
+	return start(newEnvironment(assets, crdDirs))
+}
+
+// StartWithPodGroups is Start with Kubernetes' own PodGroup API served: the
+// GenericWorkload feature gate on and scheduling.k8s.io/v1beta1 enabled, which a
+// kube-scheduler with the same gate (StartKubeScheduler) places as gangs.
+func StartWithPodGroups(assets string, crdDirs ...string) (*ControlPlane, error) {
+	env := newEnvironment(assets, crdDirs)
+	env.ControlPlane.GetAPIServer().Configure().
+		Set("feature-gates", GangFeatureGate).
+		Set("runtime-config", "scheduling.k8s.io/v1beta1=true")
+	return start(env)
+}
+
+func newEnvironment(assets string, crdDirs []string) *envtest.Environment {
+	return &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0}
+}
+
+func start(env *envtest.Environment) (*ControlPlane, error) {
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)

@@ -24,18 +24,31 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// RunningNode is a process node that runs with its scheduler and garbage collector
-// (StartNode).
+// RunningNode is a process node that runs with its garbage collector and, unless a
+// kube-scheduler binds the pods, its scheduler (StartNode).
 type RunningNode struct {
 	*Node
 	stopped chan error
 }
 
+// StartOption changes what StartNode runs beside the node.
+type StartOption func(*startOptions)
+
+type startOptions struct{ scheduler bool }
+
+// WithoutScheduler makes StartNode start no Scheduler, for a cluster whose
+// kube-scheduler binds the pods.
+func WithoutScheduler() StartOption { return func(o *startOptions) { o.scheduler = false } }
+
 // StartNode makes the process node of cfg on the API server rc reaches and runs it,
-// with a scheduler that binds pods to it and the garbage collector, until ctx is
-// done. It returns once the node is ready, or fails when it is not within
-// readyTimeout; the node then still runs until ctx is done.
-func StartNode(ctx context.Context, cfg Config, rc *rest.Config, readyTimeout time.Duration) (*RunningNode, error) {
+// with a scheduler that binds pods to it (unless WithoutScheduler) and the garbage
+// collector, until ctx is done. It returns once the node is ready, or fails when it
+// is not within readyTimeout; the node then still runs until ctx is done.
+func StartNode(ctx context.Context, cfg Config, rc *rest.Config, readyTimeout time.Duration, opts ...StartOption) (*RunningNode, error) {
+	o := startOptions{scheduler: true}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	node, err := NewNode(cfg, rc)
 	if err != nil {
 		return nil, err
@@ -44,14 +57,19 @@ func StartNode(ctx context.Context, cfg Config, rc *rest.Config, readyTimeout ti
 	if err != nil {
 		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, err
+	var sched *Scheduler
+	if o.scheduler {
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		sched = NewScheduler(cs, node.Name(), cfg.Clock, cfg.Log)
 	}
-	sched := NewScheduler(cs, node.Name(), cfg.Clock, cfg.Log)
 	r := &RunningNode{Node: node, stopped: make(chan error, 1)}
 	go func() { r.stopped <- node.Run(ctx) }()
-	go func() { _ = sched.Run(ctx) }()
+	if sched != nil {
+		go func() { _ = sched.Run(ctx) }()
+	}
 	go func() { _ = gc.Run(ctx) }()
 	return r, node.WaitReady(ctx, readyTimeout)
 }

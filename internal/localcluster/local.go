@@ -79,6 +79,8 @@ type Local struct {
 	// CPU and Memory are the node's allocatable resources (quantities); an empty CPU is
 	// the machine's cores.
 	CPU, Memory string
+	// Scheduler is which scheduler binds the pods; empty: builtin.
+	Scheduler SchedulerKind
 	// Timeout is how long Up follows the sample job.
 	Timeout time.Duration
 	// Clock times the waits.
@@ -88,6 +90,10 @@ type Local struct {
 	// Start starts "espo args..." in the background as StartDetached does (which it is
 	// when nil); tests replace it.
 	Start func(pidPath, logPath string, args ...string) (int, error)
+	// Assets finds the control plane's binaries (kube-scheduler included with
+	// SchedulerKube) of the repository at repoRoot, building them on first use; nil:
+	// controlplane.Assets or controlplane.AssetsWithKubeScheduler. Tests replace it.
+	Assets func(repoRoot string) (string, error)
 }
 
 func (l *Local) path(name string) string { return filepath.Join(l.StateDir, name) }
@@ -142,7 +148,11 @@ func (l *Local) ensureCluster(ctx context.Context) error {
 	}
 	_ = os.Remove(l.path(fileReady))
 	killListed(l.path(fileControlPlanePIDs)) // left by a serve that was killed
-	args := []string{"local", "serve", "--state-dir", l.StateDir, "--gpus", strconv.FormatInt(l.GPUs, 10), "--memory", l.Memory}
+	if err := l.buildKubeScheduler(); err != nil {
+		return err
+	}
+	args := []string{"local", "serve", "--state-dir", l.StateDir, "--gpus", strconv.FormatInt(l.GPUs, 10), "--memory", l.Memory,
+		"--scheduler", l.Scheduler.String()}
 	if l.CPU != "" {
 		args = append(args, "--cpu", l.CPU)
 	}
@@ -151,6 +161,34 @@ func (l *Local) ensureCluster(ctx context.Context) error {
 	}
 	fmt.Fprintf(l.Out, "Starting etcd, kube-apiserver and the process node (log: %s) ...\n", l.path(fileServeLog))
 	return l.waitServeReady(ctx)
+}
+
+// buildKubeScheduler builds kube-scheduler, with SchedulerKube, unless it is built:
+// here, with the script's progress on stderr, rather than in serve, whose start
+// "up" waits for only clusterStartTimeout.
+func (l *Local) buildKubeScheduler() error {
+	if l.Scheduler != SchedulerKube {
+		return nil
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(l.Out, "Finding kube-scheduler for --scheduler=kube (built once, about 1.5 minutes on 2 cores) ...")
+	_, err = l.assets(root)
+	return err
+}
+
+// assets is l.Assets, or controlplane's for l.Scheduler.
+func (l *Local) assets(repoRoot string) (string, error) {
+	switch {
+	case l.Assets != nil:
+		return l.Assets(repoRoot)
+	case l.Scheduler == SchedulerKube:
+		return controlplane.AssetsWithKubeScheduler(repoRoot)
+	default:
+		return controlplane.Assets(repoRoot)
+	}
 }
 
 // waitServeReady waits until serve has written the ready file, and fails when serve
@@ -208,23 +246,38 @@ func StartDetached(pidPath, logPath string, args ...string) (int, error) {
 }
 
 // Serve runs the cluster until ctx is done: the control plane, the process node,
-// the scheduler and the garbage collector. It writes the admin kubeconfig, then the
-// ready file once the node is ready.
+// the scheduler (this package's, or kube-scheduler with SchedulerKube) and the
+// garbage collector. It writes the admin kubeconfig, then the ready file once the
+// node is ready. A kube-scheduler that exits on its own stops the cluster.
 func (l *Local) Serve(ctx context.Context) error {
 	klog.SetLogger(logr.Discard())
 	root, err := os.Getwd()
 	if err != nil {
 		return err
 	}
-	assets, err := controlplane.Assets(root)
+	assets, err := l.assets(root)
 	if err != nil {
 		return err
 	}
-	cp, err := controlplane.Start(assets)
+	start := controlplane.Start
+	if l.Scheduler == SchedulerKube {
+		start = controlplane.StartWithPodGroups
+	}
+	cp, err := start(assets)
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
+	var opts []StartOption
+	var ks *controlplane.KubeScheduler
+	schedulerExited := make(<-chan struct{}) // never closed: builtin
+	if l.Scheduler == SchedulerKube {
+		if ks, err = cp.StartKubeScheduler(assets, l.StateDir); err != nil {
+			return err
+		}
+		defer ks.Stop()
+		opts, schedulerExited = append(opts, WithoutScheduler()), ks.Done()
+	}
 	if err := writeProcs(l.path(fileControlPlanePIDs), childrenNamed(os.Getpid(), controlPlaneCommands...)); err != nil {
 		return err
 	}
@@ -241,16 +294,21 @@ func (l *Local) Serve(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	node, err := StartNode(ctx, cfg, cp.Config, clusterStartTimeout)
+	node, err := StartNode(ctx, cfg, cp.Config, clusterStartTimeout, opts...)
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(l.path(fileReady), nil, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintln(l.Out, "local cluster ready; API server", cp.Config.Host, "node", node.Name(), "kubelet", node.KubeletAddr())
-	<-ctx.Done()
-	return <-node.Stopped()
+	fmt.Fprintln(l.Out, "local cluster ready; API server", cp.Config.Host, "node", node.Name(), "kubelet", node.KubeletAddr(), "scheduler", l.Scheduler.String())
+	select {
+	case <-ctx.Done():
+		return <-node.Stopped()
+	case <-schedulerExited:
+		cancel()
+		return errors.Join(ks.Err(), <-node.Stopped())
+	}
 }
 
 // nodeConfig is the process node's configuration: its state under <state>/node, its

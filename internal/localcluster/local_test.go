@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -141,9 +142,40 @@ func TestLocalUpKillsTheControlPlaneOfAServeThatIsGone(t *testing.T) {
 	g.Expect(killedBy(t, cp)).To(Equal(syscall.SIGKILL), "the control plane left behind")
 	g.Expect(o.path(fileControlPlanePIDs)).NotTo(BeAnExistingFile())
 	g.Expect(starts).To(HaveLen(1))
-	g.Expect(starts[0]).To(HaveExactElements("local", "serve", "--state-dir", o.StateDir, "--gpus", "0", "--memory", "16Gi"))
+	g.Expect(starts[0]).To(HaveExactElements("local", "serve", "--state-dir", o.StateDir, "--gpus", "0", "--memory", "16Gi", "--scheduler", "builtin"))
 	g.Expect(c.waits).To(Equal(1))
 	g.Expect(out.String()).To(ContainSubstring("Starting etcd, kube-apiserver"))
+}
+
+// TestLocalUpWithKubeSchedulerBuildsItBeforeServe: "up --scheduler=kube" finds (or
+// builds) kube-scheduler itself, before it starts serve, whose start it waits for only
+// clusterStartTimeout, and passes the flag on; a failed build starts no serve.
+func TestLocalUpWithKubeSchedulerBuildsItBeforeServe(t *testing.T) {
+	g := NewWithT(t)
+	var starts [][]string
+	o, _, out, _ := localWithControlPlane(t, &starts)
+	o.Scheduler = SchedulerKube
+	var built []string
+	o.Assets = func(root string) (string, error) {
+		built = append(built, root)
+		g.Expect(starts).To(BeEmpty(), "serve started before kube-scheduler was built")
+		return "/assets", nil
+	}
+
+	g.Expect(o.ensureCluster(context.Background())).To(Succeed())
+	wd, _ := os.Getwd()
+	g.Expect(built).To(HaveExactElements(wd))
+	g.Expect(starts).To(HaveLen(1))
+	i := slices.Index(starts[0], "--scheduler")
+	g.Expect(i).To(BeNumerically(">", 0), "serve's arguments %q", starts[0])
+	g.Expect(starts[0][i+1:]).To(And(Not(BeEmpty()), WithTransform(func(rest []string) string { return rest[0] }, Equal("kube"))),
+		"serve's arguments %q", starts[0])
+	g.Expect(out.String()).To(ContainSubstring("kube-scheduler"))
+
+	o.Assets = func(string) (string, error) { return "", errors.New("hack/setup-envtest.sh: exit status 1") }
+	g.Expect(os.Remove(o.path(fileServePID))).To(Succeed())
+	g.Expect(o.ensureCluster(context.Background())).To(MatchError(ContainSubstring("setup-envtest.sh")))
+	g.Expect(starts).To(HaveLen(1), "serve started without kube-scheduler")
 }
 
 func TestLocalUpFailsWhenTheServeItWaitsForStops(t *testing.T) {

@@ -26,11 +26,12 @@ import (
 	"syscall"
 )
 
-// The control plane's processes. envtest starts each in a process group of its own,
-// so stopping the "local serve" group does not reach them when serve itself was
-// killed; serve records them (fileControlPlanePIDs) for "down" and the next "up" to
-// stop.
-var controlPlaneCommands = []string{"etcd", "kube-apiserver"}
+// The control plane's processes. envtest starts etcd and kube-apiserver each in a
+// process group of its own, so stopping the "local serve" group does not reach them
+// when serve itself was killed; kube-scheduler (--scheduler=kube) is in serve's group
+// but outlives a killed serve as well. Serve records them (fileControlPlanePIDs) for
+// "down" and the next "up" to stop.
+var controlPlaneCommands = []string{"etcd", "kube-apiserver", "kube-scheduler"}
 
 // proc identifies a process: its pid, its start time (in clock ticks after boot) and
 // its command name, which tell it from a later process that reuses the pid (after a

@@ -22,24 +22,17 @@ limitations under the License.
 package gang_test
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/controlplane"
 	"github.com/espo-dev/espo-operator/test/testenv"
 )
-
-// gangFeature is the feature gate of the PodGroup API and of the scheduler's gang
-// plugin.
-const gangFeature = "GenericWorkload=true"
 
 var (
 	env *testenv.Env
@@ -63,81 +56,32 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	os.Setenv("ESPO_KUBE_SCHEDULER", "1")
-	assets, err := controlplane.Assets(root)
+	assets, err := controlplane.AssetsWithKubeScheduler(root)
 	if err != nil {
 		return 0, err
 	}
-	scheduler := filepath.Join(assets, "kube-scheduler")
-	if _, err := os.Stat(scheduler); err != nil {
-		return 0, fmt.Errorf("no kube-scheduler in %s (KUBEBUILDER_ASSETS): run ESPO_KUBE_SCHEDULER=1 hack/setup-envtest.sh and use the folder it prints", assets)
+	cp, err := controlplane.StartWithPodGroups(assets, filepath.Join(root, "config", "crd", "bases"))
+	if err != nil {
+		return 0, err
 	}
+	defer func() { _ = cp.Stop() }()
 	s := controllers.NewScheme()
-	te := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                s,
-	}
-	te.ControlPlane.GetAPIServer().Configure().
-		Set("feature-gates", gangFeature).
-		Set("runtime-config", "scheduling.k8s.io/v1beta1=true")
-	cfg, err := te.Start()
-	if err != nil {
-		return 0, fmt.Errorf("starting the control plane: %w", err)
-	}
-	defer func() { _ = te.Stop() }()
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := client.New(cp.Config, client.Options{Scheme: s})
 	if err != nil {
 		return 0, err
 	}
-	env = &testenv.Env{Config: cfg, Client: c, Scheme: s, RepoRoot: root}
+	env = &testenv.Env{Config: cp.Config, Client: c, Scheme: s, RepoRoot: root}
 
-	stop, err := startScheduler(te, scheduler)
-	if err != nil {
-		return 0, err
-	}
-	defer stop()
-	return m.Run(), nil
-}
-
-// startScheduler runs kube-scheduler against the control plane, as a cluster
-// administrator, with the gang feature on and no leader election or serving port, its
-// output into schedulerLog, and returns how to stop it.
-func startScheduler(te *envtest.Environment, binary string) (func(), error) {
-	user, err := te.AddUser(envtest.User{Name: "kube-scheduler-under-test", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "espo-gang-scheduler-")
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		return nil, err
-	}
-	schedulerLog = filepath.Join(dir, "kube-scheduler.log")
-	out, err := os.Create(schedulerLog)
+	defer os.RemoveAll(dir)
+	scheduler, err := cp.StartKubeScheduler(assets, dir)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, binary, "--kubeconfig="+path, "--leader-elect=false", "--secure-port=0",
-		"--feature-gates="+gangFeature, "-v=2")
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		cancel()
-		return nil, fmt.Errorf("starting kube-scheduler: %w", err)
-	}
-	return func() {
-		cancel()
-		_ = cmd.Wait()
-		out.Close()
-		os.RemoveAll(dir)
-	}, nil
+	defer scheduler.Stop()
+	schedulerLog = scheduler.LogPath
+	return m.Run(), nil
 }

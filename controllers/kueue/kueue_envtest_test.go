@@ -263,20 +263,40 @@ func expectAdmittedWithFlavor(g Gomega, job *trainingv1alpha1.ESPOJob) {
 	g.Expect(wl.Spec.PodSets[0].Count).To(Equal(int32(1)))
 }
 
-// succeed makes the job's trainer exit 0, as the kubelet would report it.
-func succeed(g Gomega, job *trainingv1alpha1.ESPOJob) {
+// runReady makes the job's trainer pod run and be ready, as the kubelet would report it.
+func runReady(g Gomega, job *trainingv1alpha1.ESPOJob) {
+	setTrainerStatus(g, job, func(p *corev1.Pod) corev1.PodStatus {
+		st := corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		for _, c := range p.Spec.Containers {
+			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}})
+		}
+		return st
+	})
+}
+
+// setTrainerStatus sets the status of the job's trainer pod to status(pod).
+func setTrainerStatus(g Gomega, job *trainingv1alpha1.ESPOJob, status func(*corev1.Pod) corev1.PodStatus) {
 	g.Eventually(func() error {
 		p := trainerPod(g, job)
 		if p == nil {
 			return fmt.Errorf("no trainer pod")
 		}
-		p.Status = corev1.PodStatus{Phase: corev1.PodSucceeded}
-		for _, c := range p.Spec.Containers {
-			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
-				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}})
-		}
+		p.Status = status(p)
 		return env.Client.Status().Update(context.Background(), p)
 	}, timeout, poll).Should(Succeed())
+}
+
+// succeed makes the job's trainer exit 0, as the kubelet would report it.
+func succeed(g Gomega, job *trainingv1alpha1.ESPOJob) {
+	setTrainerStatus(g, job, func(p *corev1.Pod) corev1.PodStatus {
+		st := corev1.PodStatus{Phase: corev1.PodSucceeded}
+		for _, c := range p.Spec.Containers {
+			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}})
+		}
+		return st
+	})
 }
 
 // setup starts Kueue and the operator on a new namespace with a queue of two cpus,
@@ -318,6 +338,11 @@ func TestQuotaForTwoAdmitsTwoOfThreeThenTheThird(t *testing.T) {
 	}, timeout, poll).Should(And(
 		HaveField("Status", metav1.ConditionFalse),
 		HaveField("Message", ContainSubstring("insufficient unused quota for cpu"))))
+
+	runReady(g, admitted[1])
+	g.Eventually(func() bool {
+		return apimeta.IsStatusConditionTrue(workloadOf(g, admitted[1]).Status.Conditions, kueuev1beta2.WorkloadPodsReady)
+	}, timeout, poll).Should(BeTrue(), "the Workload reports PodsReady once the trainer pod is ready")
 
 	succeed(g, admitted[0])
 	g.Eventually(func() bool {

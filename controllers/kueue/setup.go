@@ -24,7 +24,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -53,7 +55,8 @@ func AddToScheme(s *runtime.Scheme) error { return kueuev1beta2.AddToScheme(s) }
 
 // SetupWithManager registers with mgr Kueue's generic job reconciler for ESPOJobs: it
 // creates a Workload for each job that names a LocalQueue, suspends such a job until
-// Kueue admits its Workload, and finishes the Workload when the job finishes. The
+// Kueue admits its Workload, reports the Workload's PodsReady condition, and finishes
+// the Workload when the job finishes. The
 // Workloads' pod template is built with o, the options of the ESPOJob controller.
 // mgr's scheme must hold Kueue's API (AddToScheme).
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o controllers.PodOptions) error {
@@ -68,7 +71,12 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o controllers.PodOp
 	}
 	//lint:ignore SA1019 Kueue's jobframework takes the old events API's recorder
 	recorder := mgr.GetEventRecorderFor("kueue-espojob-controller")
-	r, err := jobframework.NewGenericReconcilerFactory(newJob, named)(ctx, mgr.GetClient(), mgr.GetFieldIndexer(), recorder)
+	r, err := jobframework.NewGenericReconcilerFactory(newJob, named)(ctx, mgr.GetClient(), mgr.GetFieldIndexer(), recorder,
+		// The PodsReady condition, for a Kueue configured with waitForPodsReady (one
+		// without ignores it). Kueue's reconciler asks its scheduler cache only
+		// whether to record local-queue metrics: an empty one says no.
+		jobframework.WithWaitForPodsReady(&kueueconfig.WaitForPodsReady{}),
+		jobframework.WithCache(schdcache.New(mgr.GetClient())))
 	if err != nil {
 		return err
 	}

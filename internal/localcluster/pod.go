@@ -58,6 +58,7 @@ type podRun struct {
 	done   chan struct{}
 
 	mu         sync.Mutex
+	notifyMu   sync.Mutex // orders notify's snapshots
 	pod        *corev1.Pod
 	waiting    *prepError // why the pod cannot start yet, while it cannot
 	started    bool       // the pod's folders and credentials are ready
@@ -291,8 +292,12 @@ func (r *podRun) update(change func()) {
 	r.notify()
 }
 
-// notify hands the pod's current status to the node's pod controller.
+// notify hands the pod's current status to the node's pod controller. Notices go
+// out one at a time, each taken after the one before, so that of two containers
+// ending together the pod controller keeps the later status, never the earlier.
 func (r *podRun) notify() {
+	r.notifyMu.Lock()
+	defer r.notifyMu.Unlock()
 	r.node.notify(r.snapshot())
 }
 

@@ -84,10 +84,12 @@ type ModelSpec struct {
 	// +kubebuilder:validation:items:MaxLength=4096
 	Command []string `json:"command,omitempty"`
 
-	// Endpoint of an external worker, host:port; required when worker is external.
+	// Endpoint of an external worker, host:port with a port of 1-65535; required when worker is
+	// external.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z0-9.-]+:[0-9]{1,5}$') || (int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535)",message="the port of endpoint must be between 1 and 65535"
 	Endpoint string `json:"endpoint,omitempty"`
 
 	// CPU holds the hyper-parameters of the CPU reference policy; only with worker

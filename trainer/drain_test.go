@@ -26,6 +26,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/worker"
@@ -53,6 +54,7 @@ func (d *drainAt) Report(ctx context.Context, s *trainingv1alpha1.TrainingStatus
 func drainedRun(t *testing.T, c *Config, step int64, stage trainingv1alpha1.TrainingStage) (*drainAt, error) {
 	t.Helper()
 	d := &drainAt{step: step, stage: stage, drain: make(chan struct{})}
+	c.Spec.Trainer.StatusInterval = &metav1.Duration{} // report every step: the drain comes with step's report
 	tr, err := New(c, Options{Workers: cpuGang(1), Reporter: d, Drain: d.drain, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)

@@ -118,6 +118,8 @@ type Trainer struct {
 	// advantages of the episode trained last, for Controls.ShuffleCOUT.
 	controls     Controls
 	shuffledCOUT []float64
+	// lastReport is the last report sent (reportStep bounds the rate of reports).
+	lastReport lastReport
 }
 
 // New validates the config, loads the datasets and plans the run.
@@ -360,13 +362,14 @@ func (t *Trainer) record(ctx context.Context, ep *epochPlan, s batchStats, took 
 		"meanStepReward", s.meanReward(), "cout", s.cout, "kl", s.kl, "clipFraction", s.clipFraction,
 		"gradNorm", s.gradNorm, "stepSeconds", took.Seconds(),
 		"eta", (time.Duration(t.status.TotalSteps-t.state.Step) * took).Round(time.Second).String())
-	t.report(ctx)
+	t.reportStep(ctx)
 }
 
 // report sends the current status; a failed report is logged, never fatal.
 func (t *Trainer) report(ctx context.Context) {
 	now := t.now()
 	t.status.LastUpdateTime = &now
+	t.markReported()
 	if err := t.opts.Reporter.Report(ctx, t.status.DeepCopy()); err != nil {
 		t.opts.Log.Error(err, "reporting progress")
 	}

@@ -16,7 +16,12 @@ limitations under the License.
 
 package v1alpha1
 
-import "reflect"
+import (
+	"reflect"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Default fills every unset field of s that has a default with that default: the same
 // values the API server's CRD defaulting writes (a test holds the two together). The
@@ -157,7 +162,13 @@ func (e *EmbedderSpec) Default() {
 func (t *TrainerSpec) Default() {
 	setDefault(&t.Replicas, 1)
 	setDefault(&t.WorkersPerReplica, 1)
+	if t.StatusInterval == nil {
+		t.StatusInterval = &metav1.Duration{Duration: DefaultStatusInterval}
+	}
 }
+
+// DefaultStatusInterval is spec.trainer.statusInterval's default.
+const DefaultStatusInterval = 10 * time.Second
 
 // Default fills the unset fields of p with their defaults. MaxDisruptions has none:
 // unset means no limit.

@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // WorkerKind is the kind of policy worker, the process that holds the model and
@@ -266,4 +267,13 @@ type TrainerSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// StatusInterval is the least time between two progress reports of the trainer
+	// (status.training) after training steps; a change of stage or epoch, an
+	// evaluation and the end are reported at once. At least 1s. Default 10s.
+	// +optional
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="statusInterval must be at least 1s: set it to a duration such as 10s"
+	StatusInterval *metav1.Duration `json:"statusInterval,omitempty"`
 }

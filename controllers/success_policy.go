@@ -32,12 +32,26 @@ import (
 //	            |                         | contract; the report may have been lost
 //	any         | NonFiniteLoss,          | Failed, reason = outcome, no restart: the
 //	            | RewardCollapsed,        | run would repeat it from its checkpoint (or
-//	            | CheckpointMismatch      | refuse the same checkpoint again)
+//	            | CheckpointMismatch,     | refuse the same checkpoint again, read the
+//	            | DatasetInvalid,         | same bytes, cut the same split)
+//	            | SplitEmpty              |
 //	non-zero,   | Error or (none)         | not decided here: a pod failure, for the
 //	or 0        | Error                   | failure policy (restart or backoff limit)
 //
 // Error is retried because it is also what the trainer reports when a worker pod it
 // drives died, which a gang restart cures.
+
+// finalFailure reports whether outcome fails the job without a restart: one that a
+// new pod would only repeat.
+func finalFailure(outcome trainingv1alpha1.TrainingOutcome) bool {
+	switch outcome {
+	case trainingv1alpha1.OutcomeNonFiniteLoss, trainingv1alpha1.OutcomeRewardCollapsed,
+		trainingv1alpha1.OutcomeCheckpointMismatch, trainingv1alpha1.OutcomeDatasetInvalid,
+		trainingv1alpha1.OutcomeSplitEmpty:
+		return true
+	}
+	return false
+}
 
 // applySuccessPolicy finishes the job if rank 0 has terminated with a final outcome,
 // and reports whether it did.
@@ -53,8 +67,7 @@ func applySuccessPolicy(u *statusUpdate, pods *podSet) bool {
 	}
 	exited0 := p.Status.Phase == corev1.PodSucceeded
 	switch {
-	case outcome == trainingv1alpha1.OutcomeNonFiniteLoss || outcome == trainingv1alpha1.OutcomeRewardCollapsed ||
-		outcome == trainingv1alpha1.OutcomeCheckpointMismatch:
+	case finalFailure(outcome):
 		finish(u, false, string(outcome), message)
 	case exited0 && (outcome == trainingv1alpha1.OutcomeCompleted || outcome == trainingv1alpha1.OutcomeTargetReached):
 		finish(u, true, string(outcome), message)

@@ -64,6 +64,14 @@ func TestApplySuccessPolicy(t *testing.T) {
 			job: report(trainingv1alpha1.OutcomeCheckpointMismatch, "checkpoint /checkpoints/x/step-000000000560 belongs to another run"), rank0: exit(1, "Error", ""), wantDone: true,
 			wantCond: ptr.To(cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonCheckpointMismatch, "checkpoint /checkpoints/x/step-000000000560 belongs to another run")),
 		},
+		"DatasetInvalid fails without restart: a new pod would read the same bytes": {
+			job: report(trainingv1alpha1.OutcomeDatasetInvalid, "spec.datasets.sources[0] (web): /data/web/episodes.jsonl:3: invalid JSON"), rank0: exit(1, "Error", ""), wantDone: true,
+			wantCond: ptr.To(cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonDatasetInvalid, "spec.datasets.sources[0] (web): /data/web/episodes.jsonl:3: invalid JSON")),
+		},
+		"SplitEmpty fails without restart: a new pod would cut the same split": {
+			job: report(trainingv1alpha1.OutcomeSplitEmpty, "the split leaves validation empty"), rank0: exit(1, "Error", ""), wantDone: true,
+			wantCond: ptr.To(cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonSplitEmpty, "the split leaves validation empty")),
+		},
 		"Error is left to the failure policy":           {job: report(trainingv1alpha1.OutcomeError, "worker unreachable"), rank0: exit(0, "Completed", "")},
 		"a non-zero exit is left to the failure policy": {job: job.Clone().Obj(), rank0: exit(2, "Error", "")},
 	}

@@ -44,7 +44,8 @@ func LoadSplits(c *Config, fractions [3]float64) (*Splits, error) {
 		src := &c.Spec.Datasets.Sources[i]
 		eps, err := loadSource(c.DataRoot, src)
 		if err != nil {
-			return nil, fmt.Errorf("spec.datasets.sources[%d] (%s): %w", i, src.Name, err)
+			return nil, invalidInput(trainingv1alpha1.OutcomeDatasetInvalid,
+				fmt.Errorf("spec.datasets.sources[%d] (%s): %w", i, src.Name, err))
 		}
 		switch src.Split {
 		case trainingv1alpha1.SplitTrain:
@@ -62,9 +63,35 @@ func LoadSplits(c *Config, fractions [3]float64) (*Splits, error) {
 	s.Validation = append(s.Validation, val...)
 	s.Test = append(s.Test, test...)
 	if len(s.Train) == 0 {
-		return nil, fmt.Errorf("spec.datasets: no training episodes; add episodes or raise spec.datasets.split.train")
+		return nil, invalidInput(trainingv1alpha1.OutcomeSplitEmpty,
+			fmt.Errorf("spec.datasets: no training episodes; add episodes or raise spec.datasets.split.train"))
+	}
+	if err := checkSplitFilled(s, len(pooled), fractions); err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// checkSplitFilled refuses a cut of pooled episodes that leaves the validation or the
+// test set empty although its fraction asks for episodes: a run would train without
+// the evaluations the spec asks for. The error says how many episodes each set got.
+func checkSplitFilled(s *Splits, pooled int, fractions [3]float64) error {
+	if pooled == 0 {
+		return nil
+	}
+	for _, set := range []struct {
+		name     string
+		n        int
+		fraction float64
+	}{{"validation", len(s.Validation), fractions[1]}, {"test", len(s.Test), fractions[2]}} {
+		if set.n == 0 && set.fraction > 0 {
+			return invalidInput(trainingv1alpha1.OutcomeSplitEmpty, fmt.Errorf(
+				"spec.datasets.split: the %d pooled episodes split into train %d, validation %d, test %d: "+
+					"the %s set is empty; add episodes, or set spec.datasets.split.%s to 0 to run without it",
+				pooled, len(s.Train), len(s.Validation), len(s.Test), set.name, set.name))
+		}
+	}
+	return nil
 }
 
 // loadSource reads one source's episodes.

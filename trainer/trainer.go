@@ -87,6 +87,10 @@ type Options struct {
 	// is then no outcome. At every end Run calls Release on the workers, so that
 	// workers asked to stop exit. nil never drains.
 	Drain <-chan struct{}
+	// PodRoot is the folder under which this machine holds the pod's files (the local
+	// mode's $ESPO_POD_ROOT), empty in a cluster: the errors of the datasets name
+	// their files as the pod sees them, without it.
+	PodRoot string
 
 	// embeddingRetryWait waits before a retry of the embedding service
 	// (spec.rewards.intent.embedder) and returns early with ctx's error; nil waits on
@@ -139,7 +143,7 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	}
 	data, err := LoadSplits(cfg, res.Split)
 	if err != nil {
-		return nil, err
+		return nil, inPodPaths(err, opts.PodRoot)
 	}
 	p, err := newPlan(&cfg.Spec.Algorithm, data.Train)
 	if err != nil {

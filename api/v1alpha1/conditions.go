@@ -97,6 +97,10 @@ const (
 	// ReasonCheckpointMismatch: the checkpoint folder holds a checkpoint of another
 	// job or spec, which the trainer refused to resume (Failed).
 	ReasonCheckpointMismatch = string(OutcomeCheckpointMismatch)
+	// ReasonDatasetInvalid: a dataset source cannot be read as episodes (Failed).
+	ReasonDatasetInvalid = string(OutcomeDatasetInvalid)
+	// ReasonSplitEmpty: the split leaves the validation or the test set empty (Failed).
+	ReasonSplitEmpty = string(OutcomeSplitEmpty)
 	// ReasonTrainerError: the trainer reported an error it cannot recover from
 	// (Failed).
 	ReasonTrainerError = "TrainerError"

@@ -142,7 +142,7 @@ const (
 )
 
 // TrainingOutcome is how the trainer ended the run.
-// +kubebuilder:validation:Enum=Completed;TargetReached;RewardCollapsed;NonFiniteLoss;CheckpointMismatch;Error
+// +kubebuilder:validation:Enum=Completed;TargetReached;RewardCollapsed;NonFiniteLoss;CheckpointMismatch;DatasetInvalid;SplitEmpty;Error
 type TrainingOutcome string
 
 // The training outcomes. The controller turns them into the Succeeded or Failed
@@ -161,6 +161,13 @@ const (
 	// trainer refuses to resume; Message names the checkpoint, what differs and the
 	// fix.
 	OutcomeCheckpointMismatch TrainingOutcome = "CheckpointMismatch"
+	// OutcomeDatasetInvalid: a dataset source cannot be read as episodes (a missing,
+	// empty or corrupt file); Message names the source and its path in the pod. A
+	// restart reads the same bytes, so the job fails at once.
+	OutcomeDatasetInvalid TrainingOutcome = "DatasetInvalid"
+	// OutcomeSplitEmpty: the split fractions leave the validation or the test set
+	// empty; Message says how many episodes each set got. The run trains nothing.
+	OutcomeSplitEmpty TrainingOutcome = "SplitEmpty"
 	// OutcomeError: the trainer stopped on an error it cannot recover from (a bad
 	// dataset, an unreachable worker); Message says which.
 	OutcomeError TrainingOutcome = "Error"
@@ -228,7 +235,8 @@ type TrainingStatus struct {
 	LastCheckpoint *CheckpointStatus `json:"lastCheckpoint,omitempty"`
 
 	// Outcome is set when the trainer ends the run: Completed, TargetReached,
-	// RewardCollapsed, NonFiniteLoss, CheckpointMismatch or Error.
+	// RewardCollapsed, NonFiniteLoss, CheckpointMismatch, DatasetInvalid,
+	// SplitEmpty or Error.
 	// +optional
 	Outcome TrainingOutcome `json:"outcome,omitempty"`
 

@@ -38,6 +38,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
+	"github.com/espo-dev/espo-operator/internal/localcluster"
 	"github.com/espo-dev/espo-operator/internal/localcluster/podnet"
 	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/kubereporter"
@@ -146,9 +147,10 @@ func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, lo
 		return err
 	}
 	defer stopMetrics()
-	t, err := trainer.New(cfg, trainer.Options{Workers: workers, Reporter: reporter, Metrics: trainer.NewMetrics(reg), Log: log, Drain: drain})
+	t, err := trainer.New(cfg, trainer.Options{Workers: workers, Reporter: reporter, Metrics: trainer.NewMetrics(reg), Log: log, Drain: drain,
+		PodRoot: os.Getenv(localcluster.EnvPodRoot)})
 	if err != nil {
-		return err
+		return trainer.ReportSetupError(ctx, reporter, err)
 	}
 	rep, err := t.Run(ctx)
 	if err != nil {

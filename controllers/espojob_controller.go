@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -363,7 +364,7 @@ func (r *ESPOJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("adding the espo_jobs gauge: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&trainingv1alpha1.ESPOJob{}).
+		For(&trainingv1alpha1.ESPOJob{}, builder.WithPredicates(ignoreTrainingProgress())).
 		Watches(&corev1.Pod{}, podEventHandler(mgr, r.opts.PodEventBatchPeriod)).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).

@@ -71,6 +71,9 @@ func updatePodStatus(u *statusUpdate, pods *podSet) {
 		u.setCondition(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, podsRunning(running, n))
 	default:
 		reason, msg := pendingProblem(pods.ranks())
+		if reason == "" && u.missingSource != "" {
+			reason, msg = trainingv1alpha1.ReasonVolumeUnavailable, u.missingSource
+		}
 		if reason == "" {
 			reason, msg = trainingv1alpha1.ReasonPodsPending, podsRunning(running, n)
 		}

@@ -52,3 +52,21 @@ func TestCorruptDatasetFailsAtOnceWithDatasetInvalid(t *testing.T) {
 	g.Expect(pods[0].Labels).To(HaveKeyWithValue(controllers.LabelRestartAttempt, "0"))
 	t.Logf("the Failed condition: %q", failed.Message)
 }
+
+// TestMissingConfigMapIsNamedInTheRunningCondition: a ConfigMap source that does not
+// exist leaves the pod waiting for its volume; the job's Running condition names the
+// source and the ConfigMap, not only "0 of 1 trainer pods are running".
+func TestMissingConfigMapIsNamedInTheRunningCondition(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-missing-cm")
+	name := apply(g, ns, testdata("job-missing-configmap.yaml"))
+
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getJob(g, ns, name).Status.Conditions, trainingv1alpha1.ConditionRunning)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(trainingv1alpha1.ReasonVolumeUnavailable))
+		g.Expect(c.Message).To(Equal(`spec.datasets.sources[0] (web): ConfigMap "e2e-no-such-configmap" does not exist in namespace ` +
+			ns + `: create it, or name an existing one in spec.datasets.sources[0].configMap.name`))
+	}).WithTimeout(trainingStarts).WithPolling(poll).Should(Succeed())
+}

@@ -204,12 +204,12 @@ func TestPythonUnitTests(t *testing.T) {
 	t.Logf("%s", out)
 }
 
-// smallRun is a run over a few synthetic episodes: one SFT epoch and one ESPO epoch,
-// G = 2, two episodes per batch, with the tiny model.
+// smallRun is a run over a few synthetic episodes, enough for every split to get one:
+// one SFT epoch and one ESPO epoch, G = 2, two episodes per batch, with the tiny model.
 func smallRun(t *testing.T) *trainer.Config {
 	c := &trainer.Config{OutputDir: t.TempDir()}
 	c.Spec.Datasets.Sources = []trainingv1alpha1.DatasetSource{{Name: "synth",
-		Synthetic: &trainingv1alpha1.SyntheticSource{Channels: []trainingv1alpha1.Channel{"food", "hotel"}, Episodes: 6, Seed: 5}}}
+		Synthetic: &trainingv1alpha1.SyntheticSource{Channels: []trainingv1alpha1.Channel{"food", "hotel"}, Episodes: 10, Seed: 5}}}
 	one := int32(1)
 	c.Spec.Algorithm = trainingv1alpha1.AlgorithmSpec{Name: trainingv1alpha1.AlgorithmESPO, SFTEpochs: &one, Epochs: 1, GroupSize: 2,
 		EpisodesPerBatch: 2, LearningRate: "0.003", Seed: 7}

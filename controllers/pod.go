@@ -61,7 +61,7 @@ const (
 	EnvWorkerListen  = "ESPO_WORKER_LISTEN"
 	// EnvWorkerPaths lists, separated by colons, the folders a worker container may
 	// save to and load from.
-	EnvWorkerPaths        = "ESPO_WORKER_PATHS"
+	EnvWorkerPaths        = trainingv1alpha1.WorkerPathsEnv
 	workerTokenVolumeName = "worker-token"
 	nonRootID             = int64(65532)
 	configVolume          = "config"

@@ -47,9 +47,9 @@ const (
 	WorkerTokenDir = "/var/run/secrets/espo.dev/worker-token"
 	// EnvWorkerTokenFile names the token's file: the trainer sends it, the workers
 	// demand it.
-	EnvWorkerTokenFile = "ESPO_WORKER_TOKEN_FILE"
+	EnvWorkerTokenFile = trainingv1alpha1.WorkerTokenFileEnv
 	// workerTokenBytes is the token's entropy; it is written as hexadecimal.
-	workerTokenBytes = 32
+	workerTokenBytes = trainingv1alpha1.WorkerTokenLength / 2
 )
 
 // desiredWorkerTokenSecret is the job's worker token Secret holding token. It is

@@ -71,6 +71,21 @@ const RunConfigKey = "run.yaml"
 // trainer reads it, so that the key is in neither the run config nor the status.
 const EmbedderAPIKeyEnv = "ESPO_EMBEDDER_API_KEY"
 
+// The contract between the controller, the trainer and the workers about the worker
+// token and the folders a worker may save to and load from.
+const (
+	// WorkerTokenFileEnv names the file with the job's worker token, set in the
+	// trainer container (which sends it) and in every worker container (which
+	// demands it).
+	WorkerTokenFileEnv = "ESPO_WORKER_TOKEN_FILE"
+	// WorkerTokenLength is the length of a worker token: 32 random bytes in
+	// hexadecimal.
+	WorkerTokenLength = 64
+	// WorkerPathsEnv lists, separated by colons, the folders a worker container may
+	// save to and load from.
+	WorkerPathsEnv = "ESPO_WORKER_PATHS"
+)
+
 // InitialCheckpointMountPath is where spec.model.initialCheckpoint's claim is mounted,
 // read-only, in every container that hosts policy workers.
 const InitialCheckpointMountPath = "/initial-checkpoint"

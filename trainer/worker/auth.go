@@ -29,15 +29,17 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // EnvTokenFile names the environment variable with the path of the job's worker
 // token, as the controller sets it in the trainer container and in every worker
 // container (the job's Secret <job>-worker-token, mounted read-only).
-const EnvTokenFile = "ESPO_WORKER_TOKEN_FILE"
+const EnvTokenFile = trainingv1alpha1.WorkerTokenFileEnv
 
 // TokenLen is the length of a worker token: 32 random bytes, hex encoded.
-const TokenLen = 64
+const TokenLen = trainingv1alpha1.WorkerTokenLength
 
 // authorizationKey is the gRPC metadata key that carries "Bearer <token>".
 const authorizationKey = "authorization"

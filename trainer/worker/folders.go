@@ -23,13 +23,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // EnvAllowedPaths names the environment variable with the folders a worker's Save
 // and Load may touch, colon-separated, as the controller sets it in every worker
 // container: the checkpoint mount, the initial-checkpoint mount and the output
 // folder, those the job has.
-const EnvAllowedPaths = "ESPO_WORKER_PATHS"
+const EnvAllowedPaths = trainingv1alpha1.WorkerPathsEnv
 
 // ErrPathNotAllowed marks a Save or Load of a path outside the worker's allowed
 // folders; the server answers it with PermissionDenied.

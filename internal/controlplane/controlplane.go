@@ -17,7 +17,9 @@ limitations under the License.
 package controlplane
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -30,15 +32,31 @@ import (
 // starts it.
 type ControlPlane struct {
 	// Config reaches the API server as a cluster administrator.
-	Config *rest.Config
-	env    *envtest.Environment
-	admin  *envtest.AuthenticatedUser
+	Config  *rest.Config
+	env     *envtest.Environment
+	admin   *envtest.AuthenticatedUser
+	certDir string // kube-apiserver's certificates and keys, kept across RestartAPIServer
 }
 
 // Start starts etcd and kube-apiserver from the folder assets (see Assets) and
 // installs the CRDs of crdDirs, if any.
 func Start(assets string, crdDirs ...string) (*ControlPlane, error) {
 	return start(newEnvironment(assets, crdDirs))
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, as a rolling update would) and
+// starts it again on the same etcd, address, port, serving certificate and
+// service-account keys: kubeconfigs and pod tokens issued before stay valid, and
+// clients reconnect as they would to a restarted API server of a real cluster.
+func (c *ControlPlane) RestartAPIServer() error {
+	s := c.env.ControlPlane.GetAPIServer()
+	if err := s.Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	if err := s.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 // StartWithPodGroups is Start with Kubernetes' own PodGroup API served: the
@@ -56,21 +74,32 @@ func newEnvironment(assets string, crdDirs []string) *envtest.Environment {
 	return &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0}
 }
 
+// start starts env with kube-apiserver's certificates in a folder of its own, which
+// envtest keeps when kube-apiserver stops (it removes a folder it made itself), so that
+// RestartAPIServer serves the same certificate and signs with the same keys.
 func start(env *envtest.Environment) (*ControlPlane, error) {
-	cfg, err := env.Start()
+	certDir, err := os.MkdirTemp("", "espo-kube-apiserver-")
 	if err != nil {
-		return nil, fmt.Errorf("starting the control plane: %w", err)
-	}
-	admin, err := env.AddUser(envtest.User{Name: "espo-local-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		_ = env.Stop()
 		return nil, err
 	}
-	return &ControlPlane{Config: cfg, env: env, admin: admin}, nil
+	env.ControlPlane.GetAPIServer().CertDir = certDir
+	cfg, err := env.Start()
+	if err != nil {
+		_ = os.RemoveAll(certDir)
+		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	c := &ControlPlane{Config: cfg, env: env, certDir: certDir}
+	if c.admin, err = env.AddUser(envtest.User{Name: "espo-local-admin", Groups: []string{"system:masters"}}, nil); err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	return c, nil
 }
 
 // AdminKubeconfig is a kubeconfig for kubectl, as a cluster administrator.
 func (c *ControlPlane) AdminKubeconfig() ([]byte, error) { return c.admin.KubeConfig() }
 
 // Stop stops kube-apiserver and etcd and removes their data.
-func (c *ControlPlane) Stop() error { return c.env.Stop() }
+func (c *ControlPlane) Stop() error {
+	return errors.Join(c.env.Stop(), os.RemoveAll(c.certDir))
+}

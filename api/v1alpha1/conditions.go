@@ -63,6 +63,11 @@ const (
 	ReasonPodsPending = "PodsPending"
 	// ReasonPodsRunning: every trainer pod runs (Running is True).
 	ReasonPodsRunning = "PodsRunning"
+	// ReasonWorkerUnavailable: every trainer pod runs (Running stays True), but the
+	// trainer waits for a worker that does not answer; the message is
+	// status.training.waitingForWorker: the worker, its address, how long the trainer
+	// has waited and the last error.
+	ReasonWorkerUnavailable = "WorkerUnavailable"
 	// ReasonPodsUnschedulable: a trainer pod cannot be scheduled.
 	ReasonPodsUnschedulable = "PodsUnschedulable"
 	// ReasonImagePullFailed: a container image cannot be pulled.
@@ -101,6 +106,8 @@ const (
 	ReasonDatasetInvalid = string(OutcomeDatasetInvalid)
 	// ReasonSplitEmpty: the split leaves the validation or the test set empty (Failed).
 	ReasonSplitEmpty = string(OutcomeSplitEmpty)
+	// ReasonModelIncomplete: the model folder lacks files the model needs (Failed).
+	ReasonModelIncomplete = string(OutcomeModelIncomplete)
 	// ReasonTrainerError: the trainer reported an error it cannot recover from
 	// (Failed).
 	ReasonTrainerError = "TrainerError"

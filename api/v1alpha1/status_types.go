@@ -142,7 +142,7 @@ const (
 )
 
 // TrainingOutcome is how the trainer ended the run.
-// +kubebuilder:validation:Enum=Completed;TargetReached;RewardCollapsed;NonFiniteLoss;CheckpointMismatch;DatasetInvalid;SplitEmpty;Error
+// +kubebuilder:validation:Enum=Completed;TargetReached;RewardCollapsed;NonFiniteLoss;CheckpointMismatch;DatasetInvalid;SplitEmpty;ModelIncomplete;Error
 type TrainingOutcome string
 
 // The training outcomes. The controller turns them into the Succeeded or Failed
@@ -168,6 +168,12 @@ const (
 	// OutcomeSplitEmpty: the split fractions leave the validation or the test set
 	// empty; Message says how many episodes each set got. The run trains nothing.
 	OutcomeSplitEmpty TrainingOutcome = "SplitEmpty"
+	// OutcomeModelIncomplete: a worker refused the model folder (spec.model.pretrained)
+	// because files the model needs are missing (config.json, the weights, the
+	// tokenizer, the chat template, a VLM's preprocessor_config.json); Message names
+	// the folder as the worker's pod sees it and every missing file. A restart reads
+	// the same folder, so the job fails at once.
+	OutcomeModelIncomplete TrainingOutcome = "ModelIncomplete"
 	// OutcomeError: the trainer stopped on an error it cannot recover from (a bad
 	// dataset, an unreachable worker); Message says which.
 	OutcomeError TrainingOutcome = "Error"
@@ -236,7 +242,7 @@ type TrainingStatus struct {
 
 	// Outcome is set when the trainer ends the run: Completed, TargetReached,
 	// RewardCollapsed, NonFiniteLoss, CheckpointMismatch, DatasetInvalid,
-	// SplitEmpty or Error.
+	// SplitEmpty, ModelIncomplete or Error.
 	// +optional
 	Outcome TrainingOutcome `json:"outcome,omitempty"`
 
@@ -244,6 +250,16 @@ type TrainingStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
+
+	// WaitingForWorker is set while the trainer waits for a worker that does not
+	// answer: which worker, its address, how long the trainer has waited and the last
+	// error, for example "waiting 2m10s for worker 1 (job-1.job.ns.svc:50051):
+	// ... connection refused". It is refreshed at most once per
+	// spec.trainer.statusInterval and cleared once every worker answers; the
+	// controller shows it in the Running condition (reason WorkerUnavailable).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	WaitingForWorker string `json:"waitingForWorker,omitempty"`
 }
 
 // EvaluationSplit is the set an evaluation ran on.

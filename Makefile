@@ -7,8 +7,9 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BIN     ?= bin/espo
 CONTROLLER_GEN := go tool controller-gen
 STATICCHECK    := go tool staticcheck
-# buf and the protoc plugins live in their own module, so their dependencies stay out of go.mod.
-BUF            := go tool -modfile=hack/tools/go.mod buf
+# Debian's protoc (hack/setup-debian.sh) with the Go plugins pinned as tools in go.mod.
+PROTOC         ?= protoc
+PROTO_GO_OPTS  := module=github.com/espo-dev/espo-operator
 
 .PHONY: all
 all: build
@@ -21,7 +22,7 @@ build: ## Build the espo binary into bin/.
 
 ##@ Code generation
 
-# The PyTorch worker's Python stubs: Debian's python3-grpc-tools (hack/setup-python.sh) into
+# The PyTorch worker's Python stubs: Debian's python3-grpc-tools (hack/setup-debian.sh) into
 # /usr/bin/python3, whose protoc output runs on Debian's python3-protobuf (3.21).
 PYTHON    ?= /usr/bin/python3
 PY_PB_DIR := trainer/worker/torch/espo_worker
@@ -29,8 +30,10 @@ PY_PB_DIR := trainer/worker/torch/espo_worker
 .PHONY: generate
 generate: ## Generate deepcopy code and the worker protocol's gRPC code (Go and Python).
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	$(BUF) generate
-	@$(PYTHON) -c 'import grpc_tools.protoc' 2>/dev/null || { echo "generate: $(PYTHON) cannot import grpc_tools: apt-get install python3-grpc-tools (or run hack/setup-python.sh)" >&2; exit 1; }
+	@command -v $(PROTOC) >/dev/null || { echo "generate: $(PROTOC) not found: apt-get install protobuf-compiler (or run hack/setup-debian.sh)" >&2; exit 1; }
+	$(PROTOC) -I trainer/workerpb --plugin=protoc-gen-go="$$(go tool -n protoc-gen-go)" --plugin=protoc-gen-go-grpc="$$(go tool -n protoc-gen-go-grpc)" \
+		--go_out=. --go_opt=$(PROTO_GO_OPTS) --go-grpc_out=. --go-grpc_opt=$(PROTO_GO_OPTS) trainer/workerpb/worker.proto
+	@$(PYTHON) -c 'import grpc_tools.protoc' 2>/dev/null || { echo "generate: $(PYTHON) cannot import grpc_tools: apt-get install python3-grpc-tools (or run hack/setup-debian.sh)" >&2; exit 1; }
 	$(PYTHON) -m grpc_tools.protoc -I trainer/workerpb --python_out=$(PY_PB_DIR) --grpc_python_out=$(PY_PB_DIR) trainer/workerpb/worker.proto
 	sed -i -e 's/^import worker_pb2 as/from . import worker_pb2 as/' $(PY_PB_DIR)/worker_pb2_grpc.py
 	sed -i -e '1i # Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.' $(PY_PB_DIR)/worker_pb2.py $(PY_PB_DIR)/worker_pb2_grpc.py

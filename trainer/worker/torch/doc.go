@@ -21,7 +21,7 @@ limitations under the License.
 // log-probs equal LogProbs', and the gradient it applies equals the gradient of the
 // ESPO objective computed in torch from the formulas (a cross-language check of
 // espo.LossWeights). The tests need /usr/bin/python3 with Debian's python3-torch,
-// python3-grpcio and python3-protobuf (hack/setup-python.sh installs them) and are
+// python3-grpcio and python3-protobuf (hack/setup-debian.sh installs them) and are
 // skipped, saying so, when they are missing.
 //
 // Run the worker with

@@ -53,7 +53,7 @@ func needPython(t *testing.T) {
 	t.Helper()
 	out, err := exec.Command(python, "-c", "import torch, grpc, google.protobuf").CombinedOutput()
 	if err != nil {
-		t.Skipf("%s cannot import torch, grpc and google.protobuf (run hack/setup-python.sh, which apt-get installs "+
+		t.Skipf("%s cannot import torch, grpc and google.protobuf (run hack/setup-debian.sh, which apt-get installs "+
 			"python3-torch python3-grpcio python3-protobuf python3-grpc-tools): %v: %s", python, err, lastLine(out))
 	}
 }

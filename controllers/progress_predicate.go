@@ -27,7 +27,8 @@ import (
 // ignoreTrainingProgress drops the update events of an ESPOJob whose only change is
 // the trainer's progress in status.training (step, rewards, evaluations, times): the
 // controller acts on none of it. A change of status.training.outcome or .message,
-// which the success and failure policies read, or of anything else still reconciles.
+// which the success and failure policies read, of .waitingForWorker, which the
+// Running condition shows, or of anything else still reconciles.
 func ignoreTrainingProgress() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
 		old, okOld := e.ObjectOld.(*trainingv1alpha1.ESPOJob)
@@ -56,6 +57,7 @@ type trainingOutcome struct {
 	reported bool
 	outcome  trainingv1alpha1.TrainingOutcome
 	message  string
+	waiting  string
 }
 
 func outcomeOf(j *trainingv1alpha1.ESPOJob) trainingOutcome {
@@ -63,5 +65,5 @@ func outcomeOf(j *trainingv1alpha1.ESPOJob) trainingOutcome {
 	if t == nil {
 		return trainingOutcome{}
 	}
-	return trainingOutcome{reported: true, outcome: t.Outcome, message: t.Message}
+	return trainingOutcome{reported: true, outcome: t.Outcome, message: t.Message, waiting: t.WaitingForWorker}
 }

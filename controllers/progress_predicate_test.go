@@ -26,8 +26,8 @@ import (
 )
 
 // TestIgnoreTrainingProgress: an update that changes only the trainer's progress is
-// dropped; one that changes the outcome, the message, the first report, or anything
-// besides status.training passes.
+// dropped; one that changes the outcome, the message, the wait for a worker, the
+// first report, or anything besides status.training passes.
 func TestIgnoreTrainingProgress(t *testing.T) {
 	base := &trainingv1alpha1.ESPOJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "n", ResourceVersion: "1", Generation: 1},
 		Status: trainingv1alpha1.ESPOJobStatus{Phase: trainingv1alpha1.PhaseRunning,
@@ -47,6 +47,9 @@ func TestIgnoreTrainingProgress(t *testing.T) {
 		}, false},
 		{"outcome", func(j *trainingv1alpha1.ESPOJob) { j.Status.Training.Outcome = trainingv1alpha1.OutcomeCompleted }, true},
 		{"message", func(j *trainingv1alpha1.ESPOJob) { j.Status.Training.Message = "stopped on SIGTERM" }, true},
+		{"a wait for a worker", func(j *trainingv1alpha1.ESPOJob) {
+			j.Status.Training.WaitingForWorker = "waiting 10s for worker 0 (10.0.0.5:50051): connection refused"
+		}, true},
 		{"first report", func(j *trainingv1alpha1.ESPOJob) { j.Status.Training = nil }, true},
 		{"phase", func(j *trainingv1alpha1.ESPOJob) { j.Status.Phase = trainingv1alpha1.PhaseSucceeded }, true},
 		{"spec", func(j *trainingv1alpha1.ESPOJob) { j.Generation, j.Spec.Trainer.Replicas = 2, 2 }, true},

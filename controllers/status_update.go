@@ -56,6 +56,7 @@ var warningReasons = map[string]bool{
 	trainingv1alpha1.ReasonCheckpointMismatch:   true,
 	trainingv1alpha1.ReasonDatasetInvalid:       true,
 	trainingv1alpha1.ReasonSplitEmpty:           true,
+	trainingv1alpha1.ReasonModelIncomplete:      true,
 	trainingv1alpha1.ReasonTrainerError:         true,
 	trainingv1alpha1.ReasonBackoffLimitExceeded: true,
 	trainingv1alpha1.ReasonDeadlineExceeded:     true,

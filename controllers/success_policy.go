@@ -33,8 +33,9 @@ import (
 //	any         | NonFiniteLoss,          | Failed, reason = outcome, no restart: the
 //	            | RewardCollapsed,        | run would repeat it from its checkpoint (or
 //	            | CheckpointMismatch,     | refuse the same checkpoint again, read the
-//	            | DatasetInvalid,         | same bytes, cut the same split)
-//	            | SplitEmpty              |
+//	            | DatasetInvalid,         | same bytes, cut the same split, find the
+//	            | SplitEmpty,             | same files missing from the model folder)
+//	            | ModelIncomplete         |
 //	non-zero,   | Error or (none)         | not decided here: a pod failure, for the
 //	or 0        | Error                   | failure policy (restart or backoff limit)
 //
@@ -47,7 +48,7 @@ func finalFailure(outcome trainingv1alpha1.TrainingOutcome) bool {
 	switch outcome {
 	case trainingv1alpha1.OutcomeNonFiniteLoss, trainingv1alpha1.OutcomeRewardCollapsed,
 		trainingv1alpha1.OutcomeCheckpointMismatch, trainingv1alpha1.OutcomeDatasetInvalid,
-		trainingv1alpha1.OutcomeSplitEmpty:
+		trainingv1alpha1.OutcomeSplitEmpty, trainingv1alpha1.OutcomeModelIncomplete:
 		return true
 	}
 	return false

@@ -27,6 +27,10 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
+// modelIncompleteMessage is a worker's refusal of a model folder, as the trainer
+// reports it.
+const modelIncompleteMessage = "worker 0 (localhost:50051): model incomplete: the model folder /models/Qwen2.5-VL-3B-Instruct lacks config.json"
+
 func TestApplySuccessPolicy(t *testing.T) {
 	job := makeJob().Replicas(2)
 	report := func(o trainingv1alpha1.TrainingOutcome, msg string) *trainingv1alpha1.ESPOJob {
@@ -71,6 +75,10 @@ func TestApplySuccessPolicy(t *testing.T) {
 		"SplitEmpty fails without restart: a new pod would cut the same split": {
 			job: report(trainingv1alpha1.OutcomeSplitEmpty, "the split leaves validation empty"), rank0: exit(1, "Error", ""), wantDone: true,
 			wantCond: ptr.To(cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonSplitEmpty, "the split leaves validation empty")),
+		},
+		"ModelIncomplete fails without restart: a new pod would find the same files missing": {
+			job: report(trainingv1alpha1.OutcomeModelIncomplete, modelIncompleteMessage), rank0: exit(1, "Error", ""), wantDone: true,
+			wantCond: ptr.To(cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonModelIncomplete, modelIncompleteMessage)),
 		},
 		"Error is left to the failure policy":           {job: report(trainingv1alpha1.OutcomeError, "worker unreachable"), rank0: exit(0, "Completed", "")},
 		"a non-zero exit is left to the failure policy": {job: job.Clone().Obj(), rank0: exit(2, "Error", "")},

@@ -38,7 +38,8 @@ func summarize(u *statusUpdate) {
 
 // updatePodStatus recomputes the pod counts, startTime and the Running condition from
 // the pods of the current attempt. A job that is finished or suspended is not running,
-// for the reason of its Succeeded, Failed or Suspended condition.
+// for the reason of its Succeeded, Failed or Suspended condition; one whose pods all
+// run but whose trainer waits for a worker says so (WorkerUnavailable).
 func updatePodStatus(u *statusUpdate, pods *podSet) {
 	st := u.status()
 	st.Active, st.Ready, st.Succeeded, st.Failed = 0, 0, 0, 0
@@ -68,7 +69,11 @@ func updatePodStatus(u *statusUpdate, pods *podSet) {
 	case u.isTrue(trainingv1alpha1.ConditionFailed) || u.isTrue(trainingv1alpha1.ConditionSucceeded) || u.isTrue(trainingv1alpha1.ConditionSuspended):
 		u.clearCondition(trainingv1alpha1.ConditionRunning, finishedReason(st), "the job has no running trainer pods")
 	case running == n:
-		u.setCondition(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, podsRunning(running, n))
+		reason, msg := trainingv1alpha1.ReasonPodsRunning, podsRunning(running, n)
+		if wait := trainerWaitsFor(st); wait != "" {
+			reason, msg = trainingv1alpha1.ReasonWorkerUnavailable, wait
+		}
+		u.setCondition(trainingv1alpha1.ConditionRunning, true, reason, msg)
 	default:
 		reason, msg := pendingProblem(pods.ranks())
 		if reason == "" && u.missingSource != "" {
@@ -79,6 +84,17 @@ func updatePodStatus(u *statusUpdate, pods *podSet) {
 		}
 		u.setCondition(trainingv1alpha1.ConditionRunning, false, reason, msg)
 	}
+}
+
+// trainerWaitsFor is the worker the trainer reports it waits for
+// (status.training.waitingForWorker), or "". The Running condition, True while every
+// trainer pod runs, then says so with reason WorkerUnavailable: the pods run, the
+// training does not.
+func trainerWaitsFor(st *trainingv1alpha1.ESPOJobStatus) string {
+	if st.Training == nil {
+		return ""
+	}
+	return st.Training.WaitingForWorker
 }
 
 // finishedReason is the reason of the condition that stopped the job: its Failed,

@@ -81,7 +81,7 @@ func runRecorded(t *testing.T, c *Config, ignoreReferenceOnly bool) recordedRun 
 	t.Helper()
 	w := &logProbsRecorder{Member: cpuMembers(1)[0], ignoreReferenceOnly: ignoreReferenceOnly}
 	rep := &recorder{}
-	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	report, _ := run(t, c, Options{Workers: worker.NewGang(w), Reporter: rep, Clock: clock})
 	if report.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", report.Outcome, report.Message)

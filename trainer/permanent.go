@@ -22,10 +22,12 @@ import (
 	"strings"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
-// inputError is an error in the run's input (its datasets or their split) that a
-// restart would meet again; outcome is the outcome that ends the run with it.
+// inputError is an error in the run's input (its datasets, their split, the model
+// folder) that a restart would meet again; outcome is the outcome that ends the run
+// with it.
 type inputError struct {
 	outcome trainingv1alpha1.TrainingOutcome
 	err     error
@@ -54,8 +56,20 @@ func inPodPaths(err error, podRoot string) error {
 	return shown
 }
 
+// modelIncomplete returns err, an error of the workers' Configure, with the
+// ModelIncomplete outcome when a worker refused a model folder that lacks files (a
+// *worker.ModelIncompleteError), its paths as the pod sees them; any other error
+// unchanged.
+func modelIncomplete(err error, podRoot string) error {
+	if mi := (*worker.ModelIncompleteError)(nil); errors.As(err, &mi) {
+		return inPodPaths(invalidInput(trainingv1alpha1.OutcomeModelIncomplete, err), podRoot)
+	}
+	return err
+}
+
 // PermanentOutcome is the outcome of an error that a restart cannot fix (a dataset
-// that cannot be read, a split that leaves a set empty), or "" for any other error.
+// that cannot be read, a split that leaves a set empty, a model folder that lacks
+// files), or "" for any other error.
 func PermanentOutcome(err error) trainingv1alpha1.TrainingOutcome {
 	if in := (*inputError)(nil); errors.As(err, &in) {
 		return in.outcome

@@ -46,6 +46,9 @@ const (
 	// stopCheckpointMismatch: the checkpoint folder's newest checkpoint belongs to
 	// another run (a *checkpointRefused), which the run refuses to resume.
 	stopCheckpointMismatch
+	// stopInvalidInput: an error of the run's input that a restart would meet again
+	// (an *inputError: a model folder that lacks files); its outcome is the error's.
+	stopInvalidInput
 )
 
 // stop is why and how the training loop stopped: its reason, what the report says
@@ -73,6 +76,8 @@ func (s stop) outcome() trainingv1alpha1.TrainingOutcome {
 		return trainingv1alpha1.OutcomeError
 	case stopCheckpointMismatch:
 		return trainingv1alpha1.OutcomeCheckpointMismatch
+	case stopInvalidInput:
+		return PermanentOutcome(s.cause)
 	}
 	return ""
 }
@@ -87,12 +92,14 @@ func (t *Trainer) failed(err error) stop {
 	return failure(err)
 }
 
-// failure is the stop of an error that ends the run: a refused checkpoint, or any
-// other failure.
+// failure is the stop of an error that ends the run: a refused checkpoint, invalid
+// input, or any other failure.
 func failure(err error) stop {
 	reason := stopFailed
 	if refused := (*checkpointRefused)(nil); errors.As(err, &refused) {
 		reason = stopCheckpointMismatch
+	} else if PermanentOutcome(err) != "" {
+		reason = stopInvalidInput
 	}
 	return stop{reason: reason, message: err.Error(), cause: err}
 }
@@ -102,12 +109,12 @@ func (t *Trainer) drained() stop { return stop{reason: stopDrained} }
 
 // end reports how the run stopped and returns Run's results: the final report of a
 // run that ended, ErrDrained for a drain, the cause of a failure (a refused
-// checkpoint included).
+// checkpoint and invalid input included).
 func (t *Trainer) end(ctx context.Context, s stop) (*Report, error) {
 	switch s.reason {
 	case stopDrained:
 		return nil, t.reportDrained(ctx, s.cause)
-	case stopFailed, stopCheckpointMismatch:
+	case stopFailed, stopCheckpointMismatch, stopInvalidInput:
 		return nil, t.fail(ctx, s.cause)
 	}
 	return t.finish(ctx, s)

@@ -74,8 +74,9 @@ type Options struct {
 	Reporter Reporter
 	// Metrics receives Prometheus metrics; nil discards them.
 	Metrics *Metrics
-	// Clock reads the time; nil is the real clock.
-	Clock clock.PassiveClock
+	// Clock reads the time and times the reports of a wait for workers; nil is the
+	// real clock.
+	Clock clock.Clock
 	// Log is the progress log.
 	Log logr.Logger
 	// Drain, closed when the process is asked to stop (SIGTERM: a suspend, a
@@ -237,14 +238,10 @@ func (t *Trainer) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Remote workers start with the trainer, in pods of their own: Configure waits
-	// until each is reachable, up to workerReadyTimeout, rather than failing the run.
-	readyCtx, cancel := context.WithTimeout(ctx, workerReadyTimeout)
-	defer cancel()
-	d, err := t.opts.Workers.Configure(readyCtx, worker.Setup{Seed: uint64(t.cfg.Spec.Algorithm.Seed),
+	d, err := t.configureWorkers(ctx, worker.Setup{Seed: uint64(t.cfg.Spec.Algorithm.Seed),
 		Options: workerOptions(&t.cfg.Spec.Model), LoadPath: loadPath})
 	if err != nil {
-		return err
+		return modelIncomplete(err, t.opts.PodRoot)
 	}
 	t.opts.Log.Info("workers ready", "workers", t.opts.Workers.Size(), "model", d.Model,
 		"device", d.Device, "parameters", d.Parameters)

@@ -89,7 +89,8 @@ func (r *Remote) String() string { return r.addr }
 // Configure waits until the worker is reachable (grpc.WaitForReady): remote workers
 // start with the trainer, in pods of their own, and may come up after it. A Setup
 // with both LoadPath and State, or a State over MaxStateBytes, is an error wrapping
-// ErrInvalid, and nothing is sent.
+// ErrInvalid, and nothing is sent. A worker's refusal of an incomplete model folder
+// is a *ModelIncompleteError.
 func (r *Remote) Configure(ctx context.Context, s Setup) (Description, error) {
 	if err := checkSetup(s); err != nil {
 		return Description{}, err
@@ -97,7 +98,7 @@ func (r *Remote) Configure(ctx context.Context, s Setup) (Description, error) {
 	resp, err := r.client.Configure(ctx, &workerpb.ConfigureRequest{Seed: s.Seed, Options: s.Options,
 		LoadPath: s.LoadPath, State: s.State}, grpc.WaitForReady(true))
 	if err != nil {
-		return Description{}, err
+		return Description{}, modelIncompleteOf(err)
 	}
 	return descriptionOf(resp.GetInfo()), nil
 }

@@ -92,13 +92,17 @@ type server struct {
 }
 
 // statusOf maps an error of a guarded policy to a gRPC status: FailedPrecondition
-// for ErrNotConfigured, InvalidArgument for ErrInvalid, PermissionDenied for
+// for ErrNotConfigured and a *ModelIncompleteError (its message beginning with
+// ModelIncompletePrefix), InvalidArgument for ErrInvalid, PermissionDenied for
 // ErrPathNotAllowed, a codeError's own code, Internal for the rest.
 func statusOf(err error) error {
 	var ce *codeError
+	var mi *ModelIncompleteError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &mi):
+		return mi.status()
 	case errors.Is(err, ErrNotConfigured):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, ErrInvalid):

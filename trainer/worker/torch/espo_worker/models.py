@@ -15,6 +15,7 @@ import os
 import torch
 import torch.nn.functional as F
 
+from . import modelfiles
 from . import prompt as promptlib
 from . import tiny
 
@@ -106,7 +107,8 @@ class TinyBackend(Backend):
 
 
 class HFBackend(Backend):
-    """A Hugging Face causal LM or VLM from a local folder (never the hub).
+    """A Hugging Face causal LM or VLM from a local folder (never the hub); a folder
+    that lacks files the model needs raises modelfiles.ModelIncompleteError.
 
     The prompt goes through the processor's (or tokenizer's) chat template: a system
     turn and a user turn, the user turn led by the screenshot for a VLM when the
@@ -118,6 +120,7 @@ class HFBackend(Backend):
     def __init__(self, path, device="cuda", dtype="bfloat16", lora_r=0, lora_alpha=0, lora_dropout=0.0,
                  lora_targets="", max_new_tokens=256, max_prompt_tokens=0, gradient_checkpointing=False,
                  attn_implementation=""):
+        modelfiles.check(path)  # before transformers: every missing file named at once
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import transformers  # only on the GPU image

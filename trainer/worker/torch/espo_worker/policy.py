@@ -9,7 +9,8 @@ reference tensors in, scores and swaps back; with LoRA before SnapshotReference 
 is the base model (adapters start at zero), afterwards the snapshot.
 
 Every call runs under one lock (one device per worker process). The server
-(espo_worker.server) maps InvalidError to INVALID_ARGUMENT, NotConfiguredError to
+(espo_worker.server) maps InvalidError to INVALID_ARGUMENT, NotConfiguredError and
+modelfiles.ModelIncompleteError (a model folder that lacks files) to
 FAILED_PRECONDITION, and everything else to INTERNAL.
 """
 

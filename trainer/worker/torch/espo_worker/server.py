@@ -4,7 +4,9 @@
 Contracts shared with the Go server adapter (trainer/worker/server.go): every call
 of the Worker service needs the job's token (auth.TokenInterceptor) or answers
 UNAUTHENTICATED; every call but Configure, Load, Info and Health answers
-FAILED_PRECONDITION before the policy is configured; Save and Load touch only paths
+FAILED_PRECONDITION before the policy is configured; Configure answers
+FAILED_PRECONDITION, its message beginning with modelfiles.PREFIX, for a model folder
+that lacks files; Save and Load touch only paths
 under the allowed folders (folders.Folders) or answer PERMISSION_DENIED; errors map
 to INVALID_ARGUMENT (the request's fault), NOT_FOUND (a missing state file),
 DATA_LOSS (an unreadable one) and INTERNAL; Save writes atomically (temporary file in
@@ -25,6 +27,7 @@ import grpc
 
 from . import auth
 from . import folders as folderslib
+from . import modelfiles
 from . import policy as policylib
 from . import worker_pb2 as pb
 from . import worker_pb2_grpc as pbgrpc
@@ -121,6 +124,8 @@ class Servicer(pbgrpc.WorkerServicer):
         except policylib.InvalidError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except policylib.NotConfiguredError as e:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        except modelfiles.ModelIncompleteError as e:  # str(e) begins with modelfiles.PREFIX
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         except folderslib.PathNotAllowedError as e:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))

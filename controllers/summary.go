@@ -89,12 +89,18 @@ func updatePodStatus(u *statusUpdate, pods *podSet) {
 // trainerWaitsFor is the worker the trainer reports it waits for
 // (status.training.waitingForWorker), or "". The Running condition, True while every
 // trainer pod runs, then says so with reason WorkerUnavailable: the pods run, the
-// training does not.
+// training does not. A report older than the last restart's transition is a killed
+// trainer's, which could not clear it: the current trainer has not reported yet.
 func trainerWaitsFor(st *trainingv1alpha1.ESPOJobStatus) string {
-	if st.Training == nil {
+	t := st.Training
+	if t == nil || t.WaitingForWorker == "" {
 		return ""
 	}
-	return st.Training.WaitingForWorker
+	if r := meta.FindStatusCondition(st.Conditions, trainingv1alpha1.ConditionRestarting); r != nil &&
+		(t.LastUpdateTime == nil || t.LastUpdateTime.Before(&r.LastTransitionTime)) {
+		return ""
+	}
+	return t.WaitingForWorker
 }
 
 // finishedReason is the reason of the condition that stopped the job: its Failed,

@@ -27,9 +27,13 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
+// workerWait is a trainer's report of a worker that does not answer.
+const workerWait = "waiting 2m10s for worker 1 (demo-trainer-1.demo.default.svc:50051): connection refused"
+
 func TestUpdatePodStatus(t *testing.T) {
 	job := makeJob().Replicas(2).Obj()
 	started := now.Add(-time.Hour)
+	restarted := now.Add(-time.Minute)
 	cases := map[string]struct {
 		job  *trainingv1alpha1.ESPOJob
 		pods []corev1.Pod
@@ -51,6 +55,31 @@ func TestUpdatePodStatus(t *testing.T) {
 			pods: []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning)), testPod(job, 1, phase(corev1.PodRunning))},
 			want: trainingv1alpha1.ESPOJobStatus{Active: 2, Ready: 2, StartTime: mtime(started), Conditions: []metav1.Condition{
 				cond(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, "all 2 trainer pods are running")}},
+		},
+		"all running, the trainer waiting for a worker: Running, WorkerUnavailable with the wait": {
+			job:  makeJob().Replicas(2).StartTime(started).Training(&trainingv1alpha1.TrainingStatus{WaitingForWorker: workerWait}).Obj(),
+			pods: []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning)), testPod(job, 1, phase(corev1.PodRunning))},
+			want: trainingv1alpha1.ESPOJobStatus{Active: 2, Ready: 2, StartTime: mtime(started),
+				Training: &trainingv1alpha1.TrainingStatus{WaitingForWorker: workerWait}, Conditions: []metav1.Condition{
+					cond(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonWorkerUnavailable, workerWait)}},
+		},
+		"all running, a wait reported before the last restart: a killed trainer's, not shown": {
+			job: makeJob().Replicas(2).StartTime(started).Training(&trainingv1alpha1.TrainingStatus{WaitingForWorker: workerWait, LastUpdateTime: mtime(restarted.Add(-time.Second))}).
+				Condition(metav1.Condition{Type: trainingv1alpha1.ConditionRestarting, Status: metav1.ConditionFalse, Reason: trainingv1alpha1.ReasonRestarted, LastTransitionTime: *mtime(restarted)}).Obj(),
+			pods: []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning)), testPod(job, 1, phase(corev1.PodRunning))},
+			want: trainingv1alpha1.ESPOJobStatus{Active: 2, Ready: 2, StartTime: mtime(started),
+				Training: &trainingv1alpha1.TrainingStatus{WaitingForWorker: workerWait, LastUpdateTime: mtime(restarted.Add(-time.Second))}, Conditions: []metav1.Condition{
+					{Type: trainingv1alpha1.ConditionRestarting, Status: metav1.ConditionFalse, Reason: trainingv1alpha1.ReasonRestarted, LastTransitionTime: *mtime(restarted)},
+					cond(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonPodsRunning, "all 2 trainer pods are running")}},
+		},
+		"all running, a wait reported since the last restart: shown": {
+			job: makeJob().Replicas(2).StartTime(started).Training(&trainingv1alpha1.TrainingStatus{WaitingForWorker: workerWait, LastUpdateTime: mtime(restarted)}).
+				Condition(metav1.Condition{Type: trainingv1alpha1.ConditionRestarting, Status: metav1.ConditionFalse, Reason: trainingv1alpha1.ReasonRestarted, LastTransitionTime: *mtime(restarted)}).Obj(),
+			pods: []corev1.Pod{testPod(job, 0, phase(corev1.PodRunning)), testPod(job, 1, phase(corev1.PodRunning))},
+			want: trainingv1alpha1.ESPOJobStatus{Active: 2, Ready: 2, StartTime: mtime(started),
+				Training: &trainingv1alpha1.TrainingStatus{WaitingForWorker: workerWait, LastUpdateTime: mtime(restarted)}, Conditions: []metav1.Condition{
+					{Type: trainingv1alpha1.ConditionRestarting, Status: metav1.ConditionFalse, Reason: trainingv1alpha1.ReasonRestarted, LastTransitionTime: *mtime(restarted)},
+					cond(trainingv1alpha1.ConditionRunning, true, trainingv1alpha1.ReasonWorkerUnavailable, workerWait)}},
 		},
 		"a failed and a succeeded pod are counted": {
 			job:  job,

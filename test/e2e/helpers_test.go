@@ -74,7 +74,7 @@ func mustKubectl(g Gomega, args ...string) string {
 
 // newNamespace creates a namespace for one test. When the test ends its jobs are
 // deleted (stopping their processes), after a dump of what went on if it failed.
-func newNamespace(t *testing.T, name string) string {
+func newNamespace(t testing.TB, name string) string {
 	t.Helper()
 	mustKubectl(NewWithT(t), "create", "namespace", name)
 	t.Cleanup(func() {
@@ -87,7 +87,7 @@ func newNamespace(t *testing.T, name string) string {
 }
 
 // dumpNamespace logs the namespace's jobs, pods and events and its pods' logs.
-func dumpNamespace(t *testing.T, ns string) {
+func dumpNamespace(t testing.TB, ns string) {
 	for _, args := range [][]string{
 		{"get", "espojobs", "-o", "yaml"},
 		{"get", "pods", "-o", "wide"},

@@ -53,6 +53,9 @@ var (
 	nodeState  string // the process node's state folder (pods, claims)
 	espoBin    string // the espo binary built for the suite
 	manager    *managerProcess
+	// controlPlane is the suite's etcd and kube-apiserver; the fault test restarts
+	// kube-apiserver.
+	controlPlane *controlplane.ControlPlane
 )
 
 // How long the cluster may take to start and stop.
@@ -89,6 +92,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer cp.Stop()
+	controlPlane = cp
 	ctx, cancel := context.WithCancel(context.Background())
 	stopCluster, err := startCluster(ctx, cp)
 	defer func() { cancel(); stopCluster() }()
@@ -147,7 +151,9 @@ func setUp() error {
 	nodeState = filepath.Join(workDir, "node")
 	kubeconfig = filepath.Join(workDir, "kubeconfig")
 	espoBin = filepath.Join(workDir, "bin", "espo")
-	build := exec.Command("go", "build", "-o", espoBin, "./cmd/espo")
+	// make build's flags, so that this build shares its compiled packages with make build,
+	// the packaging tests' image build and the control plane.
+	build := exec.Command("go", "build", "-trimpath", "-o", espoBin, "./cmd/espo")
 	build.Dir, build.Env = repoRoot, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)

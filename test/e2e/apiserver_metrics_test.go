@@ -1,0 +1,182 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// requestKind is one kind of request the API server counts in apiserver_request_total:
+// the verb and the resource (with its subresource, "espojobs/status"); the other
+// labels (code, scope, version) are summed over.
+type requestKind struct {
+	verb, resource string
+}
+
+// write reports whether the request changes something: every verb but the reads
+// GET, LIST and WATCH.
+func (k requestKind) write() bool {
+	switch k.verb {
+	case "GET", "LIST", "WATCH":
+		return false
+	}
+	return true
+}
+
+// espoJobStatus is the resource of ESPOJob status writes (the trainer's and the
+// controller's server-side applies).
+const espoJobStatus = "espojobs/status"
+
+// requestCounts are the API server's request counters by kind.
+type requestCounts map[requestKind]float64
+
+// total sums the counts of the kinds that keep reports true for.
+func (c requestCounts) total(keep func(requestKind) bool) float64 {
+	var n float64
+	for k, v := range c {
+		if keep(k) {
+			n += v
+		}
+	}
+	return n
+}
+
+// requests are all requests; writes, statusWrites and otherWrites the writes, those of
+// ESPOJob status and the rest.
+func (c requestCounts) requests() float64 { return c.total(func(requestKind) bool { return true }) }
+func (c requestCounts) writes() float64   { return c.total(requestKind.write) }
+func (c requestCounts) statusWrites() float64 {
+	return c.total(func(k requestKind) bool { return k.write() && k.resource == espoJobStatus })
+}
+func (c requestCounts) otherWrites() float64 { return c.writes() - c.statusWrites() }
+
+// plus is c + d; minus is c - d.
+func (c requestCounts) plus(d requestCounts) requestCounts  { return c.combine(d, 1) }
+func (c requestCounts) minus(d requestCounts) requestCounts { return c.combine(d, -1) }
+
+func (c requestCounts) combine(d requestCounts, sign float64) requestCounts {
+	out := requestCounts{}
+	for k, v := range c {
+		out[k] += v
+	}
+	for k, v := range d {
+		out[k] += sign * v
+	}
+	return out
+}
+
+// topWrites names the n most frequent kinds of writes, for logs.
+func (c requestCounts) topWrites(n int) string {
+	var kinds []requestKind
+	for k, v := range c {
+		if k.write() && v > 0 {
+			kinds = append(kinds, k)
+		}
+	}
+	sort.Slice(kinds, func(i, j int) bool { return c[kinds[i]] > c[kinds[j]] })
+	var parts []string
+	for _, k := range kinds[:min(n, len(kinds))] {
+		parts = append(parts, fmt.Sprintf("%s %s: %.0f", k.verb, k.resource, c[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// apiserverRequestLine matches a sample of apiserver_request_total in the Prometheus
+// text format; labelPair one label of it.
+var (
+	apiserverRequestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} (\S+)$`)
+	labelPair            = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
+)
+
+// parseRequestCounts reads apiserver_request_total out of kube-apiserver's /metrics.
+func parseRequestCounts(metrics string) (requestCounts, error) {
+	counts := requestCounts{}
+	sc := bufio.NewScanner(strings.NewReader(metrics))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		m := apiserverRequestLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, l := range labelPair.FindAllStringSubmatch(m[1], -1) {
+			labels[l[1]] = l[2]
+		}
+		v, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			return nil, fmt.Errorf("apiserver_request_total{%s}: %w", m[1], err)
+		}
+		resource := labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			resource += "/" + sub
+		}
+		counts[requestKind{verb: labels["verb"], resource: resource}] += v
+	}
+	if len(counts) == 0 {
+		return nil, fmt.Errorf("no apiserver_request_total in the API server's /metrics")
+	}
+	return counts, sc.Err()
+}
+
+// scrapeRequests reads the API server's request counters (kubectl get --raw /metrics,
+// as the suite's administrator).
+func scrapeRequests() (requestCounts, error) {
+	out, err := kubectl("get", "--raw", "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	return parseRequestCounts(out)
+}
+
+// requestMeter counts the API server's requests from its start on, across restarts of
+// the API server, whose counters start again from zero: each restart adds the
+// counts up to the last scrape before it (requests between that scrape and the
+// stop, a fraction of a second, are not counted).
+type requestMeter struct {
+	before requestCounts // the counts of the API server processes that were restarted
+	start  requestCounts // the counters of the current process when the count began
+}
+
+// startRequestMeter begins counting.
+func startRequestMeter() (*requestMeter, error) {
+	start, err := scrapeRequests()
+	return &requestMeter{before: requestCounts{}, start: start}, err
+}
+
+// restart runs restartAPIServer, keeping the counts of the process it stops.
+func (m *requestMeter) restart(restartAPIServer func() error) error {
+	last, err := scrapeRequests()
+	if err != nil {
+		return err
+	}
+	m.before, m.start = m.before.plus(last.minus(m.start)), requestCounts{}
+	return restartAPIServer()
+}
+
+// read is the count of requests since startRequestMeter.
+func (m *requestMeter) read() (requestCounts, error) {
+	now, err := scrapeRequests()
+	if err != nil {
+		return nil, err
+	}
+	return m.before.plus(now.minus(m.start)), nil
+}

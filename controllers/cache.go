@@ -17,9 +17,13 @@ limitations under the License.
 package controllers
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,10 +43,11 @@ func ClientOptions() client.Options {
 // CacheOptions are the manager's cache options the controller needs: the kinds of
 // children it owns are cached only where they carry LabelManagedBy, so that the
 // operator holds its own pods, ConfigMaps and Secrets in memory, not the whole
-// cluster's.
+// cluster's; and every cached object is stripped of what the controller never reads
+// (stripUnread).
 func CacheOptions() cache.Options {
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	return cache.Options{DefaultTransform: stripUnread, ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                 managed,
 		&corev1.ConfigMap{}:           managed,
 		&corev1.Service{}:             managed,
@@ -52,4 +57,30 @@ func CacheOptions() cache.Options {
 		&rbacv1.Role{}:                managed,
 		&rbacv1.RoleBinding{}:         managed,
 	}}
+}
+
+// lastAppliedAnnotation is where kubectl apply keeps the whole object it applied.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// stripUnread is the cache's transform: it removes from an object what the
+// controller never reads, before the object is stored. Of the managed fields it
+// keeps only FieldManager's, from which it learns which fields it applied
+// (applyCompanion) or owns by an older update (adoptUpdatedFields), and of a pod
+// none (the controller creates pods, it never applies them); it drops kubectl's
+// last-applied-configuration annotation, a copy of the whole object.
+func stripUnread(in any) (any, error) {
+	obj, err := meta.Accessor(in)
+	if err != nil {
+		return in, nil // a tombstone (DeletedFinalStateUnknown): nothing to strip
+	}
+	if _, pod := in.(*corev1.Pod); pod {
+		obj.SetManagedFields(nil)
+	} else if fields := obj.GetManagedFields(); fields != nil {
+		obj.SetManagedFields(slices.DeleteFunc(fields, func(f metav1.ManagedFieldsEntry) bool { return f.Manager != FieldManager }))
+	}
+	if a := obj.GetAnnotations(); a[lastAppliedAnnotation] != "" {
+		delete(a, lastAppliedAnnotation)
+		obj.SetAnnotations(a)
+	}
+	return in, nil
 }

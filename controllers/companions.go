@@ -54,6 +54,10 @@ type companion struct {
 	// applied extracts from a live object of the kind the fields FieldManager
 	// applied, as an apply configuration of desired's type.
 	applied func(client.Object) (companionConfig, error)
+	// keep, when set, is the desired state given the live object of the
+	// companion's name that the job controls: the worker token's Secret keeps the
+	// token it holds.
+	keep func(live client.Object) companionConfig
 	// uncached says the companion's kind has no informer (the operator does not
 	// watch it): it is read from the API server, and written without waiting for a
 	// cache to see the write.
@@ -84,29 +88,31 @@ func (c companion) key() client.ObjectKey {
 func (c companion) String() string { return *c.desired.GetKind() + " " + *c.desired.GetName() }
 
 // desiredCompanions builds every companion of job as the controller wants it, with
-// token as the worker token, in waves to apply one after the other: the RoleBinding
-// comes after the Role, which the API server checks it against. It fails only if the
-// run config cannot be marshalled.
-func desiredCompanions(job *trainingv1alpha1.ESPOJob, token string, np NetworkPolicyOptions) ([][]companion, error) {
-	cm, err := desiredConfigMap(job)
-	if err != nil {
-		return nil, err
-	}
-	first := []companion{
-		companionOf(cm, corev1ac.ExtractConfigMap),
+// runConfig as the run config (runConfigYAML) and token as the worker token of a new
+// Secret (an existing one keeps its own), in two waves: the first must exist before
+// the pods or the rest are applied, the second may be applied alongside the pods.
+// The first holds the trainer's ServiceAccount (the ServiceAccount admission plugin
+// refuses a pod whose service account does not exist) and its Role (the API server
+// checks the RoleBinding against it); the second everything else, which a pod needs
+// only once it starts (the kubelet waits for the ConfigMap and Secret it mounts).
+func desiredCompanions(job *trainingv1alpha1.ESPOJob, runConfig, token string, np NetworkPolicyOptions) [][]companion {
+	var first []companion
+	withPods := []companion{
+		companionOf(desiredConfigMap(job, runConfig), corev1ac.ExtractConfigMap),
 		companionOf(desiredService(job), corev1ac.ExtractService),
-		companionOf(desiredWorkerTokenSecret(job, token), corev1ac.ExtractSecret),
+		workerTokenCompanion(job, token),
 	}
 	if !np.Disabled {
-		first = append(first, companionOf(desiredNetworkPolicy(job, np), networkingv1ac.ExtractNetworkPolicy))
+		withPods = append(withPods, companionOf(desiredNetworkPolicy(job, np), networkingv1ac.ExtractNetworkPolicy))
 	}
-	if !ownsIdentity(job) {
-		return [][]companion{first}, nil
+	if ownsIdentity(job) {
+		first = []companion{
+			companionOf(desiredServiceAccount(job), corev1ac.ExtractServiceAccount),
+			companionOf(desiredRole(job), rbacv1ac.ExtractRole),
+		}
+		withPods = append(withPods, companionOf(desiredRoleBinding(job), rbacv1ac.ExtractRoleBinding))
 	}
-	first = append(first,
-		companionOf(desiredServiceAccount(job), corev1ac.ExtractServiceAccount),
-		companionOf(desiredRole(job), rbacv1ac.ExtractRole))
-	return [][]companion{first, {companionOf(desiredRoleBinding(job), rbacv1ac.ExtractRoleBinding)}}, nil
+	return [][]companion{first, withPods}
 }
 
 // controllerRef is the owner reference every child carries: the job, as its

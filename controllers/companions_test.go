@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -43,31 +44,28 @@ func TestDesiredCompanions(t *testing.T) {
 		np    NetworkPolicyOptions
 		waves [][]string
 	}{
-		"the job's own identity: its RoleBinding after its Role": {
+		"the job's own identity: its ServiceAccount and Role before the pods and the RoleBinding": {
 			job: makeJob().Obj(),
 			waves: [][]string{
+				{"ServiceAccount demo-trainer", "Role demo-trainer"},
 				{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token", "NetworkPolicy demo-trainer",
-					"ServiceAccount demo-trainer", "Role demo-trainer"},
-				{"RoleBinding demo-trainer"},
+					"RoleBinding demo-trainer"},
 			},
 		},
-		"a service account the job names: no identity": {
+		"a service account the job names: no identity, nothing before the pods": {
 			job:   makeJob().ServiceAccountName("mine").Obj(),
-			waves: [][]string{{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token", "NetworkPolicy demo-trainer"}},
+			waves: [][]string{nil, {"ConfigMap demo-config", "Service demo", "Secret demo-worker-token", "NetworkPolicy demo-trainer"}},
 		},
 		"network policies disabled: none": {
 			job: makeJob().ServiceAccountName("mine").Obj(), np: NetworkPolicyOptions{Disabled: true},
-			waves: [][]string{{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token"}},
+			waves: [][]string{nil, {"ConfigMap demo-config", "Service demo", "Secret demo-worker-token"}},
 		},
 	}
 	owner := metav1.OwnerReference{APIVersion: "training.espo.dev/v1alpha1", Kind: "ESPOJob", Name: "demo", UID: "uid-1",
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			waves, err := desiredCompanions(tc.job, testToken, tc.np)
-			if err != nil {
-				t.Fatal(err)
-			}
+			waves := companionsOf(t, tc.job, tc.np)
 			var got [][]string
 			for _, wave := range waves {
 				var names []string
@@ -98,10 +96,7 @@ func TestDesiredCompanions(t *testing.T) {
 func appliedCompanions(tb testing.TB, job *trainingv1alpha1.ESPOJob) ([]companion, []client.Object) {
 	tb.Helper()
 	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithReturnManagedFields().Build()
-	waves, err := desiredCompanions(job, testToken, noNetworkPolicy)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	waves := companionsOf(tb, job, noNetworkPolicy)
 	var companions []companion
 	var live []client.Object
 	for _, wave := range waves {
@@ -116,10 +111,7 @@ func appliedCompanions(tb testing.TB, job *trainingv1alpha1.ESPOJob) ([]companio
 			live = append(live, obj)
 		}
 	}
-	fresh, err := desiredCompanions(job, testToken, noNetworkPolicy) // Apply overwrote the applied ones with its response
-	if err != nil {
-		tb.Fatal(err)
-	}
+	fresh := companionsOf(tb, job, noNetworkPolicy) // Apply overwrote the applied ones with its response
 	for _, wave := range fresh {
 		companions = append(companions, wave...)
 	}
@@ -140,10 +132,7 @@ func TestAppliedFieldsMatchTheDesiredState(t *testing.T) {
 			t.Errorf("%s: applied fields differ from the desired state:\n%s", c, cmp.Diff(c.desired, applied))
 		}
 	}
-	other, err := desiredCompanions(makeJob().UID("uid-2").Obj(), testToken, noNetworkPolicy)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := companionsOf(t, makeJob().UID("uid-2").Obj(), noNetworkPolicy)
 	for i, c := range other[0] {
 		applied, err := c.applied(live[i])
 		if err != nil {
@@ -162,10 +151,7 @@ func BenchmarkCompanionsInLine(b *testing.B) {
 	_, live := appliedCompanions(b, job)
 	b.ReportAllocs()
 	for b.Loop() {
-		waves, err := desiredCompanions(job, testToken, noNetworkPolicy)
-		if err != nil {
-			b.Fatal(err)
-		}
+		waves := companionsOf(b, job, noNetworkPolicy)
 		i := 0
 		for _, wave := range waves {
 			for _, c := range wave {
@@ -176,5 +162,38 @@ func BenchmarkCompanionsInLine(b *testing.B) {
 				i++
 			}
 		}
+	}
+}
+
+// companionsOf are the desired companions of job, with testToken as a new token.
+func companionsOf(tb testing.TB, job *trainingv1alpha1.ESPOJob, np NetworkPolicyOptions) [][]companion {
+	tb.Helper()
+	runConfig, err := runConfigYAML(job)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return desiredCompanions(job, runConfig, testToken, np)
+}
+
+// TestTheWorkerTokenSecretKeepsItsToken: the desired Secret holds the token of a
+// live Secret with a valid one, else the new token it was built with.
+func TestTheWorkerTokenSecretKeepsItsToken(t *testing.T) {
+	const newToken = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
+	job := makeJob().Obj()
+	for name, tc := range map[string]struct {
+		live []byte
+		want string
+	}{
+		"a valid token is kept":      {live: []byte(testToken), want: testToken},
+		"an invalid one is replaced": {live: []byte("short"), want: newToken},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := workerTokenCompanion(job, newToken)
+			live := &corev1.Secret{Data: map[string][]byte{WorkerTokenKey: tc.live}}
+			got := typed[corev1.Secret](t, c.keep(live))
+			if string(got.Data[WorkerTokenKey]) != tc.want {
+				t.Errorf("token %q, want %q", got.Data[WorkerTokenKey], tc.want)
+			}
+		})
 	}
 }

@@ -70,6 +70,8 @@ type ESPOJobReconciler struct {
 	apiReader client.Reader // uncached, to look at a name another object holds
 	recorder  events.EventRecorder
 	opts      Options
+	// runConfigs keeps the jobs' run configs between reconciles.
+	runConfigs runConfigMemo
 }
 
 // NewESPOJobReconciler returns a reconciler that uses mgr's client, cache and event
@@ -102,7 +104,13 @@ func NewESPOJobReconciler(mgr ctrl.Manager, o Options) *ESPOJobReconciler {
 func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	job := &trainingv1alpha1.ESPOJob{}
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.runConfigs.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !job.DeletionTimestamp.IsZero() || job.IsFinished() {
+		r.runConfigs.forget(req.NamespacedName)
 	}
 	if !job.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // its children go with it
@@ -125,7 +133,7 @@ func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 }
 
 // reconcile runs the steps of one reconcile, recording the job's new status in u.
-func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctrl.Result, error) {
+func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (_ ctrl.Result, err error) {
 	job := u.job
 
 	// 1. List the job's pods (by the owner index, from the cache).
@@ -140,12 +148,16 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctr
 	}
 
 	// 3. Apply the companions that are missing or changed: the ConfigMap with the
-	//    current run config, the headless Service, and the trainer's ServiceAccount,
-	//    Role and RoleBinding.
-	if err := r.applyCompanions(ctx, job); err != nil {
+	//    current run config, the headless Service, the worker token's Secret, the
+	//    NetworkPolicy, and the trainer's ServiceAccount, Role and RoleBinding. The
+	//    pods wait only for those they cannot be created without (desiredCompanions);
+	//    the rest are applied alongside the steps below, and awaited at the end.
+	writes, err := r.applyCompanions(ctx, job)
+	if err != nil {
 		u.setCondition(trainingv1alpha1.ConditionCreated, false, trainingv1alpha1.ReasonCreateFailed, err.Error())
 		return ctrl.Result{}, err
 	}
+	defer func() { err = errors.Join(err, awaitCompanions(u, writes)) }()
 
 	// 4. Suspended: no pods. Resumed: recreate them below from the current spec.
 	if job.IsSuspended() {
@@ -197,6 +209,16 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (ctr
 		return ctrl.Result{RequeueAfter: sooner(wake, left)}, nil
 	}
 	return ctrl.Result{RequeueAfter: wake}, r.createPods(ctx, u, pods)
+}
+
+// awaitCompanions waits for the companion writes in progress; if one failed, the job
+// is not Created, and the error says why.
+func awaitCompanions(u *statusUpdate, writes *companionWrites) error {
+	err := writes.wait()
+	if err != nil {
+		u.setCondition(trainingv1alpha1.ConditionCreated, false, trainingv1alpha1.ReasonCreateFailed, err.Error())
+	}
+	return err
 }
 
 // emit sends the events of the status change just written and counts it in the

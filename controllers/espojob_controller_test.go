@@ -63,6 +63,7 @@ func TestCreatesEveryChildWithTheRightFields(t *testing.T) {
 		Checkpoint("ckpt", "runs/children", 50).NodeSelector("pool", "cpu").Obj())
 
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(2))
+	created(g, job) // the companions the pods do not wait for are applied too
 	owner := metav1.OwnerReference{APIVersion: trainingv1alpha1.GroupVersion.String(), Kind: "ESPOJob", Name: job.Name,
 		UID: job.UID, Controller: new(true), BlockOwnerDeletion: new(true)}
 
@@ -393,6 +394,7 @@ func TestDeletingTheJobDeletesItsChildren(t *testing.T) {
 	ctx, g, ns := setup(t)
 	job := create(g, builders.MakeESPOJob("cleanup", ns).Replicas(2).Obj())
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(2))
+	created(g, job)
 	lists := []client.ObjectList{&corev1.PodList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{},
 		&corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}}
 	children := 0
@@ -455,6 +457,7 @@ func TestTrainerReportSurvivesControllerStatusWrites(t *testing.T) {
 	g, ns, clk := setupOnClock(t)
 	job := create(g, builders.MakeESPOJob("report", ns).Replicas(2).Obj())
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(2))
+	created(g, job) // the trainer's RoleBinding is applied alongside the pods
 	report := &trainingv1alpha1.TrainingStatus{Stage: trainingv1alpha1.StageESPO, Epoch: 2, Step: 40, MeanStepReward: "0.125"}
 	reportOutcome(g, job, report)
 

@@ -19,9 +19,12 @@ package controllers
 import (
 	"fmt"
 	"path"
+	"sync"
 
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -90,14 +93,66 @@ func podFQDN(job *trainingv1alpha1.ESPOJob, rank int32) string {
 // replicas is the number of trainer pods (at least 1, whether or not defaulted).
 func replicas(job *trainingv1alpha1.ESPOJob) int32 { return max(job.Spec.Trainer.Replicas, 1) }
 
-// desiredConfigMap is the ConfigMap that holds the job's run config, as YAML under
-// trainingv1alpha1.RunConfigKey. It fails only if the config cannot be marshalled.
-func desiredConfigMap(job *trainingv1alpha1.ESPOJob) (*corev1ac.ConfigMapApplyConfiguration, error) {
+// runConfigYAML is the job's run config (buildRunConfig) as YAML, as the ConfigMap
+// holds it. It fails only if the config cannot be marshalled.
+func runConfigYAML(job *trainingv1alpha1.ESPOJob) (string, error) {
 	raw, err := yaml.Marshal(buildRunConfig(job))
 	if err != nil {
-		return nil, fmt.Errorf("marshalling the run config: %w", err)
+		return "", fmt.Errorf("marshalling the run config: %w", err)
 	}
+	return string(raw), nil
+}
+
+// desiredConfigMap is the ConfigMap that holds the job's run config, runConfig (see
+// runConfigYAML), under trainingv1alpha1.RunConfigKey.
+func desiredConfigMap(job *trainingv1alpha1.ESPOJob, runConfig string) *corev1ac.ConfigMapApplyConfiguration {
 	return corev1ac.ConfigMap(configMapName(job), job.Namespace).
 		WithLabels(jobLabels(job)).WithOwnerReferences(controllerRef(job)).
-		WithData(map[string]string{trainingv1alpha1.RunConfigKey: string(raw)}), nil
+		WithData(map[string]string{trainingv1alpha1.RunConfigKey: runConfig})
+}
+
+// runConfigMemo keeps the run config of each job the controller reconciles, as YAML,
+// for the job's UID and generation: the config depends only on the job's identity
+// and spec, and marshalling it on every reconcile was a quarter of the controller's
+// allocations at scale. Entries are dropped when a job finishes or is gone.
+type runConfigMemo struct {
+	mu    sync.Mutex
+	byJob map[types.NamespacedName]memoizedRunConfig
+}
+
+// memoizedRunConfig is a job's run config as YAML, for the job's UID and generation.
+type memoizedRunConfig struct {
+	uid        types.UID
+	generation int64
+	yaml       string
+}
+
+// yaml returns the job's run config as YAML (runConfigYAML), marshalled again only
+// if the job's UID or generation changed since the last call.
+func (m *runConfigMemo) yaml(job *trainingv1alpha1.ESPOJob) (string, error) {
+	key := client.ObjectKeyFromObject(job)
+	m.mu.Lock()
+	e, ok := m.byJob[key]
+	m.mu.Unlock()
+	if ok && e.uid == job.UID && e.generation == job.Generation {
+		return e.yaml, nil
+	}
+	raw, err := runConfigYAML(job)
+	if err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byJob == nil {
+		m.byJob = map[types.NamespacedName]memoizedRunConfig{}
+	}
+	m.byJob[key] = memoizedRunConfig{uid: job.UID, generation: job.Generation, yaml: raw}
+	return raw, nil
+}
+
+// forget drops the run config of the job of key.
+func (m *runConfigMemo) forget(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byJob, key)
 }

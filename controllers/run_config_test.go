@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -87,10 +88,11 @@ func TestBuildRunConfig(t *testing.T) {
 func TestDesiredConfigMapHoldsTheRunConfigAsYAML(t *testing.T) {
 	// Built without Obj(): the spec's defaults are applied by the builder.
 	w := makeJob().Replicas(2)
-	desired, err := desiredConfigMap(&w.ESPOJob)
+	runConfig, err := runConfigYAML(&w.ESPOJob)
 	if err != nil {
 		t.Fatal(err)
 	}
+	desired := desiredConfigMap(&w.ESPOJob, runConfig)
 	cm := typed[corev1.ConfigMap](t, desired)
 	if cm.Name != "demo-config" || cm.Namespace != "ns" || cm.Labels[LabelJobName] != "demo" || len(cm.OwnerReferences) != 1 {
 		t.Errorf("metadata: %+v", cm.ObjectMeta)
@@ -104,5 +106,38 @@ func TestDesiredConfigMapHoldsTheRunConfigAsYAML(t *testing.T) {
 	}
 	if got.Spec.Algorithm.GroupSize != 5 {
 		t.Errorf("defaults not applied: groupSize %d", got.Spec.Algorithm.GroupSize)
+	}
+}
+
+// TestRunConfigMemo: the memo marshals a job's run config again only for another
+// UID or generation, and forgets a job.
+func TestRunConfigMemo(t *testing.T) {
+	var m runConfigMemo
+	job := makeJob().Replicas(2).Obj()
+	first, err := m.yaml(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := runConfigYAML(job); first != want {
+		t.Fatalf("yaml = %q, want runConfigYAML's %q", first, want)
+	}
+	changed := job.DeepCopy()
+	changed.Spec.Trainer.Replicas = 3
+	if got, _ := m.yaml(changed); got != first {
+		t.Errorf("same UID and generation: marshalled again")
+	}
+	changed.Generation++
+	if got, _ := m.yaml(changed); got == first {
+		t.Errorf("a new generation: the old run config")
+	}
+	other := changed.DeepCopy()
+	other.UID = "uid-2"
+	other.Spec.Trainer.Replicas = 2
+	if got, _ := m.yaml(other); got == first {
+		t.Errorf("another UID: the old job's run config")
+	}
+	m.forget(client.ObjectKeyFromObject(job))
+	if len(m.byJob) != 0 {
+		t.Errorf("after forget: %d entries", len(m.byJob))
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,59 +40,115 @@ import (
 // applies the companions and the job's status under it, and creates the pods.
 const FieldManager = "espo-operator"
 
-// applyCompanions brings every companion of the job in line with its desired state,
-// wave after wave, the companions of a wave in parallel.
-func (r *ESPOJobReconciler) applyCompanions(ctx context.Context, job *trainingv1alpha1.ESPOJob) error {
-	token, err := r.workerToken(ctx, job)
-	if err != nil {
-		return err
-	}
-	waves, err := desiredCompanions(job, token, r.opts.NetworkPolicy)
-	if err != nil {
-		return err
-	}
+// applyCompanions brings every companion of the job in line with its desired state
+// (desiredCompanions). It reads them all at once, which fails if an object the job
+// does not control holds a companion's name; then applies the first wave, and
+// starts applying the second, which the pods do not wait for: the returned
+// companionWrites says when that is done. A companion in line costs no write.
+func (r *ESPOJobReconciler) applyCompanions(ctx context.Context, job *trainingv1alpha1.ESPOJob) (*companionWrites, error) {
 	if r.opts.NetworkPolicy.Disabled {
 		if err := r.removeNetworkPolicy(ctx, job); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	for _, wave := range waves {
-		errs := make([]error, len(wave))
-		workqueue.ParallelizeUntil(ctx, len(wave), len(wave), func(i int) {
-			errs[i] = r.applyCompanion(ctx, job, wave[i])
-		})
-		if err := errors.Join(errs...); err != nil {
-			return err
-		}
+	runConfig, err := r.runConfigs.yaml(job)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	token, err := newWorkerToken()
+	if err != nil {
+		return nil, err
+	}
+	waves := desiredCompanions(job, runConfig, token, r.opts.NetworkPolicy)
+	all := slices.Concat(waves...)
+	outOfLine := make([]bool, len(all))
+	if err := parallel(ctx, len(all), func(i int) (err error) {
+		outOfLine[i], err = r.companionOutOfLine(ctx, job, &all[i])
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	first := len(waves[0])
+	if err := r.writeCompanions(ctx, all[:first], outOfLine[:first]); err != nil {
+		return nil, err
+	}
+	w := &companionWrites{done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		w.err = r.writeCompanions(ctx, all[first:], outOfLine[first:])
+	}()
+	return w, nil
 }
 
-// applyCompanion applies c's desired state if the companion is missing or the fields
-// the controller applied to it differ (someone changed, removed or took over one);
-// a companion in line costs no write, and fields others added are left alone. An
-// object of the companion's name that the job does not control is an error: the job
-// will neither use nor overwrite someone else's object.
-func (r *ESPOJobReconciler) applyCompanion(ctx context.Context, job *trainingv1alpha1.ESPOJob, c companion) error {
-	live, err := r.liveCompanion(ctx, c)
-	if err != nil {
-		return err
-	}
-	if live != nil {
-		if !metav1.IsControlledBy(live, job) {
-			return fmt.Errorf("%s exists and is not controlled by this ESPOJob", c)
-		}
-		if err := r.adoptUpdatedFields(ctx, live, ""); err != nil {
-			return fmt.Errorf("taking over the fields of %s: %w", c, err)
-		}
-		applied, err := c.applied(live)
-		if err != nil {
-			return fmt.Errorf("reading the fields %s applied to %s: %w", FieldManager, c, err)
-		}
-		if equality.Semantic.DeepEqual(applied, c.desired) {
+// companionWrites are companion applies in progress.
+type companionWrites struct {
+	done chan struct{}
+	err  error
+}
+
+// wait waits until the writes are done and returns their error.
+func (w *companionWrites) wait() error {
+	<-w.done
+	return w.err
+}
+
+// writeCompanions applies, at once, the companions whose outOfLine is true.
+func (r *ESPOJobReconciler) writeCompanions(ctx context.Context, companions []companion, outOfLine []bool) error {
+	return parallel(ctx, len(companions), func(i int) error {
+		if !outOfLine[i] {
 			return nil
 		}
+		return r.writeCompanion(ctx, companions[i])
+	})
+}
+
+// parallel calls f for 0 to n-1 at once and joins the errors.
+func parallel(ctx context.Context, n int, f func(i int) error) error {
+	errs := make([]error, n)
+	workqueue.ParallelizeUntil(ctx, n, n, func(i int) { errs[i] = f(i) })
+	return errors.Join(errs...)
+}
+
+// applyCompanion applies c's desired state if it is out of line
+// (companionOutOfLine).
+func (r *ESPOJobReconciler) applyCompanion(ctx context.Context, job *trainingv1alpha1.ESPOJob, c companion) error {
+	outOfLine, err := r.companionOutOfLine(ctx, job, &c)
+	if err != nil || !outOfLine {
+		return err
 	}
+	return r.writeCompanion(ctx, c)
+}
+
+// companionOutOfLine reads the live companion and reports whether c's desired state
+// must be applied: the companion is missing, or the fields the controller applied
+// to it differ (someone changed, removed or took over one); fields others added do
+// not count. An object of the companion's name that the job does not control is an
+// error: the job will neither use nor overwrite someone else's object. A live
+// companion the job controls settles c's desired state where c.keep says so.
+func (r *ESPOJobReconciler) companionOutOfLine(ctx context.Context, job *trainingv1alpha1.ESPOJob, c *companion) (bool, error) {
+	live, err := r.liveCompanion(ctx, *c)
+	if err != nil || live == nil {
+		return true, err
+	}
+	if !metav1.IsControlledBy(live, job) {
+		return false, fmt.Errorf("%s exists and is not controlled by this ESPOJob", c)
+	}
+	if c.keep != nil {
+		c.desired = c.keep(live)
+	}
+	if err := r.adoptUpdatedFields(ctx, live, ""); err != nil {
+		return false, fmt.Errorf("taking over the fields of %s: %w", c, err)
+	}
+	applied, err := c.applied(live)
+	if err != nil {
+		return false, fmt.Errorf("reading the fields %s applied to %s: %w", FieldManager, c, err)
+	}
+	return !equality.Semantic.DeepEqual(applied, c.desired), nil
+}
+
+// writeCompanion server-side applies c's desired state, taking over the fields it
+// holds from other managers.
+func (r *ESPOJobReconciler) writeCompanion(ctx context.Context, c companion) error {
 	opts := []client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}
 	if c.uncached {
 		opts = append(opts, client.DisableReadYourWritesConsistency)

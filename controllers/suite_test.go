@@ -70,7 +70,7 @@ var installRBAC sync.Once
 
 // operatorConfig returns a rest.Config that impersonates operatorUser, bound to the
 // generated ClusterRole, and counts the write requests it sends into writes.
-func operatorConfig(t *testing.T, writes *atomic.Int64) *rest.Config {
+func operatorConfig(t testing.TB, writes *atomic.Int64) *rest.Config {
 	t.Helper()
 	installRBAC.Do(func() {
 		if err := env.BindOperatorRole(operatorUser); err != nil {
@@ -98,7 +98,7 @@ func startManager(t *testing.T, ns string, writes *atomic.Int64) *manager {
 }
 
 // newNamespace creates a namespace of its own for a test.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "espo-"}}
 	if err := env.Client.Create(context.Background(), ns); err != nil {
@@ -202,10 +202,13 @@ func exited(p *corev1.Pod, code int32, message string) corev1.PodStatus {
 	return st
 }
 
-// runAll makes every pod of the job run, once the controller created them all.
+// runAll makes every pod of the job run, once the controller created them all and
+// their companions (the job is Created), as kubelet starts a pod only once the
+// ConfigMap and Secret it mounts exist.
 func runAll(g Gomega, job *trainingv1alpha1.ESPOJob) {
 	n := int(job.Spec.Trainer.Replicas)
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(n))
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionCreated), reconcileTimeout, poll).Should(HaveField("Status", metav1.ConditionTrue))
 	for _, p := range pods(g, job) {
 		setPodStatus(g, &p, running(&p))
 	}

@@ -17,14 +17,13 @@ limitations under the License.
 package controllers
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
@@ -81,19 +80,17 @@ func validWorkerToken(t []byte) bool {
 	return err == nil
 }
 
-// workerToken returns the token of the job's Secret when the job controls one with a
-// valid token, else a new one (for a Secret to create or, someone having broken it,
-// to replace; a Secret of that name the job does not control is left to
-// applyCompanion to report).
-func (r *ESPOJobReconciler) workerToken(ctx context.Context, job *trainingv1alpha1.ESPOJob) (string, error) {
-	live, err := r.liveObject(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: workerTokenSecretName(job)}})
-	if err != nil {
-		return "", fmt.Errorf("getting Secret %s: %w", workerTokenSecretName(job), err)
+// workerTokenCompanion is the worker token's Secret as a companion: a new one
+// holds token; a live one the job controls keeps its valid token.
+func workerTokenCompanion(job *trainingv1alpha1.ESPOJob, token string) companion {
+	c := companionOf(desiredWorkerTokenSecret(job, token), corev1ac.ExtractSecret)
+	c.keep = func(live client.Object) companionConfig {
+		if s, ok := live.(*corev1.Secret); ok && validWorkerToken(s.Data[WorkerTokenKey]) {
+			return desiredWorkerTokenSecret(job, string(s.Data[WorkerTokenKey]))
+		}
+		return c.desired
 	}
-	if s, ok := live.(*corev1.Secret); ok && metav1.IsControlledBy(s, job) && validWorkerToken(s.Data[WorkerTokenKey]) {
-		return string(s.Data[WorkerTokenKey]), nil
-	}
-	return newWorkerToken()
+	return c
 }
 
 // workerTokenVolume is the pod volume of the job's worker token Secret.

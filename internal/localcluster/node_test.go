@@ -387,3 +387,34 @@ func TestGPURequestsAreScheduledWithinAllocatable(t *testing.T) {
 	g.Eventually(getPod(ns, "one-more"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodRunning)))
 	g.Expect(client.CoreV1().Pods(ns).Delete(context.Background(), "one-more", metav1.DeleteOptions{})).To(Succeed())
 }
+
+// TestANewPodUnderAnOldPodsNameRunsAfresh: the node still runs a failed pod that
+// Kubernetes deleted without the node hearing of it (as while the API server was away),
+// and a new pod of the same name comes (virtual-kubelet sends it as an update, the
+// name being known): the new pod gets a run of its own, with its own status, and the
+// old run's folder goes.
+func TestANewPodUnderAnOldPodsNameRunsAfresh(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	p := testNode.provider
+	ctx := context.Background()
+	old := shPod(ns, "reused", "exit 3")
+	old.UID = "old-uid"
+	g.Expect(p.CreatePod(ctx, old)).To(Succeed())
+	g.Eventually(func() (*corev1.Pod, error) { return p.GetPod(ctx, ns, "reused") }, podStartTimeout, pollInterval).
+		Should(WithTransform(phase, Equal(corev1.PodFailed)))
+	oldDir := filepath.Join(stateDir, "pods", ns, "reused-old-uid")
+	g.Expect(oldDir).To(BeADirectory())
+
+	renewed := shPod(ns, "reused", "exec sleep 1000")
+	renewed.UID = "new-uid"
+	g.Expect(p.UpdatePod(ctx, renewed)).To(Succeed())
+	g.Eventually(func() (*corev1.Pod, error) { return p.GetPod(ctx, ns, "reused") }, podStartTimeout, pollInterval).
+		Should(And(WithTransform(phase, Equal(corev1.PodRunning)),
+			WithTransform(func(p *corev1.Pod) string { return string(p.UID) }, Equal("new-uid"))))
+	g.Eventually(func() string { return oldDir }, podStopTimeout, pollInterval).ShouldNot(BeADirectory())
+	g.Expect(p.CreatePod(ctx, renewed)).To(Succeed(), "the same pod again is no news")
+
+	g.Expect(p.DeletePod(ctx, renewed)).To(Succeed())
+	g.Eventually(func() *podRun { return p.lookup(ns, "reused") }, podStopTimeout, pollInterval).Should(BeNil())
+}

@@ -28,6 +28,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Backoffs of a pod: between failed preparations (missing claim, config map, service
@@ -317,6 +318,13 @@ func (r *podRun) stop(grace time.Duration) {
 	r.grace = grace
 	r.mu.Unlock()
 	r.cancel()
+}
+
+// uid is the UID of the pod the run runs.
+func (r *podRun) uid() types.UID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pod.UID
 }
 
 // setSpec takes a newer version of the pod from Kubernetes (labels, annotations,

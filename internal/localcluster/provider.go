@@ -32,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -65,13 +66,19 @@ func podKey(namespace, name string) string { return namespace + "/" + name }
 
 // CreatePod starts running a pod bound to this node: it gives the pod an address and
 // starts its podRun, which prepares the pod and starts its processes in the
-// background. It fails only when no address is left.
+// background. It fails only when no address is left. The run of an older pod of the
+// same name (one deleted while the node did not hear of it, as when the API server was
+// away) is discarded first: a new pod never takes over an old one's run or status.
 func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	key := podKey(pod.Namespace, pod.Name)
 	p.mu.Lock()
-	if _, ok := p.pods[key]; ok {
-		p.mu.Unlock()
-		return nil
+	if old, ok := p.pods[key]; ok {
+		if old.uid() == pod.UID {
+			p.mu.Unlock()
+			return nil
+		}
+		delete(p.pods, key)
+		go p.discard(old)
 	}
 	ip, err := p.ips.allocate(pod.UID)
 	if err != nil {
@@ -101,8 +108,13 @@ func podNames(pod *corev1.Pod) []string {
 
 // UpdatePod takes the pod's new metadata; processes keep running (a pod's containers
 // cannot change).
-func (p *provider) UpdatePod(_ context.Context, pod *corev1.Pod) error {
-	if r := p.lookup(pod.Namespace, pod.Name); r != nil {
+func (p *provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
+	r := p.lookup(pod.Namespace, pod.Name)
+	switch {
+	case r == nil:
+	case r.uid() != pod.UID: // a new pod under an old one's name: see CreatePod
+		return p.CreatePod(ctx, pod)
+	default:
 		r.setSpec(pod.DeepCopy())
 	}
 	return nil
@@ -132,8 +144,30 @@ func (p *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 func (p *provider) forget(r *podRun) {
 	<-r.done
 	r.notify()
+	ns, name, uid := p.release(r)
+	opts := *metav1.NewDeleteOptions(0)
+	opts.Preconditions = metav1.NewUIDPreconditions(string(uid))
+	err := p.client.CoreV1().Pods(ns).Delete(context.Background(), name, opts)
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		p.log.Error(err, "removing the deleted pod", "pod", podKey(ns, name))
+	}
+}
+
+// discard kills the processes of a pod that is gone from Kubernetes (a newer pod took
+// its name) and frees what it held, without reporting its status: the pod of that
+// name is the newer one.
+func (p *provider) discard(r *podRun) {
+	r.stop(0)
+	<-r.done
+	p.release(r)
+}
+
+// release frees what an ended run held: its place among the node's pods (unless a
+// newer pod of its name took it), its names, its address and its folder. It returns
+// the pod's namespace, name and UID.
+func (p *provider) release(r *podRun) (ns, name string, uid types.UID) {
 	r.mu.Lock()
-	ns, name, uid := r.pod.Namespace, r.pod.Name, r.pod.UID
+	ns, name, uid = r.pod.Namespace, r.pod.Name, r.pod.UID
 	r.mu.Unlock()
 	key := podKey(ns, name)
 	p.mu.Lock()
@@ -148,12 +182,7 @@ func (p *provider) forget(r *podRun) {
 	if err := os.RemoveAll(r.dir); err != nil {
 		p.log.Error(err, "removing the pod's folder", "pod", key)
 	}
-	opts := *metav1.NewDeleteOptions(0)
-	opts.Preconditions = metav1.NewUIDPreconditions(string(uid))
-	err := p.client.CoreV1().Pods(ns).Delete(context.Background(), name, opts)
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		p.log.Error(err, "removing the deleted pod", "pod", key)
-	}
+	return ns, name, uid
 }
 
 // stopAll stops every pod and waits for their processes to exit.

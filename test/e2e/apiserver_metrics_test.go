@@ -23,6 +23,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
 )
 
 // requestKind is one kind of request the API server counts in apiserver_request_total:
@@ -152,19 +155,22 @@ func scrapeRequests() (requestCounts, error) {
 // counts up to the last scrape before it (requests between that scrape and the
 // stop, a fraction of a second, are not counted).
 type requestMeter struct {
-	before requestCounts // the counts of the API server processes that were restarted
-	start  requestCounts // the counters of the current process when the count began
+	scrape func() (requestCounts, error) // scrapeRequests, in the suite
+	before requestCounts                 // the counts of the API server processes that were restarted
+	start  requestCounts                 // the counters of the current process when the count began
 }
 
-// startRequestMeter begins counting.
-func startRequestMeter() (*requestMeter, error) {
-	start, err := scrapeRequests()
-	return &requestMeter{before: requestCounts{}, start: start}, err
+// startRequestMeter begins counting the suite's API server's requests.
+func startRequestMeter() (*requestMeter, error) { return startRequestMeterOn(scrapeRequests) }
+
+func startRequestMeterOn(scrape func() (requestCounts, error)) (*requestMeter, error) {
+	start, err := scrape()
+	return &requestMeter{scrape: scrape, before: requestCounts{}, start: start}, err
 }
 
 // restart runs restartAPIServer, keeping the counts of the process it stops.
 func (m *requestMeter) restart(restartAPIServer func() error) error {
-	last, err := scrapeRequests()
+	last, err := m.scrape()
 	if err != nil {
 		return err
 	}
@@ -172,11 +178,66 @@ func (m *requestMeter) restart(restartAPIServer func() error) error {
 	return restartAPIServer()
 }
 
-// read is the count of requests since startRequestMeter.
+// read is the count of requests since the meter started.
 func (m *requestMeter) read() (requestCounts, error) {
-	now, err := scrapeRequests()
+	now, err := m.scrape()
 	if err != nil {
 		return nil, err
 	}
 	return m.before.plus(now.minus(m.start)), nil
+}
+
+// TestParseRequestCountsSumsByVerbAndResource: the counters of /metrics are summed
+// over the labels that are not the verb or the resource, a subresource joins its
+// resource, reads are not writes, and a restart's counts add up.
+func TestParseRequestCountsSumsByVerbAndResource(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	counts, err := parseRequestCounts(`# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="training.espo.dev",resource="espojobs",scope="resource",subresource="status",verb="APPLY",version="v1alpha1"} 7
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="training.espo.dev",resource="espojobs",scope="resource",subresource="status",verb="APPLY",version="v1alpha1"} 2
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="",verb="POST",version="v1"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 40
+apiserver_request_total{code="0",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="WATCH",version="v1"} 5
+apiserver_request_total_other{verb="POST"} 100
+apiserver_request_duration_seconds_count{verb="POST"} 100
+`)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(counts).To(Equal(requestCounts{
+		{verb: "APPLY", resource: "espojobs/status"}: 9,
+		{verb: "POST", resource: "pods"}:             3,
+		{verb: "LIST", resource: "pods"}:             40,
+		{verb: "WATCH", resource: "pods"}:            5,
+	}))
+	g.Expect(counts.requests()).To(BeEquivalentTo(57))
+	g.Expect(counts.writes()).To(BeEquivalentTo(12))
+	g.Expect(counts.statusWrites()).To(BeEquivalentTo(9))
+	g.Expect(counts.otherWrites()).To(BeEquivalentTo(3))
+
+	_, err = parseRequestCounts("etcd_request_duration_seconds_count 3\n")
+	g.Expect(err).To(MatchError(ContainSubstring("no apiserver_request_total")))
+}
+
+// TestRequestMeterCountsAcrossARestart: a meter started at 5 status writes, scraped at
+// 9 before a restart and at 4 after it (the new process counts from zero), counted 8.
+func TestRequestMeterCountsAcrossARestart(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	status := requestKind{verb: "APPLY", resource: espoJobStatus}
+	scrapes := []float64{5, 9, 4}
+	scrape := func() (requestCounts, error) {
+		n := scrapes[0]
+		scrapes = scrapes[1:]
+		return requestCounts{status: n}, nil
+	}
+	m, err := startRequestMeterOn(scrape)
+	g.Expect(err).NotTo(HaveOccurred())
+	restarted := false
+	g.Expect(m.restart(func() error { restarted = true; return nil })).To(Succeed())
+	g.Expect(restarted).To(BeTrue())
+	counts, err := m.read()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(counts.statusWrites()).To(BeEquivalentTo(8))
+	g.Expect(scrapes).To(BeEmpty())
 }

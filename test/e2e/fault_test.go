@@ -49,7 +49,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	began := time.Now()
 	apply(g, ns, testdata("checkpoint-claim.yaml"))
-	names := applyLoad(t, ns, faultJobs, func(job *trainingv1alpha1.ESPOJob) {
+	names := createLoad(t, ns, faultJobs, func(job *trainingv1alpha1.ESPOJob) {
 		job.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{
 			PersistentVolumeClaim: trainingv1alpha1.VolumePath{ClaimName: "e2e-checkpoints", Path: job.Name},
 			EverySteps:            5,

@@ -83,7 +83,7 @@ func runLoad(tb testing.TB, ns string, n int) loadRun {
 	meter, err := startRequestMeter()
 	g.Expect(err).NotTo(HaveOccurred())
 	began := time.Now()
-	names := applyLoad(tb, ns, n, func(*trainingv1alpha1.ESPOJob) {})
+	names := createLoad(tb, ns, n, func(*trainingv1alpha1.ESPOJob) {})
 	waitForAllSucceeded(tb, ns, names, loadTimeout)
 	wall := time.Since(began)
 	counts, err := meter.read()
@@ -91,9 +91,9 @@ func runLoad(tb testing.TB, ns string, n int) loadRun {
 	return loadRun{jobs: n, wall: wall, counts: counts}
 }
 
-// applyLoad applies n copies of job-load.yaml in ns, named load-0 ... load-<n-1> and
-// changed by edit, with one kubectl apply, and returns their names.
-func applyLoad(tb testing.TB, ns string, n int, edit func(*trainingv1alpha1.ESPOJob)) []string {
+// createLoad creates n copies of job-load.yaml in ns, named load-0 ... load-<n-1> and
+// changed by edit, with one kubectl create, and returns their names.
+func createLoad(tb testing.TB, ns string, n int, edit func(*trainingv1alpha1.ESPOJob)) []string {
 	tb.Helper()
 	g := NewWithT(tb)
 	raw, err := os.ReadFile(filepath.Join(repoRoot, testdata("job-load.yaml")))
@@ -110,7 +110,7 @@ func applyLoad(tb testing.TB, ns string, n int, edit func(*trainingv1alpha1.ESPO
 	}
 	path := filepath.Join(tb.TempDir(), "jobs.yaml")
 	g.Expect(os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600)).To(Succeed())
-	mustKubectl(g, "apply", "-n", ns, "-f", path)
+	mustKubectl(g, "create", "-n", ns, "-f", path) // one request a job (apply reads each first)
 	return names
 }
 

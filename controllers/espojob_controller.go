@@ -28,6 +28,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -72,6 +73,8 @@ type ESPOJobReconciler struct {
 	opts      Options
 	// runConfigs keeps the jobs' run configs between reconciles.
 	runConfigs runConfigMemo
+	// inLine remembers the companions found in line.
+	inLine inLineMemo
 }
 
 // NewESPOJobReconciler returns a reconciler that uses mgr's client, cache and event
@@ -105,12 +108,12 @@ func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	job := &trainingv1alpha1.ESPOJob{}
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.runConfigs.forget(req.NamespacedName)
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !job.DeletionTimestamp.IsZero() || job.IsFinished() {
-		r.runConfigs.forget(req.NamespacedName)
+		r.forget(req.NamespacedName)
 	}
 	if !job.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // its children go with it
@@ -209,6 +212,13 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (_ c
 		return ctrl.Result{RequeueAfter: sooner(wake, left)}, nil
 	}
 	return ctrl.Result{RequeueAfter: wake}, r.createPods(ctx, u, pods)
+}
+
+// forget drops what the reconciler keeps between reconciles of the job of key: it
+// finished, or is gone.
+func (r *ESPOJobReconciler) forget(key types.NamespacedName) {
+	r.runConfigs.forget(key)
+	r.inLine.forget(key)
 }
 
 // awaitCompanions waits for the companion writes in progress; if one failed, the job

@@ -50,13 +50,17 @@ const (
 	maxWritesPerJob = 7 + scaleReplicas + 2
 	// scaleCreators is how many goroutines create the jobs.
 	scaleCreators = 32
+	// soloJobs is how many jobs, one after the other, measure the first pod's
+	// latency of a controller with nothing else to do.
+	soloJobs = 5
 )
 
 // BenchmarkScale runs "espo manager" as a process of its own against the test
 // control plane, creates 500 two-replica jobs at once and reports: the seconds until
 // all 1,000 pods exist (all-pods-s), the median and the largest time from a job's
 // Create returning until a watch sees its first pod (first-pod-median-s,
-// first-pod-max-s) and that of the first job created (first-pod-first-job-s), the
+// first-pod-max-s) and that of the first job created (first-pod-first-job-s); before
+// the 500, the median of soloJobs jobs created one at a time (first-pod-idle-s); the
 // manager's API writes and reads per job until every job runs (writes/job,
 // reads/job, from the API server's request counts less the benchmark's own), and the
 // manager's peak resident memory (peak-rss-MiB, VmHWM), of which the binary's pages
@@ -79,6 +83,7 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(sum.firstPodMedian/n, "first-pod-median-s")
 	b.ReportMetric(sum.firstPodMax/n, "first-pod-max-s")
 	b.ReportMetric(sum.firstPodFirstJob/n, "first-pod-first-job-s")
+	b.ReportMetric(sum.firstPodIdle/n, "first-pod-idle-s")
 	b.ReportMetric(sum.writesPerJob/n, "writes/job")
 	b.ReportMetric(sum.readsPerJob/n, "reads/job")
 	b.ReportMetric(sum.peakRSS/n, "peak-rss-MiB")
@@ -89,6 +94,7 @@ func BenchmarkScale(b *testing.B) {
 // scaleFigures are the figures of one run of the scale benchmark.
 type scaleFigures struct {
 	allPods, firstPodMedian, firstPodMax, firstPodFirstJob float64 // seconds
+	firstPodIdle                                           float64 // seconds
 	writesPerJob, readsPerJob                              float64
 	peakRSS, idleRSS, peakAnon                             float64 // MiB
 }
@@ -98,6 +104,7 @@ func (s *scaleFigures) add(o scaleFigures) {
 	s.firstPodMedian += o.firstPodMedian
 	s.firstPodMax += o.firstPodMax
 	s.firstPodFirstJob += o.firstPodFirstJob
+	s.firstPodIdle += o.firstPodIdle
 	s.writesPerJob += o.writesPerJob
 	s.readsPerJob += o.readsPerJob
 	s.peakRSS += o.peakRSS
@@ -119,9 +126,10 @@ func runScale(b *testing.B, bin string) scaleFigures {
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	before := apiServerRequests(g)
 	mgr := startManagerProcess(b, bin)
 	idleRSS := mgr.peakRSS(g)
+	idleFirstPod := soloFirstPodLatency(b, g, c)
+	before := apiServerRequests(g)
 	pods := watchFirstPods(g, c, ns, scaleJobs*scaleReplicas)
 
 	created := make([]time.Time, scaleJobs)
@@ -160,15 +168,16 @@ func runScale(b *testing.B, bin string) scaleFigures {
 		firstPodMedian:   latencies[len(latencies)/2].Seconds(),
 		firstPodMax:      latencies[len(latencies)-1].Seconds(),
 		firstPodFirstJob: pods.firstPodLatency(created, 0).Seconds(),
+		firstPodIdle:     idleFirstPod.Seconds(),
 		writesPerJob:     managerWrites / scaleJobs,
 		readsPerJob:      managerReads / scaleJobs,
 		peakRSS:          peak,
 		idleRSS:          idleRSS,
 		peakAnon:         mgr.peakAnon(),
 	}
-	b.Logf("%d jobs x %d replicas: all pods after %.2f s; first pod after %.3f s (median), %.3f s (max), %.3f s (first job); "+
+	b.Logf("%d jobs x %d replicas: all pods after %.2f s; first pod after %.3f s (median), %.3f s (max), %.3f s (first job), %.3f s (a job alone); "+
 		"%.1f writes and %.1f reads per job until Running; peak RSS %.0f MiB (idle %.0f MiB, anonymous at most %.0f MiB)",
-		scaleJobs, scaleReplicas, f.allPods, f.firstPodMedian, f.firstPodMax, f.firstPodFirstJob, f.writesPerJob, f.readsPerJob, f.peakRSS, f.idleRSS, f.peakAnon)
+		scaleJobs, scaleReplicas, f.allPods, f.firstPodMedian, f.firstPodMax, f.firstPodFirstJob, f.firstPodIdle, f.writesPerJob, f.readsPerJob, f.peakRSS, f.idleRSS, f.peakAnon)
 	b.Logf("API requests until every job ran (the benchmark's own %d writes included): %s", testWrites.Load(), toRunning)
 	g.Expect(f.writesPerJob).To(BeNumerically("<=", maxWritesPerJob), "API writes per job")
 	g.Expect(steadyWrites).To(BeZero(), "the manager's writes in %d steady-state reconciles", scaleJobs)
@@ -176,6 +185,28 @@ func runScale(b *testing.B, bin string) scaleFigures {
 }
 
 func scaleJobName(i int) string { return fmt.Sprintf("scale-%03d", i) }
+
+// soloFirstPodLatency creates soloJobs jobs one after the other, each in a namespace
+// of its own once the previous one has its pods, and returns the median time from a
+// job's Create returning until its first pod is seen.
+func soloFirstPodLatency(b *testing.B, g Gomega, c client.WithWatch) time.Duration {
+	latencies := make([]time.Duration, soloJobs)
+	for i := range latencies {
+		ns := newNamespace(b)
+		pods := watchFirstPods(g, c, ns, scaleReplicas)
+		created := []time.Time{{}}
+		g.Expect(c.Create(context.Background(), builders.MakeESPOJob(scaleJobName(0), ns).Replicas(scaleReplicas).Obj())).To(Succeed())
+		created[0] = time.Now()
+		select {
+		case <-pods.all:
+		case <-time.After(scaleTimeout):
+			b.Fatalf("a job alone has %d of %d pods after %v", pods.count(), scaleReplicas, scaleTimeout)
+		}
+		latencies[i] = pods.firstPodLatency(created, 0)
+	}
+	slices.Sort(latencies)
+	return latencies[len(latencies)/2]
+}
 
 // podWatch records, from a watch of a namespace's pods, when the first pod of each
 // job was seen and when the last of the wanted number of pods was.

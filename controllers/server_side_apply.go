@@ -124,7 +124,9 @@ func (r *ESPOJobReconciler) applyCompanion(ctx context.Context, job *trainingv1a
 // to it differ (someone changed, removed or took over one); fields others added do
 // not count. An object of the companion's name that the job does not control is an
 // error: the job will neither use nor overwrite someone else's object. A live
-// companion the job controls settles c's desired state where c.keep says so.
+// companion the job controls settles c's desired state where c.keep says so. A
+// companion found in line is remembered (inLineMemo) until it or its desired state
+// changes.
 func (r *ESPOJobReconciler) companionOutOfLine(ctx context.Context, job *trainingv1alpha1.ESPOJob, c *companion) (bool, error) {
 	live, err := r.liveCompanion(ctx, *c)
 	if err != nil || live == nil {
@@ -136,6 +138,11 @@ func (r *ESPOJobReconciler) companionOutOfLine(ctx context.Context, job *trainin
 	if c.keep != nil {
 		c.desired = c.keep(live)
 	}
+	jobKey := client.ObjectKeyFromObject(job)
+	desired, memo := fingerprint(c.desired)
+	if memo && r.inLine.has(jobKey, live, desired) {
+		return false, nil
+	}
 	if err := r.adoptUpdatedFields(ctx, live, ""); err != nil {
 		return false, fmt.Errorf("taking over the fields of %s: %w", c, err)
 	}
@@ -143,7 +150,13 @@ func (r *ESPOJobReconciler) companionOutOfLine(ctx context.Context, job *trainin
 	if err != nil {
 		return false, fmt.Errorf("reading the fields %s applied to %s: %w", FieldManager, c, err)
 	}
-	return !equality.Semantic.DeepEqual(applied, c.desired), nil
+	if !equality.Semantic.DeepEqual(applied, c.desired) {
+		return true, nil
+	}
+	if memo {
+		r.inLine.put(jobKey, live, desired)
+	}
+	return false, nil
 }
 
 // writeCompanion server-side applies c's desired state, taking over the fields it

@@ -29,10 +29,10 @@ import (
 )
 
 // requestKind is one kind of request the API server counts in apiserver_request_total:
-// the verb and the resource (with its subresource, "espojobs/status"); the other
-// labels (code, scope, version) are summed over.
+// the verb, the resource (with its subresource, "espojobs/status") and the answer's
+// HTTP code; the other labels (scope, version, ...) are summed over.
 type requestKind struct {
-	verb, resource string
+	verb, resource, code string
 }
 
 // write reports whether the request changes something: every verb but the reads
@@ -72,6 +72,12 @@ func (c requestCounts) statusWrites() float64 {
 }
 func (c requestCounts) otherWrites() float64 { return c.writes() - c.statusWrites() }
 
+// statusConflicts are the ESPOJob status writes refused with 409 Conflict (a write
+// guarded by a resourceVersion that was no longer the job's).
+func (c requestCounts) statusConflicts() float64 {
+	return c.total(func(k requestKind) bool { return k.write() && k.resource == espoJobStatus && k.code == "409" })
+}
+
 // plus is c + d; minus is c - d.
 func (c requestCounts) plus(d requestCounts) requestCounts  { return c.combine(d, 1) }
 func (c requestCounts) minus(d requestCounts) requestCounts { return c.combine(d, -1) }
@@ -98,7 +104,7 @@ func (c requestCounts) topWrites(n int) string {
 	sort.Slice(kinds, func(i, j int) bool { return c[kinds[i]] > c[kinds[j]] })
 	var parts []string
 	for _, k := range kinds[:min(n, len(kinds))] {
-		parts = append(parts, fmt.Sprintf("%s %s: %.0f", k.verb, k.resource, c[k]))
+		parts = append(parts, fmt.Sprintf("%s %s %s: %.0f", k.verb, k.resource, k.code, c[k]))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -132,7 +138,7 @@ func parseRequestCounts(metrics string) (requestCounts, error) {
 		if sub := labels["subresource"]; sub != "" {
 			resource += "/" + sub
 		}
-		counts[requestKind{verb: labels["verb"], resource: resource}] += v
+		counts[requestKind{verb: labels["verb"], resource: resource, code: labels["code"]}] += v
 	}
 	if len(counts) == 0 {
 		return nil, fmt.Errorf("no apiserver_request_total in the API server's /metrics")
@@ -187,10 +193,10 @@ func (m *requestMeter) read() (requestCounts, error) {
 	return m.before.plus(now.minus(m.start)), nil
 }
 
-// TestParseRequestCountsSumsByVerbAndResource: the counters of /metrics are summed
-// over the labels that are not the verb or the resource, a subresource joins its
-// resource, reads are not writes, and a restart's counts add up.
-func TestParseRequestCountsSumsByVerbAndResource(t *testing.T) {
+// TestParseRequestCountsSumsByVerbResourceAndCode: the counters of /metrics are
+// summed over the labels that are not the verb, the resource or the code, a
+// subresource joins its resource, reads are not writes.
+func TestParseRequestCountsSumsByVerbResourceAndCode(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	counts, err := parseRequestCounts(`# HELP apiserver_request_total [STABLE] Counter of apiserver requests
@@ -205,15 +211,17 @@ apiserver_request_duration_seconds_count{verb="POST"} 100
 `)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(counts).To(Equal(requestCounts{
-		{verb: "APPLY", resource: "espojobs/status"}: 9,
-		{verb: "POST", resource: "pods"}:             3,
-		{verb: "LIST", resource: "pods"}:             40,
-		{verb: "WATCH", resource: "pods"}:            5,
+		{verb: "APPLY", resource: "espojobs/status", code: "200"}: 7,
+		{verb: "APPLY", resource: "espojobs/status", code: "409"}: 2,
+		{verb: "POST", resource: "pods", code: "201"}:             3,
+		{verb: "LIST", resource: "pods", code: "200"}:             40,
+		{verb: "WATCH", resource: "pods", code: "0"}:              5,
 	}))
 	g.Expect(counts.requests()).To(BeEquivalentTo(57))
 	g.Expect(counts.writes()).To(BeEquivalentTo(12))
 	g.Expect(counts.statusWrites()).To(BeEquivalentTo(9))
 	g.Expect(counts.otherWrites()).To(BeEquivalentTo(3))
+	g.Expect(counts.statusConflicts()).To(BeEquivalentTo(2))
 
 	_, err = parseRequestCounts("etcd_request_duration_seconds_count 3\n")
 	g.Expect(err).To(MatchError(ContainSubstring("no apiserver_request_total")))
@@ -224,7 +232,7 @@ apiserver_request_duration_seconds_count{verb="POST"} 100
 func TestRequestMeterCountsAcrossARestart(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
-	status := requestKind{verb: "APPLY", resource: espoJobStatus}
+	status := requestKind{verb: "APPLY", resource: espoJobStatus, code: "200"}
 	scrapes := []float64{5, 9, 4}
 	scrape := func() (requestCounts, error) {
 		n := scrapes[0]

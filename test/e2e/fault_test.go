@@ -36,7 +36,8 @@ const faultJobs = 20
 // starts it again once the trainers have gone on without it) and restarts the API
 // server. Every job succeeds; the killed one restarts once and resumes at or after its
 // last reported checkpoint, the others never restart; no replica ever had two pods
-// alive at once; the ESPOJob status writes stay within what statusInterval allows.
+// alive at once; the accepted ESPOJob status writes stay within what statusInterval
+// allows.
 //
 // It is not parallel: it kills the manager and stops the API server under every
 // test's feet, and counts the API server's writes, which carry no namespace.
@@ -95,10 +96,11 @@ func TestFaultsUnderLoad(t *testing.T) {
 	g.Expect(pods.duplicatesSeen()).To(BeEmpty())
 
 	bound := statusWriteBound(jobs)
-	t.Logf("%d jobs with faults in %s: %.0f ESPOJob status writes (at most %.0f allowed), %.0f other writes, %.0f requests (%.1f/s); %s",
-		len(names), wall.Round(time.Second), counts.statusWrites(), bound, counts.otherWrites(), counts.requests(),
+	t.Logf("%d jobs with faults in %s: %.0f ESPOJob status writes (%.0f conflicts; at most %.0f allowed), %.0f other writes, %.0f requests (%.1f/s); %s",
+		len(names), wall.Round(time.Second), counts.statusWrites(), counts.statusConflicts(), bound, counts.otherWrites(), counts.requests(),
 		counts.requests()/wall.Seconds(), counts.topWrites(6))
-	g.Expect(counts.statusWrites()).To(BeNumerically("<=", bound), "ESPOJob status writes over %s", wall.Round(time.Second))
+	g.Expect(counts.statusWrites()-counts.statusConflicts()).To(BeNumerically("<=", bound),
+		"accepted ESPOJob status writes over %s", wall.Round(time.Second))
 }
 
 // totalSteps is the sum of the namespace's jobs' reported steps.
@@ -120,16 +122,18 @@ func podsOfAttempts(restarts int) map[string][]string {
 	return map[string][]string{"0": attempts}
 }
 
-// controllerStatusWritesPerRun bounds the controller's status writes for one run of
-// a one-pod job: it writes only when the status it computes changed, at the job's
-// transitions (children created, the pod pending, running, ready, finished, the job
-// finished: six), and redoes a write that lost a race with the trainer's (a conflict,
-// counted too): up to four of them.
+// controllerStatusWritesPerRun bounds the controller's accepted status writes for one
+// run of a one-pod job: it writes only when the status it computes changed, at the
+// job's transitions (children created, the pod pending, running, ready, finished, the
+// job finished: six), and up to four more for a transition it sees in two steps or
+// for a restart of its own or of the API server. Its writes refused as conflicts
+// (guarded by a resourceVersion the trainer's report moved) change nothing, wake no
+// watcher and are not counted: TestFaultsUnderLoad logs them.
 const controllerStatusWritesPerRun = 10
 
-// statusWriteBound is the most ESPOJob status writes the jobs may have caused, each
-// from its creation to its completion. Each run of a job's trainer (one, and one more
-// per restart) reports (see trainer/throttle.go):
+// statusWriteBound is the most accepted ESPOJob status writes the jobs may have
+// caused, each from its creation to its completion. Each run of a job's trainer (one,
+// and one more per restart) reports (see trainer/throttle.go):
 //   - a training step only when statusInterval has passed since its last report: all
 //     its runs together at most (completion - creation) / statusInterval times,
 //   - the first step of each epoch (spec.algorithm.sftEpochs + epochs of them) and the

@@ -42,7 +42,8 @@ const (
 // what they cost the API server from their creation until all succeeded: writes
 // (every verb but GET, LIST and WATCH) per job per minute, split into ESPOJob status
 // writes (the trainer's and the controller's) and the rest (pods, events, leases, the
-// node's pod status, ...), and the API server's requests per second. Run it with
+// node's pod status, ...), the status writes refused as conflicts, and the API
+// server's requests per second. Run it with
 //
 //	go test ./test/e2e -run '^$' -bench Load -benchtime=1x
 func BenchmarkLoad(b *testing.B) {
@@ -56,6 +57,7 @@ func BenchmarkLoad(b *testing.B) {
 	b.ReportMetric(perJobMinute(sum.counts.writes()), "writes/job/min")
 	b.ReportMetric(perJobMinute(sum.counts.statusWrites()), "status-writes/job/min")
 	b.ReportMetric(perJobMinute(sum.counts.otherWrites()), "other-writes/job/min")
+	b.ReportMetric(sum.counts.statusConflicts()/float64(sum.jobs), "status-conflicts/job")
 	b.ReportMetric(sum.counts.requests()/sum.wall.Seconds(), "requests/s")
 	b.ReportMetric(sum.wall.Seconds()/float64(b.N), "s/run")
 	b.Logf("%d jobs in %s: %.0f requests, %.0f writes (%s)", sum.jobs, sum.wall.Round(time.Second),

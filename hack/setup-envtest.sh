@@ -48,65 +48,97 @@ fi
 
 work="$(mktemp -d "$ESPO_CACHE/k8s/build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-export GOFLAGS="-mod=mod" CGO_ENABLED=0 GOTOOLCHAIN=local
+# The control plane is built with the flags of `make build` and of the tests under
+# hack/test.sh (static, -trimpath) and against the module versions the repository
+# requires, so that the packages both need (k8s.io/api, apimachinery, client-go, grpc,
+# protobuf, ...) are compiled once into the shared Go build cache and the tests reuse them.
+export GOFLAGS="-mod=mod -trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local
+
+# repo_requirements prints -require=path@version for every module the repository's go.mod
+# requires (which, with module graph pruning, names every module that provides a package to
+# its build), except replaced ones.
+repo_requirements() {
+  awk '
+    $1 == "replace" && $2 != "(" { replaced[$2] = 1; next }
+    $1 == "require" && $2 == "(" { block = 1; next }
+    block && $1 == ")" { block = 0; next }
+    block && NF >= 2 { req[$1] = $2; next }
+    $1 == "require" && NF >= 3 { req[$2] = $3 }
+    END { for (m in req) if (!(m in replaced)) print "-require=" m "@" req[m] }
+  ' "$repo_root/go.mod" | sort
+}
+
+# new_build_module makes $work/$1 a module that requires the repository's versions.
+new_build_module() {
+  mkdir -p "$work/$1"
+  cd "$work/$1"
+  go mod init "espo.local/$1" >/dev/null 2>&1
+  go mod edit $(repo_requirements)
+}
+
+# report_version_drift logs how many shared modules the build had to move off the
+# repository's versions (those packages, and what imports them, are compiled twice).
+report_version_drift() {
+  local drift
+  drift="$(comm -13 <(repo_requirements | sed 's/^-require=//' | sort) \
+    <(go list -m -f '{{if not .Main}}{{.Path}}@{{.Version}}{{end}}' all | sort) |
+    cut -d@ -f1 | sort | comm -12 - <(repo_requirements | sed 's/^-require=//' | cut -d@ -f1 | sort) | wc -l)"
+  log "$1: $drift shared modules at a version other than the repository's"
+}
 
 build_etcd() {
   local start=$SECONDS
   log "building etcd v$ETCD_VERSION (about 1 minute cold on 2 cores)"
-  mkdir -p "$work/etcd"
-  (
-    cd "$work/etcd"
-    go mod init espo.local/build-etcd >/dev/null 2>&1
-    go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >&2
-    go build -trimpath -ldflags "-s -w" -o "$work/out/etcd" go.etcd.io/etcd/server/v3 >&2
-  )
+  new_build_module build-etcd
+  go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >&2
+  report_version_drift etcd
+  go build -ldflags "-s -w" -o "$work/out/etcd" go.etcd.io/etcd/server/v3 >&2
+  cd "$repo_root"
   log "etcd built in $((SECONDS - start))s"
 }
 
-# build_kubernetes_command builds the command $1 of k8s.io/kubernetes v$K8S_VERSION
-# into the folder $2.
-build_kubernetes_command() {
-  local start=$SECONDS
-  mkdir -p "$work/build-$1"
-  cd "$work/build-$1"
-  go mod init "espo.local/build-$1" >/dev/null 2>&1
-  # k8s.io/kubernetes points its k8s.io/* staging modules at ./staging; replace each with
-  # the published v0.x.y of the same release.
+# build_kubernetes_commands builds the named commands of k8s.io/kubernetes (its staging
+# modules pinned to the release) into the folder $1.
+build_kubernetes_commands() {
+  local start=$SECONDS out="$1"
+  shift
+  new_build_module build-kubernetes
   local kmod
   kmod="$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
   local staging_version="v0.${K8S_VERSION#1.}"
-  local m
+  local m cmd
   for m in $(awk '$2 == "=>" && $3 ~ /^\.\/staging\// {print $1}' "$kmod"); do
     go mod edit -replace "$m=$m@$staging_version"
   done
-  go get "k8s.io/kubernetes/cmd/$1@v$K8S_VERSION" >&2
-  go build -trimpath -ldflags "-s -w" -o "$2/$1" "k8s.io/kubernetes/cmd/$1" >&2
-  cd - >/dev/null
-  log "$1 built in $((SECONDS - start))s"
+  for cmd in "$@"; do
+    go get "k8s.io/kubernetes/cmd/$cmd@v$K8S_VERSION" >&2
+  done
+  report_version_drift kubernetes
+  for cmd in "$@"; do
+    go build -ldflags "-s -w" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd" >&2
+  done
+  cd "$repo_root"
+  log "$* built in $((SECONDS - start))s"
 }
 
-build_kube_apiserver() {
-  log "building kube-apiserver v$K8S_VERSION (about 6 minutes cold on 2 cores)"
-  build_kubernetes_command kube-apiserver "$work/out"
-}
-
-# build_kube_scheduler builds kube-scheduler v$K8S_VERSION into the folder $1.
-build_kube_scheduler() {
-  log "building kube-scheduler v$K8S_VERSION (about 1.5 minutes on 2 cores after kube-apiserver, 6 cold)"
-  build_kubernetes_command kube-scheduler "$1"
-}
+want_scheduler() { [[ "${ESPO_KUBE_SCHEDULER:-}" == 1 && ! -f "$dest/.scheduler-complete" ]]; }
 
 if [[ ! -f "$dest/.complete" ]]; then
   mkdir -p "$work/out"
   build_etcd
-  build_kube_apiserver
+  commands=(kube-apiserver)
+  want_scheduler && commands+=(kube-scheduler)
+  log "building ${commands[*]} v$K8S_VERSION (about 6 minutes cold on 2 cores)"
+  build_kubernetes_commands "$work/out" "${commands[@]}"
   rm -rf "$dest"
   mv "$work/out" "$dest"
   touch "$dest/.complete"
+  [[ ! -f "$dest/kube-scheduler" ]] || touch "$dest/.scheduler-complete"
   log "control plane ready in $dest"
 fi
-if [[ "${ESPO_KUBE_SCHEDULER:-}" == 1 && ! -f "$dest/.scheduler-complete" ]]; then
-  build_kube_scheduler "$work"
+if want_scheduler; then
+  log "building kube-scheduler v$K8S_VERSION (about 1.5 minutes after kube-apiserver)"
+  build_kubernetes_commands "$work" kube-scheduler
   mv "$work/kube-scheduler" "$dest/kube-scheduler"
   touch "$dest/.scheduler-complete"
 fi

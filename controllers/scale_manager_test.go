@@ -149,6 +149,19 @@ func (p *managerProcess) peakRSS(g Gomega) float64 {
 	return float64(kib) / 1024
 }
 
+// cpuSeconds is the CPU time the manager has used so far, user and system, from
+// /proc/<pid>/stat (in clock ticks of 1/100 s, as Linux counts them for user space).
+func (p *managerProcess) cpuSeconds(g Gomega) float64 {
+	stat := readFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	fields := strings.Fields(stat[strings.LastIndexByte(stat, ')')+2:]) // after "pid (comm) "
+	g.Expect(len(fields)).To(BeNumerically(">", 12), "/proc/<pid>/stat")
+	utime, err := strconv.ParseFloat(fields[11], 64)
+	g.Expect(err).NotTo(HaveOccurred())
+	stime, err := strconv.ParseFloat(fields[12], 64)
+	g.Expect(err).NotTo(HaveOccurred())
+	return (utime + stime) / 100
+}
+
 // anonSamplePeriod is how often the manager's anonymous memory is sampled.
 const anonSamplePeriod = 20 * time.Millisecond
 

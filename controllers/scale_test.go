@@ -62,7 +62,8 @@ const (
 // first-pod-max-s) and that of the first job created (first-pod-first-job-s); before
 // the 500, the median of soloJobs jobs created one at a time (first-pod-idle-s); the
 // manager's API writes and reads per job until every job runs (writes/job,
-// reads/job, from the API server's request counts less the benchmark's own), and the
+// reads/job, from the API server's request counts less the benchmark's own) and the
+// CPU time the manager used meanwhile (manager-cpu-s), and the
 // manager's peak resident memory (peak-rss-MiB, VmHWM), of which the binary's pages
 // are most of what it holds idle (idle-rss-MiB) and the controller's own memory is
 // the anonymous part (peak-anon-MiB, RssAnon sampled). It then touches every running
@@ -89,6 +90,7 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(sum.peakRSS/n, "peak-rss-MiB")
 	b.ReportMetric(sum.idleRSS/n, "idle-rss-MiB")
 	b.ReportMetric(sum.peakAnon/n, "peak-anon-MiB")
+	b.ReportMetric(sum.cpu/n, "manager-cpu-s")
 }
 
 // scaleFigures are the figures of one run of the scale benchmark.
@@ -97,6 +99,7 @@ type scaleFigures struct {
 	firstPodIdle                                           float64 // seconds
 	writesPerJob, readsPerJob                              float64
 	peakRSS, idleRSS, peakAnon                             float64 // MiB
+	cpu                                                    float64 // seconds
 }
 
 func (s *scaleFigures) add(o scaleFigures) {
@@ -110,6 +113,7 @@ func (s *scaleFigures) add(o scaleFigures) {
 	s.peakRSS += o.peakRSS
 	s.idleRSS += o.idleRSS
 	s.peakAnon += o.peakAnon
+	s.cpu += o.cpu
 }
 
 // runScale runs the scale scenario once in a namespace of its own, against a
@@ -130,6 +134,7 @@ func runScale(b *testing.B, bin string) scaleFigures {
 	idleRSS := mgr.peakRSS(g)
 	idleFirstPod := soloFirstPodLatency(b, g, c)
 	before := apiServerRequests(g)
+	cpuBefore := mgr.cpuSeconds(g)
 	pods := watchFirstPods(g, c, ns, scaleJobs*scaleReplicas)
 
 	created := make([]time.Time, scaleJobs)
@@ -150,6 +155,7 @@ func runScale(b *testing.B, bin string) scaleFigures {
 	runAllPods(ctx, g, c, ns)
 	g.Eventually(func() int { return jobsRunning(g, c, ns) }, scaleTimeout, 200*time.Millisecond).Should(Equal(scaleJobs))
 	toRunning := apiServerRequests(g).sub(before)
+	cpu := mgr.cpuSeconds(g) - cpuBefore
 	managerWrites := toRunning.writes() - float64(testWrites.Load())
 	managerReads := toRunning.gets()
 
@@ -174,10 +180,11 @@ func runScale(b *testing.B, bin string) scaleFigures {
 		peakRSS:          peak,
 		idleRSS:          idleRSS,
 		peakAnon:         mgr.peakAnon(),
+		cpu:              cpu,
 	}
 	b.Logf("%d jobs x %d replicas: all pods after %.2f s; first pod after %.3f s (median), %.3f s (max), %.3f s (first job), %.3f s (a job alone); "+
-		"%.1f writes and %.1f reads per job until Running; peak RSS %.0f MiB (idle %.0f MiB, anonymous at most %.0f MiB)",
-		scaleJobs, scaleReplicas, f.allPods, f.firstPodMedian, f.firstPodMax, f.firstPodFirstJob, f.firstPodIdle, f.writesPerJob, f.readsPerJob, f.peakRSS, f.idleRSS, f.peakAnon)
+		"%.1f writes and %.1f reads per job and %.1f s of the manager's CPU until Running; peak RSS %.0f MiB (idle %.0f MiB, anonymous at most %.0f MiB)",
+		scaleJobs, scaleReplicas, f.allPods, f.firstPodMedian, f.firstPodMax, f.firstPodFirstJob, f.firstPodIdle, f.writesPerJob, f.readsPerJob, f.cpu, f.peakRSS, f.idleRSS, f.peakAnon)
 	b.Logf("API requests until every job ran (the benchmark's own %d writes included): %s", testWrites.Load(), toRunning)
 	g.Expect(f.writesPerJob).To(BeNumerically("<=", maxWritesPerJob), "API writes per job")
 	g.Expect(steadyWrites).To(BeZero(), "the manager's writes in %d steady-state reconciles", scaleJobs)

@@ -62,7 +62,7 @@ func buildEspo(b *testing.B) string {
 		return bin
 	}
 	bin := filepath.Join(b.TempDir(), "espo")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/espo")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/espo")
 	build.Dir, build.Env = env.RepoRoot, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build ./cmd/espo: %v\n%s", err, out)

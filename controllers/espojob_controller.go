@@ -126,6 +126,9 @@ func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	err = errors.Join(err, findMissingSource(ctx, r.apiReader, u))
 	summarize(u)
 	if werr := r.writeStatus(ctx, job, u.job); werr != nil {
+		if err == nil && apierrors.IsConflict(werr) {
+			return retryLostStatusRace(ctx), nil
+		}
 		return ctrl.Result{}, errors.Join(err, werr)
 	}
 	r.emit(job, u)
@@ -133,6 +136,21 @@ func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	return result, nil
+}
+
+// statusConflictRetry is how soon a job whose status write lost a race is
+// reconciled again.
+const statusConflictRetry = 200 * time.Millisecond
+
+// retryLostStatusRace is the result of a reconcile whose status write conflicted
+// with a newer version of the job (mostly the trainer's report): the job is read and
+// reconciled again after statusConflictRetry, when the cache holds the newer version.
+// It is not returned as an error: the work queue's rate limiter would back the job
+// off exponentially and, the watch ignoring the trainer's progress-only updates,
+// nothing else would wake it (a job could show Pending for minutes while its pod ran).
+func retryLostStatusRace(ctx context.Context) ctrl.Result {
+	log.FromContext(ctx).V(1).Info("the status write lost a race with another writer; reconciling again", "after", statusConflictRetry)
+	return ctrl.Result{RequeueAfter: statusConflictRetry}
 }
 
 // reconcile runs the steps of one reconcile, recording the job's new status in u.

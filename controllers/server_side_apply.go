@@ -284,9 +284,9 @@ func controllerStatus(job *trainingv1alpha1.ESPOJob) *jobStatusApplyConfiguratio
 }
 
 // writeStatus applies the recomputed status if it differs from the job's. A job
-// changed since it was read (a conflict) is not written: the error sends the job
-// back through the work queue's rate limiter, and the next reconcile computes the
-// status from the newer job.
+// changed since it was read (a conflict) is not written: Reconcile retries it soon
+// (retryLostStatusRace), and the next reconcile computes the status from the newer
+// job.
 func (r *ESPOJobReconciler) writeStatus(ctx context.Context, old, updated *trainingv1alpha1.ESPOJob) error {
 	if equality.Semantic.DeepEqual(old.Status, updated.Status) {
 		return nil

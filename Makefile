@@ -22,21 +22,18 @@ build: ## Build the espo binary into bin/.
 
 ##@ Code generation
 
-# The PyTorch worker's Python stubs: Debian's python3-grpc-tools (hack/setup-debian.sh) into
-# /usr/bin/python3, whose protoc output runs on Debian's python3-protobuf (3.21).
-PYTHON    ?= /usr/bin/python3
+# The PyTorch worker's protocol: the FileDescriptorSet of worker.proto, from which
+# espo_worker/protocol.py builds its message classes at import time (no generated Python
+# code, so the worker runs on every protobuf runtime from 3.21 on).
 PY_PB_DIR := trainer/worker/torch/espo_worker
 
 .PHONY: generate
-generate: ## Generate deepcopy code and the worker protocol's gRPC code (Go and Python).
+generate: ## Generate deepcopy code, the worker protocol's Go gRPC code and its descriptor set for Python.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	@command -v $(PROTOC) >/dev/null || { echo "generate: $(PROTOC) not found: apt-get install protobuf-compiler (or run hack/setup-debian.sh)" >&2; exit 1; }
 	$(PROTOC) -I trainer/workerpb --plugin=protoc-gen-go="$$(go tool -n protoc-gen-go)" --plugin=protoc-gen-go-grpc="$$(go tool -n protoc-gen-go-grpc)" \
 		--go_out=. --go_opt=$(PROTO_GO_OPTS) --go-grpc_out=. --go-grpc_opt=$(PROTO_GO_OPTS) trainer/workerpb/worker.proto
-	@$(PYTHON) -c 'import grpc_tools.protoc' 2>/dev/null || { echo "generate: $(PYTHON) cannot import grpc_tools: apt-get install python3-grpc-tools (or run hack/setup-debian.sh)" >&2; exit 1; }
-	$(PYTHON) -m grpc_tools.protoc -I trainer/workerpb --python_out=$(PY_PB_DIR) --grpc_python_out=$(PY_PB_DIR) trainer/workerpb/worker.proto
-	sed -i -e 's/^import worker_pb2 as/from . import worker_pb2 as/' $(PY_PB_DIR)/worker_pb2_grpc.py
-	sed -i -e '1i # Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.' $(PY_PB_DIR)/worker_pb2.py $(PY_PB_DIR)/worker_pb2_grpc.py
+	$(PROTOC) -I trainer/workerpb --include_imports --descriptor_set_out=$(PY_PB_DIR)/worker.binpb trainer/workerpb/worker.proto
 
 .PHONY: manifests
 manifests: ## Generate the CRD and RBAC manifests (and copy them into the Helm chart).

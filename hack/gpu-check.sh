@@ -30,16 +30,15 @@ PORT="${PORT:-50061}"
 pkg=trainer/worker/torch
 mkdir -p "$OUT"
 export PYTHONPATH="$repo_root/$pkg${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1
-# The stubs made by Debian's grpc_tools predate protobuf's upb runtime (protobuf >= 4
-# refuses them); the pure-Python runtime reads them.
-export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="${PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION:-python}"
 
 echo "== 1. environment" >&2
 [[ -x "$ESPO" ]] || { echo "gpu-check: $ESPO is missing: build it with CGO_ENABLED=0 go build -o bin/espo ./cmd/espo and carry it" >&2; exit 1; }
 "$ESPO" version >&2 || true
 "$PYTHON" - "$DEVICE" <<'PY' >&2
-import sys, torch, grpc
-print("torch", torch.__version__, "cuda", torch.version.cuda, "grpcio", grpc.__version__)
+import sys, torch, grpc, google.protobuf
+from google.protobuf.internal import api_implementation
+print("torch", torch.__version__, "cuda", torch.version.cuda, "grpcio", grpc.__version__,
+      "protobuf", google.protobuf.__version__, api_implementation.Type())
 if sys.argv[1] == "cuda":
     import transformers, peft
     assert torch.cuda.is_available(), "no CUDA device"

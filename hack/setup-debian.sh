@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that the tests and the code generators need: protoc
 # (protobuf-compiler, for the Go stubs of the worker protocol) and, in /usr/bin/python3,
-# what the PyTorch worker's tests and Python stubs need (python3-torch, python3-grpcio,
-# python3-protobuf, python3-grpc-tools). Does nothing when all of it is present;
+# what the PyTorch worker and its tests need (python3-torch, python3-grpcio,
+# python3-protobuf). Does nothing when all of it is present;
 # otherwise runs apt-get (as root, as CI does; with sudo when available). Progress goes
 # to stderr.
 set -euo pipefail
 python=/usr/bin/python3
-packages=(protobuf-compiler python3-torch python3-grpcio python3-protobuf python3-grpc-tools)
+packages=(protobuf-compiler python3-torch python3-grpcio python3-protobuf)
 
 present() {
-  command -v protoc >/dev/null && "$python" -c 'import torch, grpc, google.protobuf, grpc_tools.protoc' 2>/dev/null
+  command -v protoc >/dev/null && "$python" -c 'import torch, grpc, google.protobuf' 2>/dev/null
 }
 
 if present; then
-  echo "setup-debian: protoc $(protoc --version | cut -d' ' -f2); $python has torch, grpc, protobuf and grpc_tools" >&2
+  echo "setup-debian: protoc $(protoc --version | cut -d' ' -f2); $python has torch, grpc and protobuf" >&2
   exit 0
 fi
 sudo=""

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Fails when the committed generated files (deepcopy, CRDs, RBAC, gRPC stubs) differ from what the
-# generators produce now. It regenerates in a scratch copy of the tree, so the working
-# tree is never touched.
+# Fails when the committed generated files (deepcopy, CRDs, RBAC, gRPC stubs, the worker
+# protocol's descriptor set) differ from what the generators produce now. It regenerates
+# in a scratch copy of the tree, so the working tree is never touched.
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 scratch="$(mktemp -d)"
@@ -10,7 +10,7 @@ trap 'rm -rf "$scratch"' EXIT
 # The generated paths: keep in step with the generate and manifests targets.
 generated=(api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml
   trainer/workerpb/worker.pb.go trainer/workerpb/worker_grpc.pb.go
-  trainer/worker/torch/espo_worker/worker_pb2.py trainer/worker/torch/espo_worker/worker_pb2_grpc.py
+  trainer/worker/torch/espo_worker/worker.binpb
   charts/espo-operator/crds charts/espo-operator/files/manager-role.yaml)
 
 tar -C "$repo_root" --exclude=./.git --exclude=./bin -cf - . | tar -C "$scratch" -xf -

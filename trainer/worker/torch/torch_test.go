@@ -54,7 +54,7 @@ func needPython(t *testing.T) {
 	out, err := exec.Command(python, "-c", "import torch, grpc, google.protobuf").CombinedOutput()
 	if err != nil {
 		t.Skipf("%s cannot import torch, grpc and google.protobuf (run hack/setup-debian.sh, which apt-get installs "+
-			"python3-torch python3-grpcio python3-protobuf python3-grpc-tools): %v: %s", python, err, lastLine(out))
+			"python3-torch python3-grpcio python3-protobuf): %v: %s", python, err, lastLine(out))
 	}
 }
 
@@ -94,9 +94,15 @@ func (w *torchWorker) log() string {
 // the process is stopped at the end of the test.
 func startWorker(t *testing.T, allowed string, args ...string) *torchWorker {
 	t.Helper()
+	return startWorkerEnv(t, nil, allowed, args...)
+}
+
+// startWorkerEnv is startWorker with env added to the process's environment.
+func startWorkerEnv(t *testing.T, env []string, allowed string, args ...string) *torchWorker {
+	t.Helper()
 	cmd := exec.Command(python, append([]string{"-m", "espo_worker", "--listen", "127.0.0.1:0", "--model", "tiny",
 		"--device", "cpu", "--threads", "4", "--token-file", workertest.WriteToken(t), "--allow-path", allowed}, args...)...)
-	cmd.Env = append(pyEnv(), "GRPC_VERBOSITY=debug")
+	cmd.Env = append(append(pyEnv(), "GRPC_VERBOSITY=debug"), env...)
 	w := &torchWorker{}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -219,11 +225,20 @@ func smallRun(t *testing.T) *trainer.Config {
 }
 
 // TestTrainerDrivesTheTorchWorker: the Go trainer trains the Python worker over gRPC
-// through the SFT cold start and an ESPO epoch to Completed, with finite statistics.
+// through the SFT cold start and an ESPO epoch to Completed, with finite statistics,
+// under each protobuf implementation python offers (pure Python and the compiled one).
 func TestTrainerDrivesTheTorchWorker(t *testing.T) {
 	needPython(t)
+	for _, impl := range protobufImplementations(t) {
+		t.Run(impl, func(t *testing.T) { trainTorchWorker(t, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="+impl) })
+	}
+}
+
+// trainTorchWorker runs smallRun to Completed on a torch worker with env added to its
+// environment, and checks the report and the worker's Info.
+func trainTorchWorker(t *testing.T, env ...string) {
 	c := smallRun(t)
-	w := startWorker(t, c.OutputDir, "--max-new-tokens", "24", "--max-prompt-tokens", "96")
+	w := startWorkerEnv(t, env, c.OutputDir, "--max-new-tokens", "24", "--max-prompt-tokens", "96")
 	tr, err := trainer.New(c, trainer.Options{Workers: worker.NewGang(w.Remote), Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ import torch
 
 from . import dist as distlib
 from . import models
-from . import worker_pb2 as pb
+from . import protocol as pb
 
 # A state file holds tensors, and dicts, lists, strings and ints of them, only: what
 # torch.load(weights_only=True) reads on every supported torch (1.13 reads no Python

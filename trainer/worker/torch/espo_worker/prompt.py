@@ -10,7 +10,7 @@ its chat template (with the screenshot as an image turn for a VLM); the tiny mod
 uses plain_template, documented there.
 """
 
-from . import worker_pb2 as pb
+from . import protocol as pb
 
 NO_TEXT = "no input text"
 

@@ -29,8 +29,7 @@ from . import auth
 from . import folders as folderslib
 from . import modelfiles
 from . import policy as policylib
-from . import worker_pb2 as pb
-from . import worker_pb2_grpc as pbgrpc
+from . import protocol as pb
 
 MAX_MESSAGE_BYTES = 1 << 30
 SERVICE = "espo.worker.v1.Worker"
@@ -102,7 +101,7 @@ class Stats:
         os.replace(tmp, self.path)
 
 
-class Servicer(pbgrpc.WorkerServicer):
+class Servicer:
     def __init__(self, policy, stats=None, folders=None):
         """folders: the folders.Folders Save and Load may touch (default none: every
         Save and Load is refused)."""
@@ -347,7 +346,7 @@ def new_server(policy, listen, threads=8, activity=None, token=None, insecure_no
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
     s = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=threads), options=opts,
                     interceptors=interceptors or None)
-    pbgrpc.add_WorkerServicer_to_server(Servicer(policy, folders=folderslib.Folders(allowed)), s)
+    pb.add_servicer(Servicer(policy, folders=folderslib.Folders(allowed)), s)
     s.add_generic_rpc_handlers((_HEALTH,))
     if listen.startswith(":"):
         listen = "[::]" + listen

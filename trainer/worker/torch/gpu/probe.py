@@ -18,7 +18,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from espo_worker import policy as policylib  # noqa: E402
-from espo_worker import worker_pb2 as pb  # noqa: E402
+from espo_worker import protocol as pb  # noqa: E402
 
 
 def main():

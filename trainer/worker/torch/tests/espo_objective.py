@@ -31,7 +31,7 @@ import sys
 import torch
 
 from espo_worker import policy as policylib
-from espo_worker import worker_pb2 as pb
+from espo_worker import protocol as pb
 
 
 def kl_term(logp, ref, kind):

@@ -12,7 +12,7 @@ import unittest
 import grpc
 
 from espo_worker import modelfiles
-from espo_worker import worker_pb2 as pb
+from espo_worker import protocol as pb
 from tests.test_server import TOKEN, Worker, bearer, code
 
 # A causal LM as save_pretrained writes it: config, weights, a fast tokenizer whose

@@ -17,7 +17,7 @@ import torch.multiprocessing as mp
 from espo_worker import dist as distlib
 from espo_worker import policy as policylib
 from espo_worker import prompt as promptlib
-from espo_worker import worker_pb2 as pb
+from espo_worker import protocol as pb
 
 torch.set_num_threads(2)
 

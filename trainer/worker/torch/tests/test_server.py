@@ -17,7 +17,7 @@ from espo_worker import auth
 from espo_worker import folders as folderslib
 from espo_worker import policy as policylib
 from espo_worker import server
-from espo_worker import worker_pb2 as pb
+from espo_worker import protocol as pb
 
 TOKEN = "3f" * 32
 OTHER_TOKEN = "a7" * 32

@@ -47,17 +47,23 @@ type dockerStage struct {
 // splits it into stages; it returns the global ARG defaults too.
 func parseDockerfile(t *testing.T) ([]*dockerStage, map[string]string) {
 	t.Helper()
-	f, err := os.Open(repoPath("Dockerfile"))
+	return parseDockerfileAt(t, repoPath("Dockerfile"))
+}
+
+// parseDockerfileAt is parseDockerfile of the Dockerfile at path.
+func parseDockerfileAt(t *testing.T, path string) ([]*dockerStage, map[string]string) {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	res, err := parser.Parse(f)
 	if err != nil {
-		t.Fatalf("Dockerfile: %v", err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	for _, w := range res.Warnings {
-		t.Errorf("Dockerfile: parser warning: %s", w.Short)
+		t.Errorf("%s: parser warning: %s", path, w.Short)
 	}
 	args := map[string]string{}
 	var stages []*dockerStage

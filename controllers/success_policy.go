@@ -54,11 +54,15 @@ func finalFailure(outcome trainingv1alpha1.TrainingOutcome) bool {
 	return false
 }
 
-// applySuccessPolicy finishes the job if rank 0 has terminated with a final outcome,
+// applySuccessPolicy finishes the job if rank 0's trainer has ended (trainerExit) with a final outcome,
 // and reports whether it did.
 func applySuccessPolicy(u *statusUpdate, pods *podSet) bool {
 	p := pods.current[0]
-	if p == nil || !terminated(p) {
+	if p == nil {
+		return false
+	}
+	ended, exited0 := trainerExit(p)
+	if !ended {
 		return false
 	}
 	var outcome trainingv1alpha1.TrainingOutcome
@@ -66,7 +70,6 @@ func applySuccessPolicy(u *statusUpdate, pods *podSet) bool {
 	if t := u.status().Training; t != nil {
 		outcome, message = t.Outcome, t.Message
 	}
-	exited0 := p.Status.Phase == corev1.PodSucceeded
 	switch {
 	case finalFailure(outcome):
 		finish(u, false, string(outcome), message)
@@ -78,4 +81,19 @@ func applySuccessPolicy(u *statusUpdate, pods *podSet) bool {
 		return false
 	}
 	return true
+}
+
+// trainerExit reports whether rank 0's trainer has ended, and whether it exited 0:
+// when its pod terminated, or when its trainer container did while the cuda worker
+// beside it still serves (the worker exits only when the pod is stopped).
+func trainerExit(p *corev1.Pod) (ended, exited0 bool) {
+	if terminated(p) {
+		return true, p.Status.Phase == corev1.PodSucceeded
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; cs.Name == ContainerTrainer && t != nil {
+			return true, t.ExitCode == 0
+		}
+	}
+	return false, false
 }

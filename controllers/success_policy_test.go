@@ -80,6 +80,13 @@ func TestApplySuccessPolicy(t *testing.T) {
 			job: report(trainingv1alpha1.OutcomeModelIncomplete, modelIncompleteMessage), rank0: exit(1, "Error", ""), wantDone: true,
 			wantCond: ptr.To(cond(trainingv1alpha1.ConditionFailed, true, trainingv1alpha1.ReasonModelIncomplete, modelIncompleteMessage)),
 		},
+		"cuda: the trainer exited 0, Completed, while the worker beside it serves": {
+			job: report(trainingv1alpha1.OutcomeCompleted, "every epoch ran"), rank0: trainerExited(0), wantDone: true,
+			wantCond: ptr.To(cond(trainingv1alpha1.ConditionSucceeded, true, trainingv1alpha1.ReasonCompleted, "every epoch ran")),
+		},
+		"cuda: the trainer exited non-zero while the worker beside it serves": {
+			job: report(trainingv1alpha1.OutcomeCompleted, "every epoch ran"), rank0: trainerExited(1),
+		},
 		"Error is left to the failure policy":           {job: report(trainingv1alpha1.OutcomeError, "worker unreachable"), rank0: exit(0, "Completed", "")},
 		"a non-zero exit is left to the failure policy": {job: job.Clone().Obj(), rank0: exit(2, "Error", "")},
 	}
@@ -111,5 +118,17 @@ func TestApplySuccessPolicy(t *testing.T) {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// trainerExited leaves the pod Running, as a cuda worker beside the trainer keeps it,
+// with the trainer container exited with code.
+func trainerExited(code int32) podOption {
+	return func(p *corev1.Pod) {
+		phase(corev1.PodRunning)(p)
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{
+			{Name: ContainerTrainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}},
+			{Name: ContainerWorker, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+		}
 	}
 }

@@ -10,7 +10,9 @@ no arguments: --listen to $ESPO_WORKER_LISTEN (else :50051), --procs to
 $ESPO_WORKERS_PER_REPLICA (else 1), the model flags to $ESPO_WORKER_<FLAG> (for
 example ESPO_WORKER_DTYPE, ESPO_WORKER_LORA_R; set them in spec.trainer.env). The
 model path comes from the trainer's Configure option "pretrained"
-(spec.model.pretrained) when it sends one, else --model ($ESPO_WORKER_MODEL).
+(spec.model.pretrained) when it sends one, else --model ($ESPO_WORKER_MODEL). In the local
+mode a wildcard or loopback --listen host becomes the pod's address
+($ESPO_POD_IP, espo_worker.podnet).
 
 Every call of the worker protocol must carry the job's token, read from --token-file
 ($ESPO_WORKER_TOKEN_FILE, the Secret the controller mounts); without one the worker
@@ -32,7 +34,7 @@ import subprocess
 import sys
 import threading
 
-from . import auth, folders
+from . import auth, folders, podnet
 
 
 def env(name, default):
@@ -76,6 +78,7 @@ def parse(argv):
                          "none refuses every Save and Load" % folders.ENV_ALLOWED_PATHS)
     ap.add_argument("--local-index", type=int, default=-1, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    args.listen = podnet.listen_addr(args.listen)
     if args.allow_path is None:
         args.allow_path = folders.split(os.environ.get(folders.ENV_ALLOWED_PATHS, ""))
     try:

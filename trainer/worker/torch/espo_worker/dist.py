@@ -5,7 +5,8 @@ With W trainer pods of K workers each (K = spec.trainer.workersPerReplica, one
 process per GPU), worker k of pod r has global rank r*K + k of W*K. The group forms
 at the first Configure (or Load), which the trainer sends to every worker at once,
 rendezvousing over TCP at MASTER_ADDR:MASTER_PORT: by default the host of
-$ESPO_DRIVER_ADDR (pod 0, whose worker 0 is rank 0) and port 29500.
+$ESPO_DRIVER_ADDR (pod 0, whose worker 0 is rank 0; in the local mode resolved
+through the pod network's hosts file, espo_worker.podnet) and port 29500.
 
 Which side averages: the trainer normalises its loss weights over the whole batch,
 all workers together, so the batch gradient is the SUM of the workers' gradients.
@@ -18,6 +19,8 @@ import os
 
 import torch
 import torch.distributed as td
+
+from . import podnet
 
 
 class Single:
@@ -104,7 +107,7 @@ def from_env(procs_per_pod, local_index, device):
     addr = os.environ.get("MASTER_ADDR")
     if not addr:
         driver = os.environ.get("ESPO_DRIVER_ADDR", "localhost:0")
-        addr = driver.rsplit(":", 1)[0]
+        addr = podnet.resolve(driver.rsplit(":", 1)[0])
     port = int(os.environ.get("MASTER_PORT", "29500"))
     backend = "nccl" if device.startswith("cuda") else "gloo"
     return Group(pod * procs_per_pod + local_index, world, addr, port, backend)

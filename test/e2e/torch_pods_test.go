@@ -1,0 +1,126 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/controllers"
+	"github.com/espo-dev/espo-operator/internal/localcluster"
+)
+
+// python is the interpreter with Debian's torch, grpc and protobuf.
+const python = "/usr/bin/python3"
+
+// Two trainer pods of two PyTorch workers each (the tiny model, on CPU): the four
+// workers form one gloo group across the pods over the pod network (the rendezvous
+// at pod 0's address from the hosts file, each pod's workers on its own address),
+// and the job ends with the weights one pod of four workers ends with.
+func TestTorchWorkersFormOneGroupAcrossPods(t *testing.T) {
+	if out, err := exec.Command(python, "-c", "import torch, grpc, google.protobuf").CombinedOutput(); err != nil {
+		t.Skipf("%s cannot import torch, grpc and google.protobuf (hack/setup-debian.sh installs them): %v: %s", python, err, out)
+	}
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-torch-pods")
+	apply(g, ns, testdata("checkpoint-claim.yaml"))
+	one := trainTorchJob(t, ns, "torch-1x4", 1, 4)
+	two := trainTorchJob(t, ns, "torch-2x2", 2, 2)
+	script := `
+import sys, torch
+a, b = (torch.load(f)["params"] for f in sys.argv[1:3])
+print(max(float((x - y).abs().max()) for x, y in zip(a, b)) if len(a) == len(b) else "inf",
+      max(float(x.abs().max()) for x in a))`
+	out, err := exec.Command(python, "-c", script, one, two).Output()
+	g.Expect(err).NotTo(HaveOccurred(), "comparing the states: %s", out)
+	var diff, scale float64
+	_, err = fmt.Sscan(string(out), &diff, &scale)
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	t.Logf("largest parameter difference between one pod of four and two pods of two: %g (largest weight %g)", diff, scale)
+	g.Expect(diff).To(BeNumerically("<=", 1e-5*scale), "float32 all-reduce's rounding at most")
+}
+
+// trainTorchJob runs job-torch-pods.yaml as name with replicas pods of perPod workers
+// to Succeeded, checks that the pods' workers served on their pods' addresses, and
+// returns the worker state of its last checkpoint.
+func trainTorchJob(t *testing.T, ns, name string, replicas, perPod int32) string {
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join(repoRoot, testdata("job-torch-pods.yaml")))
+	g.Expect(err).NotTo(HaveOccurred())
+	job := &trainingv1alpha1.ESPOJob{}
+	g.Expect(yaml.UnmarshalStrict(raw, job)).To(Succeed())
+	job.Name = name
+	job.Spec.Model.Command = []string{python, "-m", "espo_worker"}
+	job.Spec.Trainer.Replicas, job.Spec.Trainer.WorkersPerReplica = replicas, perPod
+	job.Spec.Trainer.Env = []corev1.EnvVar{
+		{Name: "PYTHONPATH", Value: filepath.Join(repoRoot, "trainer", "worker", "torch")},
+		{Name: "PYTHONDONTWRITEBYTECODE", Value: "1"},
+		{Name: "OMP_NUM_THREADS", Value: "1"},
+		{Name: "ESPO_WORKER_DEVICE", Value: "cpu"},
+		{Name: "ESPO_WORKER_MAX_NEW_TOKENS", Value: "24"},
+		{Name: "ESPO_WORKER_MAX_PROMPT_TOKENS", Value: "96"},
+		// every pod shares the machine's ports: the rendezvous port of this job alone
+		{Name: "MASTER_PORT", Value: strconv.Itoa(freePort(g))},
+	}
+	job.Spec.Checkpoint.PersistentVolumeClaim.Path = name
+	doc, err := yaml.Marshal(job)
+	g.Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(t.TempDir(), name+".yaml")
+	g.Expect(os.WriteFile(path, doc, 0o600)).To(Succeed())
+	mustKubectl(g, "create", "-n", ns, "-f", path)
+
+	pods := runningPods(t, ns, name, int(replicas))
+	for _, p := range pods {
+		g.Eventually(func(g Gomega) {
+			log := mustKubectl(g, "logs", "-n", ns, p.Name, "-c", controllers.ContainerWorker)
+			for k := range perPod {
+				g.Expect(log).To(ContainSubstring("serving on %s:%d (rank %d of %d, cpu)",
+					p.Status.PodIP, 50051+k, podRank(p)*perPod+k, replicas*perPod))
+			}
+		}).WithTimeout(trainingStarts).WithPolling(poll).Should(Succeed())
+	}
+	done := waitForSucceeded(t, ns, name)
+	cp := training(done).LastCheckpoint
+	g.Expect(cp).NotTo(BeNil())
+	// cp.Path is where the trainer saw it, under its pod's mount of the claim
+	return filepath.Join(localcluster.ClaimDir(nodeState, ns, "e2e-checkpoints"), name, filepath.Base(cp.Path), "worker.state")
+}
+
+// podRank is a trainer pod's rank, the number its name ends with.
+func podRank(p corev1.Pod) int32 {
+	var r int32
+	_, _ = fmt.Sscanf(p.Name[len(p.Name)-1:], "%d", &r)
+	return r
+}
+
+// freePort is a port free on every address now.
+func freePort(g Gomega) int {
+	l, err := net.Listen("tcp", ":0")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -86,6 +86,11 @@ func TestFirstFailure(t *testing.T) {
 			want: &podFailure{Pod: "demo-trainer-1", Container: "worker", Reason: "Completed",
 				Message: "the worker exited before the trainer finished"},
 		},
+		"a trainer that exited non-zero while the cuda worker beside it serves": {
+			job:  job,
+			pods: []corev1.Pod{testPod(job, 0, trainerExited(1)), testPod(job, 1, running)},
+			want: &podFailure{Pod: "demo-trainer-0", Container: "trainer", ExitCode: 1},
+		},
 		"the trainer's Error report is not repeated when the termination message quotes it": {
 			job:  makeJob().Replicas(3).Training(&trainingv1alpha1.TrainingStatus{Outcome: trainingv1alpha1.OutcomeError, Message: "worker 1 unreachable"}).Obj(),
 			pods: []corev1.Pod{testPod(job, 0, exit(1, "Error", "training ended with Error: worker 1 unreachable"))},

@@ -83,11 +83,12 @@ func (s *podSet) ranks() []*corev1.Pod {
 }
 
 // finished returns, in rank order, the pods of the current attempt that the failure
-// policy judges: those that terminated, and those being deleted after a disruption.
+// policy judges: those that ended (terminated, or their trainer exited), and those
+// being deleted after a disruption.
 func (s *podSet) finished() []*corev1.Pod {
 	byRank := maps.Clone(s.disrupted)
 	for r, p := range s.current {
-		if terminated(p) {
+		if ended(p) {
 			byRank[r] = p
 		}
 	}
@@ -119,4 +120,26 @@ func (s *podSet) missingRanks(job *trainingv1alpha1.ESPOJob) []int32 {
 // terminated reports whether a pod has finished (Succeeded or Failed).
 func terminated(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// ended reports whether p's part in the run is over: it terminated, or its trainer
+// container exited while the worker beside it still serves.
+func ended(p *corev1.Pod) bool {
+	done, _ := trainerExit(p)
+	return done
+}
+
+// trainerExit reports whether the trainer of p (rank 0) has ended, and whether it exited 0:
+// when its pod terminated, or when its trainer container did while the cuda worker
+// beside it still serves (the worker exits only when the pod is stopped).
+func trainerExit(p *corev1.Pod) (ended, exited0 bool) {
+	if terminated(p) {
+		return true, p.Status.Phase == corev1.PodSucceeded
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; cs.Name == ContainerTrainer && t != nil {
+			return true, t.ExitCode == 0
+		}
+	}
+	return false, false
 }

@@ -17,8 +17,6 @@ limitations under the License.
 package controllers
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
@@ -81,19 +79,4 @@ func applySuccessPolicy(u *statusUpdate, pods *podSet) bool {
 		return false
 	}
 	return true
-}
-
-// trainerExit reports whether rank 0's trainer has ended, and whether it exited 0:
-// when its pod terminated, or when its trainer container did while the cuda worker
-// beside it still serves (the worker exits only when the pod is stopped).
-func trainerExit(p *corev1.Pod) (ended, exited0 bool) {
-	if terminated(p) {
-		return true, p.Status.Phase == corev1.PodSucceeded
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if t := cs.State.Terminated; cs.Name == ContainerTrainer && t != nil {
-			return true, t.ExitCode == 0
-		}
-	}
-	return false, false
 }

@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -69,6 +70,9 @@ func Main(m *testing.M, env **Env) {
 	os.Exit(code)
 }
 
+// controlPlaneStartTimeout bounds the start of each test control plane process.
+const controlPlaneStartTimeout = time.Minute
+
 // Start starts etcd and kube-apiserver from $KUBEBUILDER_ASSETS (building them with
 // hack/setup-envtest.sh when the variable is unset) and installs config/crd/bases.
 func Start() (*Env, error) {
@@ -86,6 +90,9 @@ func Start() (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+		// Test packages start their control planes while others train and compile:
+		// on two busy cores kube-apiserver can take longer than envtest's 20 s.
+		ControlPlaneStartTimeout: controlPlaneStartTimeout,
 	}
 	cfg, err := te.Start()
 	if err != nil {

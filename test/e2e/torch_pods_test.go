@@ -48,8 +48,9 @@ func TestTorchWorkersFormOneGroupAcrossPods(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t, "e2e-torch-pods")
 	apply(g, ns, testdata("checkpoint-claim.yaml"))
-	one := trainTorchJob(t, ns, "torch-1x4", 1, 4)
-	two := trainTorchJob(t, ns, "torch-2x2", 2, 2)
+	code := workerCodeOutsidePodMounts(t)
+	one := trainTorchJob(t, ns, code, "torch-1x4", 1, 4)
+	two := trainTorchJob(t, ns, code, "torch-2x2", 2, 2)
 	script := `
 import sys, torch
 a, b = (torch.load(f)["params"] for f in sys.argv[1:3])
@@ -64,10 +65,36 @@ print(max(float((x - y).abs().max()) for x, y in zip(a, b)) if len(a) == len(b) 
 	g.Expect(diff).To(BeNumerically("<=", 1e-5*scale), "float32 all-reduce's rounding at most")
 }
 
-// trainTorchJob runs job-torch-pods.yaml as name with replicas pods of perPod workers
-// to Succeeded, checks that the pods' workers served on their pods' addresses, and
-// returns the worker state of its last checkpoint.
-func trainTorchJob(t *testing.T, ns, name string, replicas, perPod int32) string {
+// workerCodeOutsidePodMounts copies the espo_worker package into a new folder of the
+// user's cache folder and returns that folder, for PYTHONPATH. The process node
+// rewrites absolute paths under a pod's mount paths into the pod's own folder, and
+// every trainer pod mounts /tmp: a checkout under /tmp (as CI's may be) would not be
+// found under its own path.
+func workerCodeOutsidePodMounts(t *testing.T) string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(cache, "espo-operator"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(filepath.Join(cache, "espo-operator"), "e2e-worker-code-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	src := filepath.Join(repoRoot, "trainer", "worker", "torch", "espo_worker")
+	if err := os.CopyFS(filepath.Join(dir, "espo_worker"), os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// trainTorchJob runs job-torch-pods.yaml as name with replicas pods of perPod workers,
+// their Python code on pythonPath, to Succeeded, checks that the pods' workers served
+// on their pods' addresses, and returns the worker state of its last checkpoint.
+func trainTorchJob(t *testing.T, ns, pythonPath, name string, replicas, perPod int32) string {
 	g := NewWithT(t)
 	raw, err := os.ReadFile(filepath.Join(repoRoot, testdata("job-torch-pods.yaml")))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -77,7 +104,7 @@ func trainTorchJob(t *testing.T, ns, name string, replicas, perPod int32) string
 	job.Spec.Model.Command = []string{python, "-m", "espo_worker"}
 	job.Spec.Trainer.Replicas, job.Spec.Trainer.WorkersPerReplica = replicas, perPod
 	job.Spec.Trainer.Env = []corev1.EnvVar{
-		{Name: "PYTHONPATH", Value: filepath.Join(repoRoot, "trainer", "worker", "torch")},
+		{Name: "PYTHONPATH", Value: pythonPath},
 		{Name: "PYTHONDONTWRITEBYTECODE", Value: "1"},
 		{Name: "OMP_NUM_THREADS", Value: "1"},
 		{Name: "ESPO_WORKER_DEVICE", Value: "cpu"},

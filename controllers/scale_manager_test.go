@@ -17,8 +17,6 @@ limitations under the License.
 package controllers_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -38,6 +36,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/espo-dev/espo-operator/test/testenv"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -203,11 +202,11 @@ func (p *managerProcess) reconciles(g Gomega) float64 {
 	text, err := io.ReadAll(resp.Body)
 	g.Expect(err).NotTo(HaveOccurred())
 	n := 0.0
-	eachSample(text, "controller_runtime_reconcile_total", func(l map[string]string, v float64) {
+	g.Expect(testenv.EachSample(text, "controller_runtime_reconcile_total", func(l map[string]string, v float64) {
 		if l["controller"] == "espojob" {
 			n += v
 		}
-	})
+	})).To(Succeed())
 	return n
 }
 
@@ -270,7 +269,7 @@ func apiServerRequests(g Gomega) requestCounts {
 	text, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	g.Expect(err).NotTo(HaveOccurred())
 	counts := requestCounts{}
-	eachSample(text, "apiserver_request_total", func(l map[string]string, v float64) {
+	g.Expect(testenv.EachSample(text, "apiserver_request_total", func(l map[string]string, v float64) {
 		if !slices.Contains(scaleKinds, l["resource"]) {
 			return
 		}
@@ -279,7 +278,7 @@ func apiServerRequests(g Gomega) requestCounts {
 			key += "/" + l["subresource"]
 		}
 		counts[key] += v
-	})
+	})).To(Succeed())
 	return counts
 }
 
@@ -322,32 +321,4 @@ func (c requestCounts) String() string {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, c[k]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// sampleLine and labelPair parse the samples of Prometheus' text exposition format.
-var (
-	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)`)
-	labelPair  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-)
-
-// eachSample calls f with the labels and value of each sample of the metric name in
-// text, a scrape in Prometheus' text exposition format.
-func eachSample(text []byte, name string, f func(labels map[string]string, v float64)) {
-	s := bufio.NewScanner(bytes.NewReader(text))
-	s.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for s.Scan() {
-		m := sampleLine.FindStringSubmatch(s.Text())
-		if m == nil || m[1] != name {
-			continue
-		}
-		v, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, l := range labelPair.FindAllStringSubmatch(m[2], -1) {
-			labels[l[1]] = l[2]
-		}
-		f(labels, v)
-	}
 }

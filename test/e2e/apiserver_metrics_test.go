@@ -17,14 +17,12 @@ limitations under the License.
 package e2e
 
 import (
-	"bufio"
 	"fmt"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/espo-dev/espo-operator/test/testenv"
 	. "github.com/onsi/gomega"
 )
 
@@ -109,41 +107,23 @@ func (c requestCounts) topWrites(n int) string {
 	return strings.Join(parts, ", ")
 }
 
-// apiserverRequestLine matches a sample of apiserver_request_total in the Prometheus
-// text format; labelPair one label of it.
-var (
-	apiserverRequestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} (\S+)$`)
-	labelPair            = regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`)
-)
-
 // parseRequestCounts reads apiserver_request_total out of kube-apiserver's /metrics.
 func parseRequestCounts(metrics string) (requestCounts, error) {
 	counts := requestCounts{}
-	sc := bufio.NewScanner(strings.NewReader(metrics))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		m := apiserverRequestLine.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, l := range labelPair.FindAllStringSubmatch(m[1], -1) {
-			labels[l[1]] = l[2]
-		}
-		v, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
-			return nil, fmt.Errorf("apiserver_request_total{%s}: %w", m[1], err)
-		}
+	err := testenv.EachSample([]byte(metrics), "apiserver_request_total", func(labels map[string]string, v float64) {
 		resource := labels["resource"]
 		if sub := labels["subresource"]; sub != "" {
 			resource += "/" + sub
 		}
 		counts[requestKind{verb: labels["verb"], resource: resource, code: labels["code"]}] += v
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(counts) == 0 {
 		return nil, fmt.Errorf("no apiserver_request_total in the API server's /metrics")
 	}
-	return counts, sc.Err()
+	return counts, nil
 }
 
 // scrapeRequests reads the API server's request counters (kubectl get --raw /metrics,

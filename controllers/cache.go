@@ -66,15 +66,17 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // controller never reads, before the object is stored. Of the managed fields it
 // keeps only FieldManager's, from which it learns which fields it applied
 // (applyCompanion) or owns by an older update (adoptUpdatedFields), and of a pod
-// none (the controller creates pods, it never applies them); it drops kubectl's
+// none (the controller creates pods, it never applies them); of a pod's spec it
+// keeps only what stripPodSpec keeps; it drops kubectl's
 // last-applied-configuration annotation, a copy of the whole object.
 func stripUnread(in any) (any, error) {
 	obj, err := meta.Accessor(in)
 	if err != nil {
 		return in, nil // a tombstone (DeletedFinalStateUnknown): nothing to strip
 	}
-	if _, pod := in.(*corev1.Pod); pod {
+	if pod, ok := in.(*corev1.Pod); ok {
 		obj.SetManagedFields(nil)
+		stripPodSpec(pod)
 	} else if fields := obj.GetManagedFields(); fields != nil {
 		obj.SetManagedFields(slices.DeleteFunc(fields, func(f metav1.ManagedFieldsEntry) bool { return f.Manager != FieldManager }))
 	}
@@ -83,4 +85,20 @@ func stripUnread(in any) (any, error) {
 		obj.SetAnnotations(a)
 	}
 	return in, nil
+}
+
+// stripPodSpec empties a pod's spec but for what the controller reads of a live pod:
+// the node it is bound to (anyScheduledPending), and each container's name with the
+// environment variables it takes from a Secret (apiKeySecretProblem). The rest (the
+// containers' commands, images, resources and mounts, the volumes, the tolerations
+// the API server adds) is most of a trainer pod's size, and the controller builds it
+// from the job (buildPod), never from a pod it finds.
+func stripPodSpec(p *corev1.Pod) {
+	containers := make([]corev1.Container, len(p.Spec.Containers))
+	for i, c := range p.Spec.Containers {
+		containers[i] = corev1.Container{Name: c.Name, Env: slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil
+		})}
+	}
+	p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: containers}
 }

@@ -62,6 +62,53 @@ func TestStripUnread(t *testing.T) {
 	if pod.ManagedFields != nil {
 		t.Errorf("a pod keeps managed fields %v", pod.ManagedFields)
 	}
+}
+
+// TestStripPodSpecKeepsWhatTheControllerReads strips a trainer pod as buildPod makes
+// it, bound to a node, and checks that only the node, the containers' names and the
+// Secret-sourced variables are left, and that the controller's readers of a live pod
+// still find what they look for.
+func TestStripPodSpecKeepsWhatTheControllerReads(t *testing.T) {
+	job := makeJob().Embedder("http://embedder:8080").EmbedderAPIKey("embedder-key", "token").Obj()
+	pod := buildPod(job, 0, testOpts)
+	pod.Spec.NodeName = "node-a"
+	var names []string
+	var fromSecret []corev1.EnvVar
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				fromSecret = append(fromSecret, e)
+			}
+		}
+	}
+	if len(fromSecret) == 0 {
+		t.Fatal("the trainer pod takes no variable from a Secret: the test no longer checks what it should")
+	}
+
+	if _, err := stripUnread(pod); err != nil {
+		t.Fatal(err)
+	}
+	want := corev1.PodSpec{NodeName: "node-a"}
+	for _, n := range names {
+		c := corev1.Container{Name: n}
+		if n == ContainerTrainer {
+			c.Env = fromSecret
+		}
+		want.Containers = append(want.Containers, c)
+	}
+	if diff := cmp.Diff(want, pod.Spec); diff != "" {
+		t.Errorf("the stripped spec (-want +got):\n%s", diff)
+	}
+
+	pod.Status.Phase = corev1.PodPending
+	if !anyScheduledPending([]corev1.Pod{*pod}) {
+		t.Error("anyScheduledPending does not see the stripped pod's node")
+	}
+	msg := `Error: secret "embedder-key" not found`
+	if got := apiKeySecretProblem(pod, ContainerTrainer, msg); got == "" {
+		t.Errorf("apiKeySecretProblem(%q) of the stripped pod is empty", msg)
+	}
 
 	tombstone := toolscache.DeletedFinalStateUnknown{Key: "ns/p", Obj: pod}
 	if got, err := stripUnread(tombstone); err != nil || got != any(tombstone) {

@@ -24,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -73,11 +74,22 @@ func TestCRDIsInstalledAndAcceptsAnESPOJob(t *testing.T) {
 // TestManagerServesProbesAndAuthenticatedMetrics starts the real manager against the
 // test API server and checks its health endpoints and that /metrics answers only to
 // callers the API server authenticates and authorizes.
+func TestManagerGCPercentDefaultsTo50UnlessGOGCIsSet(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	if got := setManagerGCPercent(func(string) string { return "" }); got != managerGCPercent || debug.SetGCPercent(100) != managerGCPercent {
+		t.Errorf("without GOGC the target is %d; want %d", got, managerGCPercent)
+	}
+	debug.SetGCPercent(80) // as GOGC=80 would have set it at start
+	if got := setManagerGCPercent(func(k string) string { return map[string]string{"GOGC": "80"}[k] }); got != 80 || debug.SetGCPercent(100) != 80 {
+		t.Errorf("with GOGC=80 the target is %d; want 80, left as GOGC set it", got)
+	}
+}
+
 func TestManagerServesProbesAndAuthenticatedMetrics(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	o := managerOptions{
-		metricsAddr: freeAddr(t), secureMetrics: true, probeAddr: freeAddr(t),
+		metricsAddr: freeAddr(t), secureMetrics: true, probeAddr: freeAddr(t), pprofAddr: freeAddr(t),
 		leaderElect: true, leaderElectionNamespace: "default", gracefulShutdown: 5 * time.Second,
 	}
 	done := make(chan error, 1)
@@ -90,6 +102,7 @@ func TestManagerServesProbesAndAuthenticatedMetrics(t *testing.T) {
 	probe := "http://" + o.probeAddr
 	g.Eventually(func() (int, error) { return statusOf(probe+"/readyz", "") }, 30*time.Second).Should(Equal(http.StatusOK))
 	g.Expect(statusOf(probe+"/healthz", "")).To(Equal(http.StatusOK))
+	g.Expect(statusOf("http://"+o.pprofAddr+"/debug/pprof/heap", "")).To(Equal(http.StatusOK), "--pprof-bind-address")
 
 	metrics := "https://" + o.metricsAddr + "/metrics"
 	g.Eventually(func() (int, error) { return statusOf(metrics, "") }, 30*time.Second).Should(Equal(http.StatusUnauthorized))

@@ -147,15 +147,14 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 const managerGCPercent = 50
 
 // setManagerGCPercent sets the garbage collection target to managerGCPercent unless
-// the GOGC variable of getenv sets one, and returns the target in force.
-func setManagerGCPercent(getenv func(string) string) int {
+// the GOGC variable of getenv sets one (the runtime has then applied it), and reports
+// whether it did.
+func setManagerGCPercent(getenv func(string) string) bool {
 	if getenv("GOGC") != "" {
-		current := debug.SetGCPercent(100)
-		debug.SetGCPercent(current)
-		return current
+		return false
 	}
 	debug.SetGCPercent(managerGCPercent)
-	return managerGCPercent
+	return true
 }
 
 // runManager starts the controller manager and blocks until ctx is done.

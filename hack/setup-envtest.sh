@@ -4,7 +4,8 @@
 # a finished cache (marked by .complete) is reused; a half-built one is rebuilt.
 #
 # Progress goes to stderr; the last line on stdout is the folder to use as
-# KUBEBUILDER_ASSETS.
+# KUBEBUILDER_ASSETS. With --if-cached it builds nothing: it prints the folder if the
+# control plane asked for is built, and exits 1 if not.
 #
 # Environment:
 #   K8S_VERSION   Kubernetes version of kube-apiserver (default: from k8s.io/api in go.mod)
@@ -35,6 +36,7 @@ if cached; then
   echo "$dest"
   exit 0
 fi
+[[ "${1:-}" != --if-cached ]] || exit 1
 
 mkdir -p "$ESPO_CACHE/k8s"
 exec 9>"$ESPO_CACHE/k8s/.lock"

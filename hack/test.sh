@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The project's test command (make test, and so .ci/run): builds the test control plane on
-# first use, installs the Debian packages the tests need, checks that generated files are
-# current, runs every Go test and prints a summary line "N passed, N failed, N skipped",
-# then how long each phase took. Exits non-zero on any failure.
+# first use (running the tests that need none meanwhile), installs the Debian packages the
+# tests need, checks that generated files are current, runs every Go test and prints a
+# summary line "N passed, N failed, N skipped", then how long each phase took. Exits
+# non-zero on any failure.
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 
-phases=()
+phases=() phase_detail=()
 phase_start=$SECONDS
 phase_name=""
 # phase NAME ends the running phase (recording its time) and starts NAME.
@@ -32,16 +33,55 @@ trap print_phases EXIT
 # build), so that each package is compiled once into the Go build cache.
 export CGO_ENABLED=0 GOFLAGS="-trimpath ${GOFLAGS:-}"
 
-# The Debian packages download and install while the control plane compiles.
+# early_packages prints the packages whose tests need neither the test control plane
+# (their test binary links no test/testenv, internal/controlplane or envtest) nor the
+# Debian packages (no test file of theirs runs python3).
+early_packages() {
+  go list -test -f '{{.ImportPath}} {{.Dir}} {{join .Deps " "}}' ./... |
+    awk '$1 ~ /\.test$/ {
+      for (i = 3; i <= NF; i++) if ($i ~ /espo-operator\/(test\/testenv|internal\/controlplane)$|controller-runtime\/pkg\/envtest$/) next
+      sub(/\.test$/, "", $1); print $1, $2 }' |
+    while read -r pkg dir; do
+      grep -qs python3 "$dir"/*_test.go || echo "$pkg"
+    done
+}
+
+# The Debian packages download and install in the background. A control plane not yet
+# built compiles in the background too, and meanwhile the tests of the early packages
+# run (the control plane's module downloads and links leave a core idle); their results
+# are replayed ahead of the others', into one summary. With the control plane built,
+# every package's tests run together.
 debian_log="$(mktemp)"
 hack/setup-debian.sh >"$debian_log" 2>&1 &
 debian_pid=$!
-
-phase "test control plane"
-KUBEBUILDER_ASSETS="$(ESPO_KUBE_SCHEDULER=1 hack/setup-envtest.sh | tail -n1)"  # kube-scheduler too, for test/gang
+early=() early_json="$(mktemp)"
+if KUBEBUILDER_ASSETS="$(ESPO_KUBE_SCHEDULER=1 hack/setup-envtest.sh --if-cached)"; then  # kube-scheduler too, for test/gang
+  phase "test control plane"
+else
+  phase "control plane & units"
+  assets_out="$(mktemp)" control_plane_time="$(mktemp)"
+  ( start=$SECONDS
+    ESPO_KUBE_SCHEDULER=1 hack/setup-envtest.sh >"$assets_out"
+    echo $((SECONDS - start)) >"$control_plane_time" ) &
+  control_plane_pid=$!
+  mapfile -t early < <(early_packages)
+  echo "running the tests of ${#early[@]} packages that need no control plane while it builds" >&2
+  unit_start=$SECONDS
+  if ((${#early[@]})); then
+    go test -json -count=1 -timeout 40m ${GOTEST_FLAGS:-} "${early[@]}" >"$early_json" 2>&1 || true  # judged in the summary
+  fi
+  unit_time=$((SECONDS - unit_start))
+  if ! wait "$control_plane_pid"; then
+    echo "building the test control plane failed" >&2
+    exit 1
+  fi
+  KUBEBUILDER_ASSETS="$(tail -n1 "$assets_out")"
+  phase_detail=("$(printf '  %-20s %4ds' "unit tests" "$unit_time")" "$(printf '  %-20s %4ds' "control plane" "$(cat "$control_plane_time")")")
+fi
 export KUBEBUILDER_ASSETS
 
 phase "debian packages"
+phases+=("${phase_detail[@]}")
 if ! wait "$debian_pid"; then
   cat "$debian_log" >&2
   exit 1
@@ -58,7 +98,9 @@ phase "go test"
 test_status=0
 # The e2e package goes first: it is the longest (minutes of trainer processes), and go
 # test builds and runs packages in the order given, two at a time on two cores.
-go test -json -count=1 -timeout 40m ${GOTEST_FLAGS:-} ./test/e2e ./... | go run ./hack/gotestsummary || test_status=$?
+mapfile -t late < <(go list ./... | grep -vxF -f <(printf '%s\n' "${early[@]}"))  # all, when none ran early
+{ cat "$early_json"; go test -json -count=1 -timeout 40m ${GOTEST_FLAGS:-} ./test/e2e "${late[@]}"; } 2>&1 |
+  go run ./hack/gotestsummary || test_status=$?
 
 phase "generated files"
 if ! wait "$generated_pid"; then

@@ -121,7 +121,7 @@ func startPod(t *testing.T, g groupOf, p pod, allowed string) []*worker.Remote {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopGroup(cmd) })
-	addrs := servingAddrs(t, stderr, p.procs)
+	addrs := servingAddrs(t, stderr, p.procs, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGABRT) })
 	rs := make([]*worker.Remote, len(addrs))
 	for k, a := range addrs {
 		if want := net.JoinHostPort(p.ip, strconv.Itoa(base+k)); a != want {
@@ -152,12 +152,20 @@ func stopGroup(cmd *exec.Cmd) {
 	}
 }
 
+// servingWait bounds the wait for a launcher's workers to say where they serve.
+const servingWait = 3 * time.Minute
+
 // servingAddrs reads the launcher's standard error until n workers said where they
 // serve, and returns those addresses by port; the rest of the log goes to t.Logf.
-func servingAddrs(t *testing.T, stderr interface{ Read([]byte) (int, error) }, n int) []string {
+// When they have not within servingWait, it calls abort (which should send the
+// launcher's process group SIGABRT: with PYTHONFAULTHANDLER set, each Python process
+// then prints where it was) and logs what they print before failing the test.
+func servingAddrs(t *testing.T, stderr interface{ Read([]byte) (int, error) }, n int, abort func()) []string {
 	t.Helper()
 	found := make(chan string, n)
+	ended := make(chan struct{})
 	go func() {
+		defer close(ended)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
@@ -166,19 +174,22 @@ func servingAddrs(t *testing.T, stderr interface{ Read([]byte) (int, error) }, n
 			}
 			t.Logf("pod: %s", sc.Text())
 		}
-		close(found)
 	}()
 	var addrs []string
-	deadline := time.After(120 * time.Second)
+	deadline := time.After(servingWait)
 	for len(addrs) < n {
 		select {
-		case a, ok := <-found:
-			if !ok {
-				t.Fatalf("the launcher exited after %d of %d workers served", len(addrs), n)
-			}
+		case a := <-found:
 			addrs = append(addrs, a)
+		case <-ended:
+			t.Fatalf("the launcher exited after %d of %d workers served", len(addrs), n)
 		case <-deadline:
-			t.Fatalf("%d of %d workers served within 120s", len(addrs), n)
+			abort()
+			select { // the tracebacks, logged above as the processes end
+			case <-ended:
+			case <-time.After(10 * time.Second):
+			}
+			t.Fatalf("%d of %d workers served within %v; their stacks at SIGABRT are logged above", len(addrs), n, servingWait)
 		}
 	}
 	sort.Slice(addrs, func(i, j int) bool { return port(addrs[i]) < port(addrs[j]) })

@@ -64,9 +64,10 @@ func lastLine(b []byte) string {
 }
 
 // pyEnv is the environment of the Python processes: two CPU threads, no bytecode
-// written into the source tree.
+// written into the source tree, and Python's fault handler on (a fatal signal such as
+// SIGABRT prints every thread's stack).
 func pyEnv() []string {
-	return append(os.Environ(), "OMP_NUM_THREADS=2", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1")
+	return append(os.Environ(), "OMP_NUM_THREADS=2", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "PYTHONFAULTHANDLER=1")
 }
 
 var servingRE = regexp.MustCompile(`serving on (\S+):(\d+) `)

@@ -88,16 +88,26 @@ func startManagerProcess(b *testing.B, bin string) *managerProcess {
 	b.Helper()
 	operatorConfig(b, nil) // binds the operator's role to operatorUser
 	dir := b.TempDir()
-	p := &managerProcess{log: filepath.Join(dir, "manager.log"), metricsAddr: freeLocalAddr(b), exited: make(chan struct{})}
+	metricsAddr := freeLocalAddr(b)
+	args := append([]string{"manager", "--kubeconfig", writeKubeconfig(b, dir, operatorUser),
+		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", "0",
+		"--log-format", "text"}, scaleManagerFlags...)
+	return startProcess(b, exec.Command(bin, args...), metricsAddr, "Starting workers")
+}
+
+// startProcess starts cmd, a controller manager serving its metrics on metricsAddr,
+// with its output in a log file, and waits until the log says ready; the process
+// stops (SIGTERM) when the benchmark ends, if not before, and its log's end is printed
+// if the benchmark failed.
+func startProcess(b *testing.B, cmd *exec.Cmd, metricsAddr, ready string) *managerProcess {
+	b.Helper()
+	p := &managerProcess{log: filepath.Join(b.TempDir(), "manager.log"), metricsAddr: metricsAddr, exited: make(chan struct{})}
 	logFile, err := os.Create(p.log)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer logFile.Close()
-	args := append([]string{"manager", "--kubeconfig", writeKubeconfig(b, dir, operatorUser),
-		"--metrics-bind-address", p.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", "0",
-		"--log-format", "text"}, scaleManagerFlags...)
-	p.cmd = exec.Command(bin, args...)
+	p.cmd = cmd
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
@@ -112,7 +122,7 @@ func startManagerProcess(b *testing.B, bin string) *managerProcess {
 		}
 	})
 	deadline := time.Now().Add(managerReadyTimeout)
-	for !strings.Contains(readFile(p.log), "Starting workers") {
+	for !strings.Contains(readFile(p.log), ready) {
 		select {
 		case <-p.exited:
 			b.Fatalf("the manager exited: %s", tail(p.log, 20))

@@ -218,10 +218,12 @@ func soloFirstPodLatency(b *testing.B, g Gomega, c client.WithWatch) time.Durati
 // podWatch records, from a watch of a namespace's pods, when the first pod of each
 // job was seen and when the last of the wanted number of pods was.
 type podWatch struct {
-	mu    sync.Mutex
-	first map[string]time.Time // by job name
-	seen  map[string]bool      // pod names
-	want  int
+	// jobLabel is the pod label that names the pod's job.
+	jobLabel string
+	mu       sync.Mutex
+	first    map[string]time.Time // by job name
+	seen     map[string]bool      // pod names
+	want     int
 	// all is closed when want pods were seen, at allAt.
 	all   chan struct{}
 	allAt time.Time
@@ -230,9 +232,14 @@ type podWatch struct {
 // watchFirstPods starts watching the pods of namespace ns until want of them were
 // seen or c's watch ends.
 func watchFirstPods(g Gomega, c client.WithWatch, ns string, want int) *podWatch {
+	return watchFirstPodsBy(g, c, ns, want, controllers.LabelJobName)
+}
+
+// watchFirstPodsBy is watchFirstPods for pods whose label jobLabel names their job.
+func watchFirstPodsBy(g Gomega, c client.WithWatch, ns string, want int, jobLabel string) *podWatch {
 	w, err := c.Watch(context.Background(), &corev1.PodList{}, client.InNamespace(ns))
 	g.Expect(err).NotTo(HaveOccurred())
-	pw := &podWatch{first: map[string]time.Time{}, seen: map[string]bool{}, want: want, all: make(chan struct{})}
+	pw := &podWatch{jobLabel: jobLabel, first: map[string]time.Time{}, seen: map[string]bool{}, want: want, all: make(chan struct{})}
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
@@ -248,7 +255,7 @@ func watchFirstPods(g Gomega, c client.WithWatch, ns string, want int) *podWatch
 func (pw *podWatch) saw(p *corev1.Pod, t time.Time) bool {
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
-	job := p.Labels[controllers.LabelJobName]
+	job := p.Labels[pw.jobLabel]
 	if _, ok := pw.first[job]; !ok {
 		pw.first[job] = t
 	}

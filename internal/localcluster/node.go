@@ -14,10 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package localnode is a Kubernetes node that runs each pod's containers as local
+// Package localcluster is a Kubernetes node that runs each pod's containers as local
 // processes, for the local mode ("espo local up") and the end-to-end tests on
 // machines without a container runtime. It is a virtual-kubelet provider
-// (github.com/virtual-kubelet/virtual-kubelet, node and nodeutil) together with a
+// (github.com/virtual-kubelet/virtual-kubelet's node controllers) together with a
 // minimal scheduler (Scheduler) and owner-reference garbage collector
 // (GarbageCollector), since no kube-scheduler or kube-controller-manager runs.
 //
@@ -78,8 +78,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/virtual-kubelet/virtual-kubelet/node"
-	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,7 +159,7 @@ type Node struct {
 	cfg      Config
 	client   kubernetes.Interface
 	provider *provider
-	vk       *nodeutil.Node
+	vk       *virtualKubelet
 	listener net.Listener
 	handler  *http.ServeMux
 	events   record.EventBroadcaster
@@ -205,25 +203,12 @@ func NewNode(cfg Config, restCfg *rest.Config) (*Node, error) {
 	n.provider = &provider{cfg: &n.cfg, client: client, api: api, clock: cfg.Clock, log: cfg.Log, ips: ips,
 		hosts: hostsTable, pods: map[string]*podRun{},
 		recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})}
-	n.vk, err = nodeutil.NewNode(cfg.NodeName, n.newProvider,
-		nodeutil.WithClient(client),
-		nodeutil.AttachProviderRoutes(n.handler),
-		func(c *nodeutil.NodeConfig) error {
-			c.NodeSpec = n.nodeSpec()
-			c.EventRecorder = n.provider.recorder
-			c.SkipDownwardAPIResolution = true // the provider resolves env, status.podIP included
-			c.NumWorkers = 4
-			return nil
-		})
+	n.vk, err = newVirtualKubelet(client, n.nodeSpec(), n.provider, n.provider.recorder, n.handler, 4)
 	if err != nil {
 		listener.Close()
 		return nil, err
 	}
 	return n, nil
-}
-
-func (n *Node) newProvider(nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
-	return n.provider, nil, nil
 }
 
 // endpointOf is the API server's URL and CA as pods should use them.

@@ -74,7 +74,7 @@ func TestCRDIsInstalledAndAcceptsAnESPOJob(t *testing.T) {
 // TestManagerServesProbesAndAuthenticatedMetrics starts the real manager against the
 // test API server and checks its health endpoints and that /metrics answers only to
 // callers the API server authenticates and authorizes.
-func TestManagerGCPercentDefaultsTo50UnlessGOGCIsSet(t *testing.T) {
+func TestManagerGCPercentDefaultsTo30UnlessGOGCIsSet(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	if !setManagerGCPercent(func(string) string { return "" }) || debug.SetGCPercent(100) != managerGCPercent {
 		t.Errorf("without GOGC the target is not %d", managerGCPercent)

@@ -45,6 +45,9 @@ const (
 	trainingOperatorNamespace = "kubeflow"
 	// trainingOperatorJobLabel names a PyTorchJob's pods' job.
 	trainingOperatorJobLabel = "training.kubeflow.org/job-name"
+	// trainingOperatorCertSecret is the Secret the operator keeps its webhook
+	// certificates in.
+	trainingOperatorCertSecret = "training-operator-webhook-cert"
 )
 
 // BenchmarkScaleTrainingOperator is BenchmarkScale's load, 500 jobs of two pods (a
@@ -68,13 +71,7 @@ func BenchmarkScaleTrainingOperator(b *testing.B) {
 		sum.add(runScaleTrainingOperator(b, g, bin))
 	}
 	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(sum.allPods/n, "all-pods-s")
-	b.ReportMetric(sum.firstPodMedian/n, "first-pod-median-s")
-	b.ReportMetric(sum.firstPodMax/n, "first-pod-max-s")
-	b.ReportMetric(sum.peakRSS/n, "peak-rss-MiB")
-	b.ReportMetric(sum.peakAnon/n, "peak-anon-MiB")
-	b.ReportMetric(sum.cpu/n, "operator-cpu-s")
+	sum.reportShared(b, "operator-cpu-s")
 }
 
 // installTrainingOperatorPrerequisites installs the PyTorchJob CRD and what the
@@ -92,7 +89,7 @@ func installTrainingOperatorPrerequisites(b *testing.B, g Gomega) {
 	ctx := context.Background()
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: trainingOperatorNamespace}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "training-operator-webhook-cert", Namespace: trainingOperatorNamespace}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: trainingOperatorCertSecret, Namespace: trainingOperatorNamespace}},
 		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "validator.training-operator.kubeflow.org"}},
 	} {
 		g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, obj))).To(Succeed())
@@ -172,7 +169,7 @@ const trainingOperatorCertDir = "/tmp/k8s-webhook-server/serving-certs"
 func mountCertSecret(ctx context.Context, c client.Client) {
 	for ctx.Err() == nil {
 		var s corev1.Secret
-		key := client.ObjectKey{Namespace: trainingOperatorNamespace, Name: "training-operator-webhook-cert"}
+		key := client.ObjectKey{Namespace: trainingOperatorNamespace, Name: trainingOperatorCertSecret}
 		if c.Get(ctx, key, &s) == nil && len(s.Data["tls.crt"]) > 0 {
 			if os.MkdirAll(trainingOperatorCertDir, 0o700) == nil {
 				for name, data := range s.Data {

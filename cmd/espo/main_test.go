@@ -71,10 +71,9 @@ func TestCRDIsInstalledAndAcceptsAnESPOJob(t *testing.T) {
 	g.Expect(got.UID).NotTo(BeEmpty())
 }
 
-// TestManagerServesProbesAndAuthenticatedMetrics starts the real manager against the
-// test API server and checks its health endpoints and that /metrics answers only to
-// callers the API server authenticates and authorizes.
-func TestManagerGCPercentDefaultsTo30UnlessGOGCIsSet(t *testing.T) {
+// TestManagerSetsItsGCPercentUnlessGOGCIsSet checks that the manager's garbage
+// collection target is managerGCPercent without GOGC, and GOGC's with it.
+func TestManagerSetsItsGCPercentUnlessGOGCIsSet(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	if !setManagerGCPercent(func(string) string { return "" }) || debug.SetGCPercent(100) != managerGCPercent {
 		t.Errorf("without GOGC the target is not %d", managerGCPercent)
@@ -85,6 +84,9 @@ func TestManagerGCPercentDefaultsTo30UnlessGOGCIsSet(t *testing.T) {
 	}
 }
 
+// TestManagerServesProbesAndAuthenticatedMetrics starts the real manager against the
+// test API server and checks its health endpoints and that /metrics answers only to
+// callers the API server authenticates and authorizes.
 func TestManagerServesProbesAndAuthenticatedMetrics(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -31,11 +31,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/espo-dev/espo-operator/controllers"
 	espokueue "github.com/espo-dev/espo-operator/controllers/kueue"
+	"github.com/espo-dev/espo-operator/internal/metricsauth"
 )
 
 // managerOptions are the flags of "espo manager".
@@ -164,7 +164,7 @@ func setManagerGCPercent(getenv func(string) string) bool {
 func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics}
 	if o.secureMetrics {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		metricsOpts.FilterProvider = metricsauth.WithAuthenticationAndAuthorization
 	}
 	cfg = rest.CopyConfig(cfg)
 	if o.qps > 0 {

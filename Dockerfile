@@ -26,14 +26,16 @@ RUN mkdir -p /rootfs/etc/ssl/certs /rootfs/tmp /rootfs/home/nonroot \
 
 COPY . .
 
-# The same build as `make build` (test/packaging checks that they agree), cross-compiled
-# for the target platform.
+# The same build as `make build TAGS=grpcnotrace,nolocal` (test/packaging checks that they
+# agree), cross-compiled for the target platform. nolocal: the image's espo has no local
+# mode ("espo local" runs etcd, kube-apiserver and pods on a machine, not in a pod); the
+# manager then links about a third less code and peaks at about 12 MiB less memory.
 ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=dev
 ARG COMMIT=unknown
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -ldflags "-X main.version=${VERSION} -X main.commit=${COMMIT}" -o /rootfs/usr/local/bin/espo ./cmd/espo
+    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath -tags grpcnotrace,nolocal -ldflags "-X main.version=${VERSION} -X main.commit=${COMMIT}" -o /rootfs/usr/local/bin/espo ./cmd/espo
 
 FROM scratch
 COPY --from=build /rootfs/ /

@@ -5,6 +5,12 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 BIN     ?= bin/espo
+# Build tags of espo. grpcnotrace leaves out gRPC's golang.org/x/net/trace, whose debug
+# pages (never served) link text/template's reflective method calls, and those make the
+# linker keep every exported method of the binary. The Dockerfile builds with
+# TAGS=grpcnotrace,nolocal: the image has no local mode, which links virtual-kubelet and
+# go-cmp, reflective too (docs/architecture.md, Scale).
+TAGS    ?= grpcnotrace
 CONTROLLER_GEN := go tool controller-gen
 STATICCHECK    := go tool staticcheck
 # Debian's protoc (hack/setup-debian.sh) with the Go plugins pinned as tools in go.mod.
@@ -18,7 +24,7 @@ all: build
 
 .PHONY: build
 build: ## Build the espo binary into bin/.
-	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/espo
+	CGO_ENABLED=0 go build -trimpath -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/espo
 
 ##@ Code generation
 

@@ -53,21 +53,33 @@ var scaleManagerFlags = []string{"--kube-api-qps", "400", "--kube-api-burst", "8
 // managerReadyTimeout bounds the wait for the manager's controller to start.
 const managerReadyTimeout = time.Minute
 
-// buildEspo builds the espo binary into a temporary folder and returns its path,
-// or returns $ESPO_SCALE_BINARY when set: another build to measure side by side (an
-// earlier commit's, say).
+// buildEspo builds the espo binary as the container image does (with its build tags)
+// into a temporary folder and returns its path, or returns $ESPO_SCALE_BINARY when
+// set: another build to measure side by side (an earlier commit's, say).
 func buildEspo(b *testing.B) string {
 	b.Helper()
 	if bin := os.Getenv("ESPO_SCALE_BINARY"); bin != "" {
 		return bin
 	}
 	bin := filepath.Join(b.TempDir(), "espo")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/espo")
+	build := exec.Command("go", "build", "-trimpath", "-tags", imageBuildTags(b), "-o", bin, "./cmd/espo")
 	build.Dir, build.Env = env.RepoRoot, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build ./cmd/espo: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// imageBuildTags are the build tags of the Dockerfile's go build (test/packaging
+// checks that there is one, and that it is make build's with them).
+func imageBuildTags(b *testing.B) string {
+	b.Helper()
+	dockerfile := readFile(filepath.Join(env.RepoRoot, "Dockerfile"))
+	m := regexp.MustCompile(`go build [^\n]*-tags (\S+)`).FindAllStringSubmatch(dockerfile, -1)
+	if len(m) != 1 {
+		b.Fatalf("the Dockerfile has %d go build lines with -tags, want 1", len(m))
+	}
+	return m[0][1]
 }
 
 // managerProcess is "espo manager" running as a child process, as operatorUser,

@@ -1,3 +1,5 @@
+//go:build !nolocal
+
 /*
 Copyright 2026 The espo-operator Authors.
 

@@ -26,7 +26,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/espo-dev/espo-operator/internal/localcluster"
+	"github.com/espo-dev/espo-operator/internal/localcluster/podenv"
 )
 
 // maxTerminationMessage is the most of a termination message kubelet keeps.
@@ -40,7 +40,7 @@ const terminationElision = "\n[...]\n"
 // else kubelet's default, the terminationMessagePath the controller leaves on the
 // trainer pods' containers.
 func terminationMessagePath() string {
-	if p := os.Getenv(localcluster.EnvTerminationMessagePath); p != "" {
+	if p := os.Getenv(podenv.TerminationMessagePath); p != "" {
 		return p
 	}
 	return corev1.TerminationMessagePathDefault

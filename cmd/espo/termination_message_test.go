@@ -24,7 +24,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/espo-dev/espo-operator/internal/localcluster"
+	"github.com/espo-dev/espo-operator/internal/localcluster/podenv"
 )
 
 func TestWriteTerminationMessage(t *testing.T) {
@@ -77,7 +77,7 @@ func TestTrainerWritesItsErrorAsTheTerminationMessage(t *testing.T) {
 	config := writeFile(t, "run.yaml", "dataRoot: "+data+"\noutputDir: "+t.TempDir()+"\n"+
 		"spec:\n  datasets:\n    sources:\n    - name: bad\n      configMap:\n        name: bad\n")
 	message := writeFile(t, "termination-log", "")
-	t.Setenv(localcluster.EnvTerminationMessagePath, message)
+	t.Setenv(podenv.TerminationMessagePath, message)
 
 	cmd := newRootCommand()
 	cmd.SetArgs([]string{"trainer", "--config", config, "--metrics-bind-address", "0", "--report", "none"})

@@ -38,7 +38,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
-	"github.com/espo-dev/espo-operator/internal/localcluster"
+	"github.com/espo-dev/espo-operator/internal/localcluster/podenv"
 	"github.com/espo-dev/espo-operator/internal/localcluster/podnet"
 	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/kubereporter"
@@ -148,7 +148,7 @@ func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, lo
 	}
 	defer stopMetrics()
 	t, err := trainer.New(cfg, trainer.Options{Workers: workers, Reporter: reporter, Metrics: trainer.NewMetrics(reg), Log: log, Drain: drain,
-		PodRoot: os.Getenv(localcluster.EnvPodRoot)})
+		PodRoot: os.Getenv(podenv.PodRoot)})
 	if err != nil {
 		return trainer.ReportSetupError(ctx, reporter, err)
 	}

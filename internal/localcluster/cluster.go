@@ -20,7 +20,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -59,7 +58,7 @@ func StartNode(ctx context.Context, cfg Config, rc *rest.Config, readyTimeout ti
 	}
 	var sched *Scheduler
 	if o.scheduler {
-		cs, err := kubernetes.NewForConfig(rc)
+		cs, err := newCoreClient(rc)
 		if err != nil {
 			return nil, err
 		}

@@ -177,7 +177,7 @@ func NewNode(cfg Config, restCfg *rest.Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(restCfg)
+	client, err := newCoreClient(restCfg)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ import (
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
 
+	"github.com/espo-dev/espo-operator/internal/localcluster/podenv"
 	"github.com/espo-dev/espo-operator/internal/localcluster/podnet"
 )
 
@@ -364,8 +365,8 @@ func (p *provider) launchOf(ctx context.Context, pod *corev1.Pod, r *podRun, cr 
 	for k, v := range own {
 		env[k] = rewrite.String(v)
 	}
-	env[podnet.EnvPodIP], env[podnet.EnvHostsFile], env[EnvPodRoot] = r.ip, p.hosts.path, r.rootDir()
-	env[EnvTerminationMessagePath] = cr.messagePath()
+	env[podnet.EnvPodIP], env[podnet.EnvHostsFile], env[podenv.PodRoot] = r.ip, p.hosts.path, r.rootDir()
+	env[podenv.TerminationMessagePath] = cr.messagePath()
 	argv := rewrite.Strings(expandAll(append(append([]string{}, c.Command...), c.Args...), own))
 	dir := filepath.Join(r.rootDir(), filepath.FromSlash(c.WorkingDir))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -374,14 +375,6 @@ func (p *provider) launchOf(ctx context.Context, pod *corev1.Pod, r *podRun, cr 
 	env["PWD"] = dir // shells show the working directory as the container would name it
 	return &launch{argv: argv, env: environ(env), dir: dir}, nil
 }
-
-// EnvPodRoot names the pod's file tree in every process's environment.
-const EnvPodRoot = "ESPO_POD_ROOT"
-
-// EnvTerminationMessagePath names, in every process's environment, the file the
-// container's termination message goes to: its own, created empty before each run
-// as kubelet creates the file it mounts at the container's terminationMessagePath.
-const EnvTerminationMessagePath = "ESPO_TERMINATION_MESSAGE_PATH"
 
 // nodeEnv is what the node gives every process before the container's own
 // variables: PATH (Config.BinDirs, then the node's PATH), HOME and TMPDIR under the

@@ -31,7 +31,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -68,7 +67,7 @@ type Scheduler struct {
 	log      logr.Logger
 	events   record.EventBroadcaster
 	recorder record.EventRecorder
-	factory  informers.SharedInformerFactory
+	factory  *coreInformerFactory
 	pods     corelisters.PodLister
 	claims   corelisters.PersistentVolumeClaimLister
 	nodes    corelisters.NodeLister
@@ -80,14 +79,14 @@ type Scheduler struct {
 
 // NewScheduler returns a scheduler for the node named nodeName.
 func NewScheduler(client kubernetes.Interface, nodeName string, clk clock.WithTicker, log logr.Logger) *Scheduler {
-	f := informers.NewSharedInformerFactory(client, 0)
+	f := newCoreInformerFactory(client, 0, nil)
 	events := record.NewBroadcaster()
 	s := &Scheduler{
 		client: client, nodeName: nodeName, clock: clk, log: log, factory: f, events: events,
 		recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: SchedulerName}),
-		pods:     f.Core().V1().Pods().Lister(),
-		claims:   f.Core().V1().PersistentVolumeClaims().Lister(),
-		nodes:    f.Core().V1().Nodes().Lister(),
+		pods:     f.Core().Pods().Lister(),
+		claims:   f.Core().PersistentVolumeClaims().Lister(),
+		nodes:    f.Core().Nodes().Lister(),
 		kick:     make(chan struct{}, 1),
 		assumed:  map[types.UID]*corev1.Pod{},
 	}
@@ -97,7 +96,7 @@ func NewScheduler(client kubernetes.Interface, nodeName string, clk clock.WithTi
 		DeleteFunc: func(any) { s.wake() },
 	}
 	for _, inf := range []cache.SharedIndexInformer{
-		f.Core().V1().Pods().Informer(), f.Core().V1().PersistentVolumeClaims().Informer(), f.Core().V1().Nodes().Informer(),
+		f.Core().Pods().Informer(), f.Core().PersistentVolumeClaims().Informer(), f.Core().Nodes().Informer(),
 	} {
 		_, _ = inf.AddEventHandler(h)
 	}

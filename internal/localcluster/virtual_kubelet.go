@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 )
@@ -48,7 +47,7 @@ type virtualKubelet struct {
 	pods      *node.PodController
 	status    *node.NaiveNodeProviderV2
 	spec      *corev1.Node
-	informers []informers.SharedInformerFactory
+	informers []*coreInformerFactory
 	workers   int
 
 	ready chan struct{} // closed once both controllers run and the node is Ready
@@ -61,12 +60,11 @@ type virtualKubelet struct {
 // kubelet API (logs, exec) is served under routes. Run starts them.
 func newVirtualKubelet(client kubernetes.Interface, spec corev1.Node, p *provider, recorder record.EventRecorder,
 	routes *http.ServeMux, workers int) (*virtualKubelet, error) {
-	boundHere := informers.NewSharedInformerFactoryWithOptions(client, informerResync,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", spec.Name).String()
-		}))
-	all := informers.NewSharedInformerFactory(client, informerResync)
-	podInformer := boundHere.Core().V1().Pods()
+	boundHere := newCoreInformerFactory(client, informerResync, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", spec.Name).String()
+	})
+	all := newCoreInformerFactory(client, informerResync, nil)
+	podInformer := boundHere.Core().Pods()
 	routes.Handle("/", api.PodHandler(api.PodHandlerConfig{
 		RunInContainer:        p.RunInContainer,
 		AttachToContainer:     p.AttachToContainer,
@@ -79,7 +77,7 @@ func newVirtualKubelet(client kubernetes.Interface, spec corev1.Node, p *provide
 	}, true))
 
 	vk := &virtualKubelet{status: node.NewNaiveNodeProvider(), spec: &spec, workers: workers,
-		informers: []informers.SharedInformerFactory{boundHere, all},
+		informers: []*coreInformerFactory{boundHere, all},
 		ready:     make(chan struct{}), done: make(chan struct{})}
 	var err error
 	vk.nodes, err = node.NewNodeController(vk.status, vk.spec, client.CoreV1().Nodes(),
@@ -92,9 +90,9 @@ func newVirtualKubelet(client kubernetes.Interface, spec corev1.Node, p *provide
 		PodInformer:       podInformer,
 		EventRecorder:     recorder,
 		Provider:          p,
-		ConfigMapInformer: all.Core().V1().ConfigMaps(),
-		SecretInformer:    all.Core().V1().Secrets(),
-		ServiceInformer:   all.Core().V1().Services(),
+		ConfigMapInformer: all.Core().ConfigMaps(),
+		SecretInformer:    all.Core().Secrets(),
+		ServiceInformer:   all.Core().Services(),
 		// The provider resolves the environment itself, status.podIP included.
 		SkipDownwardAPIResolution: true,
 	})

@@ -266,12 +266,14 @@ func dockerGoBuild(t *testing.T, buildArgs map[string]string) goBuild {
 	return splitCommand(words)
 }
 
-// makeGoBuild returns the command `make build` runs, as make -n prints it. The test may
+// makeGoBuild returns the command `make build` runs (with the make variables vars), as
+// make -n prints it. The test may
 // itself run under make (make test): the make it starts must not inherit that make's
 // flags or level, or it would print "Entering directory" lines around the command.
-func makeGoBuild(t *testing.T, version, commit string) goBuild {
+func makeGoBuild(t *testing.T, version, commit string, vars ...string) goBuild {
 	t.Helper()
-	cmd := exec.Command("make", "--no-print-directory", "-n", "build", "VERSION="+version, "COMMIT="+commit, "BIN=OUT")
+	args := append([]string{"--no-print-directory", "-n", "build", "VERSION=" + version, "COMMIT=" + commit, "BIN=OUT"}, vars...)
+	cmd := exec.Command("make", args...)
 	cmd.Dir = env.RepoRoot
 	cmd.Env = withoutMakeVariables(os.Environ())
 	out, err := cmd.Output()
@@ -296,32 +298,62 @@ func withoutMakeVariables(environ []string) []string {
 	return out
 }
 
+// Build tags: every espo build leaves out gRPC's x/net/trace; the image's also leaves
+// out the local mode.
+const (
+	makeTags  = "grpcnotrace"
+	imageTags = "grpcnotrace,nolocal"
+)
+
+// argAfter is the word after flag in argv, "" if there is none.
+func argAfter(argv []string, flag string) string {
+	if i := slices.Index(argv, flag); i >= 0 && i+1 < len(argv) {
+		return argv[i+1]
+	}
+	return ""
+}
+
 // TestDockerfileBuild checks that the image's go build is the Makefile's (static, with
-// the version stamped), then runs it on the Dockerfile's build context (the tree less
-// .dockerignore) and runs the binary it makes: there is no Docker engine here.
+// the version stamped, with the image's build tags), then runs it on the Dockerfile's
+// build context (the tree less .dockerignore) and runs the binary it makes: there is
+// no Docker engine here. The link must keep the linker's removal of unused methods
+// (no reflective method call reachable, which would keep them all): it is what keeps
+// the manager's memory down.
 func TestDockerfileBuild(t *testing.T) {
 	const version, commit = "v0.0.0-packaging-test", "c0ffee1"
 	docker := dockerGoBuild(t, map[string]string{"VERSION": version, "COMMIT": commit})
-	mk := makeGoBuild(t, version, commit)
+	if tags := argAfter(docker.argv, "-tags"); tags != imageTags {
+		t.Errorf("the Dockerfile builds with -tags %q, want %q", tags, imageTags)
+	}
+	if tags := argAfter(makeGoBuild(t, version, commit).argv, "-tags"); tags != makeTags {
+		t.Errorf("make build builds with -tags %q, want %q (the local mode in, gRPC's trace out)", tags, makeTags)
+	}
+	mk := makeGoBuild(t, version, commit, "TAGS="+imageTags)
 	if !slices.Contains(docker.env, "CGO_ENABLED=0") || !slices.Contains(mk.env, "CGO_ENABLED=0") {
 		t.Errorf("CGO_ENABLED=0 missing: Dockerfile %q, Makefile %q", docker.env, mk.env)
 	}
 	if !slices.Equal(withoutOutput(docker.argv), withoutOutput(mk.argv)) {
-		t.Fatalf("the Dockerfile builds\n  %q\nbut make build runs\n  %q", docker.argv, mk.argv)
+		t.Fatalf("the Dockerfile builds\n  %q\nbut make build TAGS=%s runs\n  %q", docker.argv, imageTags, mk.argv)
 	}
 
 	context := buildContext(t)
 	bin := filepath.Join(t.TempDir(), "espo")
 	argv := slices.Clone(docker.argv)
 	argv[slices.Index(argv, "-o")+1] = bin
+	argv[slices.Index(argv, "-ldflags")+1] += " -dumpdep" // the linker's reachability graph, on stderr
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = context
 	cmd.Env = append(os.Environ(), docker.env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(docker.argv, " "), err, out)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(docker.argv, " "), err, tail(string(out), 40))
+	}
+	if reflective := reflectMethodCallers(string(out)); len(reflective) > 0 {
+		t.Errorf("the image's link reaches reflective method calls, so the linker keeps every exported method "+
+			"(about 25 MB more binary, 10 MiB more of the manager's memory); trace them with go build -ldflags=-dumpdep: %v", reflective)
 	}
 
-	out, err := exec.Command(bin, "version").Output()
+	out, err = exec.Command(bin, "version").Output()
 	if err != nil {
 		t.Fatalf("espo version: %v", err)
 	}
@@ -344,6 +376,32 @@ func TestDockerfileBuild(t *testing.T) {
 			t.Errorf("espo %s: %v\n%s", strings.Join(sub, " "), err, out)
 		}
 	}
+	// and the one it does not, which says where to get it.
+	if out, err := exec.Command(bin, "local", "up", "--sample").CombinedOutput(); err == nil || !strings.Contains(string(out), "make build") {
+		t.Errorf("espo local up in the image: %v, %s; want a failure that says to build espo with make build", err, out)
+	}
+}
+
+// reflectMethodCallers are the functions a -dumpdep link output marks <ReflectMethod>
+// (their reflective method calls make the linker keep every exported method), at most
+// five.
+func reflectMethodCallers(dumpdep string) []string {
+	var callers []string
+	for line := range strings.Lines(dumpdep) {
+		from, _, _ := strings.Cut(line, " -> ")
+		if name, marked := strings.CutSuffix(strings.TrimSpace(from), " <ReflectMethod>"); marked && !slices.Contains(callers, name) {
+			if callers = append(callers, name); len(callers) == 5 {
+				break
+			}
+		}
+	}
+	return callers
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // buildContext copies what `docker build .` would send, the repository less the paths
@@ -409,4 +467,17 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+func TestReflectMethodCallersReadsTheLinkersMarks(t *testing.T) {
+	dumpdep := "text/template.(*state).evalFieldChain -> text/template.(*state).evalField <ReflectMethod>\n" +
+		"text/template.(*state).evalField <ReflectMethod> -> reflect.Value.MethodByName\n" +
+		"text/template.(*state).evalField <ReflectMethod> -> reflect.Value.FieldByIndexErr\n" +
+		"main.main -> fmt.Println\n"
+	if got := reflectMethodCallers(dumpdep); !slices.Equal(got, []string{"text/template.(*state).evalField"}) {
+		t.Errorf("reflectMethodCallers = %q, want the one marked caller", got)
+	}
+	if got := reflectMethodCallers("main.main -> fmt.Println\n"); len(got) != 0 {
+		t.Errorf("reflectMethodCallers of a clean link = %q", got)
+	}
 }

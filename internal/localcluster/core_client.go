@@ -34,8 +34,8 @@ import (
 // The process node and its scheduler use two API groups: core (pods, nodes, events,
 // ConfigMaps, Secrets, Services, claims, service accounts) and coordination (the
 // node's lease). client-go's Clientset and SharedInformerFactory would link every
-// group's typed client, lister and informer into the one espo binary (about 8 MB of
-// its 100), and so into the pages of every espo command, the manager's included.
+// group's typed client, lister and informer into the one espo binary (20 MB of
+// its 103 MB), and so into the pages of every espo command, the manager's included.
 // coreClient and coreInformerFactory are the same for the two groups only.
 
 // coreClient is a kubernetes.Interface, as client-go's informers and virtual-kubelet

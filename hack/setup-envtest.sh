@@ -51,10 +51,10 @@ fi
 work="$(mktemp -d "$ESPO_CACHE/k8s/build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 # The control plane is built with the flags of `make build` and of the tests under
-# hack/test.sh (static, -trimpath) and against the module versions the repository
+# hack/test.sh (static, -trimpath, gRPC's trace left out) and against the module versions the repository
 # requires, so that the packages both need (k8s.io/api, apimachinery, client-go, grpc,
 # protobuf, ...) are compiled once into the shared Go build cache and the tests reuse them.
-export GOFLAGS="-mod=mod -trimpath" CGO_ENABLED=0 GOTOOLCHAIN=local
+export GOFLAGS="-mod=mod -trimpath -tags=grpcnotrace" CGO_ENABLED=0 GOTOOLCHAIN=local
 
 # repo_requirements prints -require=path@version for every module the repository's go.mod
 # requires (which, with module graph pruning, names every module that provides a package to

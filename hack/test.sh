@@ -30,8 +30,9 @@ trap print_phases EXIT
 
 # One build configuration for everything this script compiles: the control plane, the
 # generators, the tests and the binaries they build (make build's static, -trimpath
-# build), so that each package is compiled once into the Go build cache.
-export CGO_ENABLED=0 GOFLAGS="-trimpath ${GOFLAGS:-}"
+# build with gRPC's trace left out, which the image's build shares), so that each
+# package is compiled once into the Go build cache.
+export CGO_ENABLED=0 GOFLAGS="-trimpath -tags=grpcnotrace ${GOFLAGS:-}"
 
 # early_packages prints the packages whose tests need neither the test control plane
 # (their test binary links no test/testenv, internal/controlplane or envtest) nor the

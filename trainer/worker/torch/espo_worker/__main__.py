@@ -127,6 +127,16 @@ def launch(args, argv):
     return max(abs(c) for c in codes.values()) if codes else 0
 
 
+def announce(line, out=None):
+    """Writes line and a newline to out (standard error) in one write. A pod's workers
+    share its standard error, unbuffered in the image (PYTHONUNBUFFERED), where print()
+    writes the text and the newline apart: two workers announcing at once could then
+    make one line of two, and a reader of the log miss an address."""
+    out = sys.stderr if out is None else out
+    out.write(line + "\n")
+    out.flush()
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse(argv)
@@ -152,8 +162,8 @@ def main(argv=None):
     host = args.listen.rsplit(":", 1)[0] or "[::]"
     note = " WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can reach the port may call" \
         if args.insecure_no_auth else ""
-    print("espo torch worker: serving on %s:%d (rank %d of %d, %s)%s" % (host, port, group.rank, group.world, device,
-                                                                         note), file=sys.stderr, flush=True)
+    announce("espo torch worker: serving on %s:%d (rank %d of %d, %s)%s" % (host, port, group.rank, group.world, device,
+                                                                            note))
     # The first signal drains: serve until the trainer, which finishes its step and
     # checkpoint first, calls Release (or until no call has come for --drain-quiet: a
     # trainer that died cannot release); a second signal stops at once.

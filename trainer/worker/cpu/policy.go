@@ -35,6 +35,8 @@ type Policy struct {
 	params, ref             []float64
 	m, v, grad              []float64
 	steps                   int64
+	// grads recycles Backward's row indexes and gradient blocks.
+	grads gradsPool
 }
 
 var _ worker.Policy = (*Policy)(nil)
@@ -300,12 +302,13 @@ func (p *Policy) Backward(items []*workerpb.Weighted) (float64, int64, error) {
 			}
 			return it.GetSequenceWeight()
 		}
-		g := newGrads(len(pp.v.sets), p.opt.Hidden)
+		g := newGrads(&p.grads, len(pp.v.sets), p.rows, p.opt.Hidden)
 		logps, err := p.score(pp.v, pp.cur, toks, g, weight)
 		if err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
 		}
 		g.finish(pp.v)
+		g.computed()
 		if g.dDelta != 0 {
 			g.match = newMatchGrads(p.opt.EmbedDim)
 			pp.cur.match.backward(pp.cur.n.match, g.match, g.dDelta)
@@ -323,6 +326,7 @@ func (p *Policy) Backward(items []*workerpb.Weighted) (float64, int64, error) {
 	var tokens int64
 	for i, g := range gs {
 		g.addTo(p.grad, p.rows)
+		g.release()
 		objective += objectives[i]
 		tokens += int64(counts[i])
 	}

@@ -253,11 +253,23 @@ func TestActiveDeadlineFailsTheJob(t *testing.T) {
 
 func TestTTLDeletesTheFinishedJob(t *testing.T) {
 	ctx, g, ns := setup(t)
-	job := create(g, builders.MakeESPOJob("ttl", ns).TTLSecondsAfterFinished(1).Obj())
+	// The test's finalizer keeps the deleted job readable, so that the test sees
+	// what the TTL deleted however late it looks.
+	const hold = "test.espo.dev/hold"
+	job := builders.MakeESPOJob("ttl", ns).TTLSecondsAfterFinished(1).Obj()
+	job.Finalizers = []string{hold}
+	create(g, job)
 	runAll(g, job)
 	p0 := pod(g, job, 0)
 	setPodStatus(g, p0, exited(p0, 0, ""))
-	g.Eventually(phase(g, job), reconcileTimeout, poll).Should(Equal(trainingv1alpha1.PhaseSucceeded))
+	g.Eventually(func() *metav1.Time { return getJob(g, job).DeletionTimestamp }, reconcileTimeout, poll).ShouldNot(BeNil())
+	deleted := getJob(g, job)
+	g.Expect(deleted.Status.Phase).To(Equal(trainingv1alpha1.PhaseSucceeded))
+	g.Expect(deleted.Status.CompletionTime).NotTo(BeNil())
+	g.Expect(deleted.DeletionTimestamp.Time).NotTo(BeTemporally("<", deleted.Status.CompletionTime.Add(time.Second)),
+		"deleted no sooner than ttlSecondsAfterFinished after completionTime")
+	deleted.Finalizers = nil
+	g.Expect(env.Client.Update(ctx, deleted)).To(Succeed())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(job), &trainingv1alpha1.ESPOJob{}))
 	}, reconcileTimeout, poll).Should(BeTrue())

@@ -100,10 +100,15 @@ generated_pid=$!
 
 phase "go test"
 test_status=0
-# The e2e package goes first: it is the longest (minutes of trainer processes), and go
-# test builds and runs packages in the order given, two at a time on two cores.
+# One package more at a time than there are cores (go test's default is one per core),
+# the longest first. go test builds and runs packages in the order given; a long package
+# started last would run alone on one core at the end (e2e: minutes of trainer
+# processes; the torch worker: two minutes of Python processes, one test at a time).
+# Much of a package's test time is spent waiting for API servers and processes, so on
+# two cores a third package keeps both busy where two leave them idle.
+longest=(./test/e2e ./trainer/worker/torch)
 mapfile -t late < <(go list ./... | grep -vxF -f <(printf '%s\n' "${early[@]}"))  # all, when none ran early
-{ cat "$early_json"; go test -json -count=1 -timeout 40m ${GOTEST_FLAGS:-} ./test/e2e "${late[@]}"; } 2>&1 |
+{ cat "$early_json"; go test -json -count=1 -p $(($(nproc) + 1)) -timeout 40m ${GOTEST_FLAGS:-} "${longest[@]}" "${late[@]}"; } 2>&1 |
   go run ./hack/gotestsummary || test_status=$?
 
 phase "generated files"

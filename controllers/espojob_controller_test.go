@@ -456,7 +456,7 @@ func TestControllerRestartCreatesNoDuplicatePods(t *testing.T) {
 	startManagerOnClock(t, ns, clk)
 	// The second controller deletes whatever old pod the first had not deleted yet;
 	// as a kubelet would, the test lets each deleted pod go.
-	attemptOne := func() int {
+	attemptOne := func(g Gomega) int {
 		finishDeletions(g, ns)
 		return podsOfAttempt(g, job, 1)()
 	}

@@ -116,12 +116,13 @@ limitations under the License.
 // # Training
 //
 // Backward computes exact gradients by hand-written back-propagation (checked
-// against finite differences, the match module's included): per answer in parallel, each into its own sparse
-// buffer, added to the accumulator in item order, so the result does not depend
-// on the threads. Each answer finds its rows' slots through a dense index of
-// the table's rows (one per thread at a time) and keeps the gradients in blocks
-// of 256 rows; both are recycled across calls (gradsPool), which removed more
-// than half of a training run's allocated bytes. Step is AdamW with bias correction, decoupled weight decay and
+// against finite differences, the match module's included): per answer in
+// parallel, each into its own sparse buffer, added to the accumulator in item
+// order, so the result does not depend on the threads. Each answer finds its
+// rows' slots through a dense index of the table's rows (one per thread at a
+// time) and keeps the gradients in blocks of 256 rows; both are recycled across
+// calls (gradsPool), which removed more than half of a training run's allocated
+// bytes. Step is AdamW with bias correction, decoupled weight decay and
 // global-norm clipping (worker.StepOptions). The reference policy is a copy of
 // the weights taken by SnapshotReference. Save writes options, weights,
 // reference, moments and step count with encoding/gob.

@@ -5,7 +5,11 @@
 #
 # Progress goes to stderr; the last line on stdout is the folder to use as
 # KUBEBUILDER_ASSETS. With --if-cached it builds nothing: it prints the folder if the
-# control plane asked for is built, and exits 1 if not.
+# control plane asked for is built, and exits 1 if not. With --fetch it builds nothing
+# either: it downloads the modules the build needs into the Go module cache and exits,
+# so that a caller can compile the packages it shares with the control plane (k8s.io/api,
+# client-go, ...) meanwhile and start the build after: two builds that reach a package
+# at the same time both compile it.
 #
 # Environment:
 #   K8S_VERSION   Kubernetes version of kube-apiserver (default: from k8s.io/api in go.mod)
@@ -31,25 +35,6 @@ cached() {
   [[ -f "$dest/.complete" ]] && { [[ "${ESPO_KUBE_SCHEDULER:-}" != 1 ]] || [[ -f "$dest/.scheduler-complete" ]]; }
 }
 
-if cached; then
-  log "using cached control plane in $dest"
-  echo "$dest"
-  exit 0
-fi
-[[ "${1:-}" != --if-cached ]] || exit 1
-
-mkdir -p "$ESPO_CACHE/k8s"
-exec 9>"$ESPO_CACHE/k8s/.lock"
-log "waiting for the build lock ($ESPO_CACHE/k8s/.lock)"
-flock 9
-if cached; then   # another run finished it while we waited
-  log "using cached control plane in $dest"
-  echo "$dest"
-  exit 0
-fi
-
-work="$(mktemp -d "$ESPO_CACHE/k8s/build.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
 # The control plane is built with the flags of `make build` and of the tests under
 # hack/test.sh (static, -trimpath, gRPC's trace left out) and against the module versions the repository
 # requires, so that the packages both need (k8s.io/api, apimachinery, client-go, grpc,
@@ -88,22 +73,27 @@ report_version_drift() {
   log "$1: $drift shared modules at a version other than the repository's"
 }
 
+# etcd_module makes $work/build-etcd the build module of etcd's server, its modules
+# downloaded, and changes to it.
+etcd_module() {
+  new_build_module build-etcd
+  go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >&2
+}
+
 build_etcd() {
   local start=$SECONDS
   log "building etcd v$ETCD_VERSION (about 1 minute cold on 2 cores)"
-  new_build_module build-etcd
-  go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >&2
+  etcd_module
   report_version_drift etcd
   go build -ldflags "-s -w" -o "$work/out/etcd" go.etcd.io/etcd/server/v3 >&2
   cd "$repo_root"
   log "etcd built in $((SECONDS - start))s"
 }
 
-# build_kubernetes_commands builds the named commands of k8s.io/kubernetes (its staging
-# modules pinned to the release) into the folder $1.
-build_kubernetes_commands() {
-  local start=$SECONDS out="$1"
-  shift
+# kubernetes_module makes $work/build-kubernetes the build module of the named commands
+# of k8s.io/kubernetes (its staging modules pinned to the release), their modules
+# downloaded, and changes to it.
+kubernetes_module() {
   new_build_module build-kubernetes
   local kmod
   kmod="$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
@@ -115,6 +105,14 @@ build_kubernetes_commands() {
   for cmd in "$@"; do
     go get "k8s.io/kubernetes/cmd/$cmd@v$K8S_VERSION" >&2
   done
+}
+
+# build_kubernetes_commands builds the named commands of k8s.io/kubernetes into the
+# folder $1.
+build_kubernetes_commands() {
+  local start=$SECONDS out="$1"
+  shift
+  kubernetes_module "$@"
   report_version_drift kubernetes
   for cmd in "$@"; do
     go build -ldflags "-s -w" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd" >&2
@@ -124,6 +122,45 @@ build_kubernetes_commands() {
 }
 
 want_scheduler() { [[ "${ESPO_KUBE_SCHEDULER:-}" == 1 && ! -f "$dest/.scheduler-complete" ]]; }
+
+# fetch_modules downloads the modules of every command the build would make (at least
+# one: it runs only when the control plane asked for is not cached).
+fetch_modules() {
+  local start=$SECONDS commands=()
+  [[ -f "$dest/.complete" ]] || commands+=(etcd kube-apiserver)
+  want_scheduler && commands+=(kube-scheduler)
+  log "downloading the modules of ${commands[*]}"
+  [[ "${commands[0]}" != etcd ]] || { etcd_module; commands=("${commands[@]:1}"); }
+  kubernetes_module "${commands[@]}"
+  cd "$repo_root"
+  log "modules downloaded in $((SECONDS - start))s"
+}
+
+if cached; then
+  log "using cached control plane in $dest"
+  echo "$dest"
+  exit 0
+fi
+[[ "${1:-}" != --if-cached ]] || exit 1
+
+mkdir -p "$ESPO_CACHE/k8s"
+if [[ "${1:-}" == --fetch ]]; then  # no lock: the module cache takes concurrent downloads
+  work="$(mktemp -d "$ESPO_CACHE/k8s/fetch.XXXXXX")"
+  trap 'rm -rf "$work"' EXIT
+  fetch_modules
+  exit 0
+fi
+exec 9>"$ESPO_CACHE/k8s/.lock"
+log "waiting for the build lock ($ESPO_CACHE/k8s/.lock)"
+flock 9
+if cached; then   # another run finished it while we waited
+  log "using cached control plane in $dest"
+  echo "$dest"
+  exit 0
+fi
+
+work="$(mktemp -d "$ESPO_CACHE/k8s/build.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
 
 if [[ ! -f "$dest/.complete" ]]; then
   mkdir -p "$work/out"

@@ -57,14 +57,14 @@ test_imports() {
 }
 
 # The Debian packages download and install in the background. A control plane not yet
-# built compiles in the background too, and meanwhile the tests of the early packages
-# run (the control plane's module downloads and links leave a core idle); their results
-# are replayed ahead of the others', into one summary. Before either starts, while the
-# control plane's modules download, the packages the early tests import are compiled:
-# most of them (the standard library, k8s.io/api, apimachinery, client-go) are the
-# control plane's too, and two builds that reach a package at the same time both
-# compile it (150 packages and about 90 CPU-seconds of a cold run did). With the
-# control plane built, every package's tests run together.
+# built is built in two steps. First, while `setup-envtest.sh --fetch` downloads its
+# modules, the packages the early packages' tests import are compiled: most of them (the
+# standard library, k8s.io/api, apimachinery, client-go) are the control plane's too, and
+# two builds that reach a package at the same time both compile it (150 packages, about
+# 90 CPU-seconds of a cold run, did). Then the control plane builds in the background
+# while the early packages' tests run (its links leave a core idle); their results are
+# replayed ahead of the others', into one summary. With the control plane built, every
+# package's tests run together.
 debian_log="$(mktemp)"
 hack/setup-debian.sh >"$debian_log" 2>&1 &
 debian_pid=$!

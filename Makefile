@@ -43,12 +43,16 @@ generate: ## Generate deepcopy code, the worker protocol's Go gRPC code and its 
 
 .PHONY: manifests
 manifests: ## Generate the CRD and RBAC manifests (and copy them into the Helm chart).
-	$(CONTROLLER_GEN) rbac:roleName=espo-manager-role crd paths=./... \
-		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	# The controller's role, and apart from it the role of its Kueue integration, which
+	# only a manager run with --kueue needs (config/kueue, the chart's kueue.enabled).
+	$(CONTROLLER_GEN) rbac:roleName=espo-manager-role paths=./controllers output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=espo-kueue-role paths=./controllers/kueue output:rbac:artifacts:config=config/kueue
 	go run ./hack/crd-descriptions config/crd/bases/*.yaml
 	rm -rf charts/espo-operator/crds && mkdir -p charts/espo-operator/crds charts/espo-operator/files
 	cp config/crd/bases/*.yaml charts/espo-operator/crds/
 	cp config/rbac/role.yaml charts/espo-operator/files/manager-role.yaml
+	cp config/kueue/role.yaml charts/espo-operator/files/kueue-role.yaml
 
 .PHONY: verify
 verify: ## Fail when generated files are stale, or code is unformatted or fails vet.

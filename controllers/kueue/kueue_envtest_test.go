@@ -53,7 +53,8 @@ const (
 	timeout = 30 * time.Second
 	poll    = 50 * time.Millisecond
 	// operatorUser is who the operator's manager runs as: bound to the generated
-	// config/rbac/role.yaml, so that a missing RBAC marker fails the test.
+	// config/rbac/role.yaml and config/kueue/role.yaml, so that a missing RBAC marker
+	// fails the test.
 	operatorUser = "espo-operator-under-test"
 	// poolLabel is the node label of the test's ResourceFlavor.
 	poolLabel = "espo.dev/pool"
@@ -62,7 +63,8 @@ const (
 var installOnce sync.Once
 
 // installKueueAndRBAC installs Kueue's CRDs, from the Kueue module the build uses, the
-// operator's ClusterRole bound to operatorUser, and adds Kueue's API to env.Scheme.
+// operator's ClusterRoles (its controller's and its Kueue integration's) bound to
+// operatorUser, and adds Kueue's API to env.Scheme.
 func installKueueAndRBAC(t *testing.T) {
 	installOnce.Do(func() {
 		if err := env.InstallKueueCRDs(); err != nil {
@@ -71,7 +73,7 @@ func installKueueAndRBAC(t *testing.T) {
 		if err := testenv.AddKueueToScheme(env.Scheme); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.BindOperatorRole(operatorUser); err != nil {
+		if err := env.BindOperatorRole(operatorUser, "config/kueue/role.yaml"); err != nil {
 			t.Fatal(err)
 		}
 	})

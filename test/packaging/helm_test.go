@@ -294,6 +294,35 @@ func TestHelmMatchesKustomize(t *testing.T) {
 		t.Error("the chart's crds/ differ from config/crd: run make manifests")
 	}
 
+	expectSameRBAC(t, kust, helm)
+	for _, objs := range [][]*unstructured.Unstructured{kust, helm} {
+		if granted := kueuePermissions(t, objs); len(granted) > 0 {
+			t.Errorf("without the Kueue integration the operator is granted %v", granted)
+		}
+	}
+}
+
+// TestHelmMatchesKustomizeWithKueue: with kueue.enabled the chart grants what
+// config/kueue (config/default with --kueue and the integration's ClusterRole) does,
+// Kueue's Workloads among it.
+func TestHelmMatchesKustomizeWithKueue(t *testing.T) {
+	helm, _ := renderChart(t, releaseNamespace, "kueue: {enabled: true}")
+	kust := kustomize(t, repoPath("config", "kueue"))
+	expectSameRBAC(t, kust, helm)
+	for _, objs := range [][]*unstructured.Unstructured{kust, helm} {
+		if granted := kueuePermissions(t, objs); !slices.Contains(granted, "kueue.x-k8s.io/workloads/* create") {
+			t.Errorf("with the Kueue integration the operator may not create Workloads: %v", granted)
+		}
+		if args := managerArgs(t, objs); !slices.Contains(args, "--kueue") {
+			t.Errorf("the manager runs without --kueue: %v", args)
+		}
+	}
+}
+
+// expectSameRBAC fails the test unless kust and helm hold the same roles and bindings,
+// by name, granting the same.
+func expectSameRBAC(t *testing.T, kust, helm []*unstructured.Unstructured) {
+	t.Helper()
 	for _, kind := range []string{"ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"} {
 		want, got := rbacByName(t, kust, kind), rbacByName(t, helm, kind)
 		if !slices.Equal(sortedKeys(want), sortedKeys(got)) {
@@ -306,6 +335,27 @@ func TestHelmMatchesKustomize(t *testing.T) {
 			}
 		}
 	}
+}
+
+// managerArgs are the arguments of the manager's container in objs.
+func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	return toTyped[appsv1.Deployment](t, find(t, objs, "Deployment", "espo-controller-manager")).Spec.Template.Spec.Containers[0].Args
+}
+
+// kueuePermissions are the single permissions on Kueue's API group that the
+// ClusterRoles among objs grant.
+func kueuePermissions(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	var out []string
+	for _, o := range byKind(objs, "ClusterRole") {
+		for _, p := range permissions(toTyped[rbacv1.ClusterRole](t, o).Rules) {
+			if strings.HasPrefix(p, "kueue.x-k8s.io/") {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // rbacByName returns the RBAC objects of a kind by namespace/name, each reduced to what
@@ -364,8 +414,8 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // TestChartCRDsAreCurrent is the stale check of the chart's copies: crds/ holds
-// exactly config/crd/bases, and files/manager-role.yaml is config/rbac/role.yaml
-// (`make manifests` copies both).
+// exactly config/crd/bases, files/manager-role.yaml is config/rbac/role.yaml and
+// files/kueue-role.yaml config/kueue/role.yaml (`make manifests` copies them).
 func TestChartCRDsAreCurrent(t *testing.T) {
 	bases, err := os.ReadDir(repoPath("config", "crd", "bases"))
 	if err != nil {
@@ -378,7 +428,10 @@ func TestChartCRDsAreCurrent(t *testing.T) {
 	if len(bases) != len(copies) {
 		t.Errorf("config/crd/bases has %d files, the chart's crds/ %d: run make manifests", len(bases), len(copies))
 	}
-	pairs := [][2][]string{{{"config", "rbac", "role.yaml"}, {"charts", "espo-operator", "files", "manager-role.yaml"}}}
+	pairs := [][2][]string{
+		{{"config", "rbac", "role.yaml"}, {"charts", "espo-operator", "files", "manager-role.yaml"}},
+		{{"config", "kueue", "role.yaml"}, {"charts", "espo-operator", "files", "kueue-role.yaml"}},
+	}
 	for _, b := range bases {
 		pairs = append(pairs, [2][]string{{"config", "crd", "bases", b.Name()}, {"charts", "espo-operator", "crds", b.Name()}})
 	}

@@ -30,17 +30,29 @@ import (
 )
 
 // BindOperatorRole creates the operator's ClusterRole as generated from the RBAC
-// markers (config/rbac/role.yaml) and binds it to user, so that a controller run as
-// user (ImpersonatedConfig) also checks that the markers grant enough. Call it once
-// per control plane.
-func (e *Env) BindOperatorRole(user string) error {
-	raw, err := os.ReadFile(filepath.Join(e.RepoRoot, "config", "rbac", "role.yaml"))
+// markers (config/rbac/role.yaml), and those of the roles given by their paths under
+// the repository (config/kueue/role.yaml, the Kueue integration's), and binds each to
+// user, so that a controller run as user (ImpersonatedConfig) also checks that the
+// markers grant enough. Call it once per control plane.
+func (e *Env) BindOperatorRole(user string, extra ...string) error {
+	for _, rel := range append([]string{"config/rbac/role.yaml"}, extra...) {
+		if err := e.bindRole(user, rel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindRole creates the ClusterRole in the file rel (a path under the repository) and
+// binds it to user.
+func (e *Env) bindRole(user, rel string) error {
+	raw, err := os.ReadFile(filepath.Join(e.RepoRoot, filepath.FromSlash(rel)))
 	if err != nil {
 		return err
 	}
 	role := &rbacv1.ClusterRole{}
 	if err := yaml.Unmarshal(raw, role); err != nil {
-		return fmt.Errorf("config/rbac/role.yaml: %w", err)
+		return fmt.Errorf("%s: %w", rel, err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},

@@ -41,11 +41,12 @@ generate: ## Generate deepcopy code, the worker protocol's Go gRPC code and its 
 		--go_out=. --go_opt=$(PROTO_GO_OPTS) --go-grpc_out=. --go-grpc_opt=$(PROTO_GO_OPTS) trainer/workerpb/worker.proto
 	$(PROTOC) -I trainer/workerpb --include_imports --descriptor_set_out=$(PY_PB_DIR)/worker.binpb trainer/workerpb/worker.proto
 
+# The RBAC markers live in controllers/ (the controller's ClusterRole) and, apart from
+# them, in controllers/kueue (its Kueue integration's, which only a manager run with
+# --kueue needs: config/kueue, the chart's kueue.enabled); markers elsewhere are not read.
 .PHONY: manifests
 manifests: ## Generate the CRD and RBAC manifests (and copy them into the Helm chart).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	# The controller's role, and apart from it the role of its Kueue integration, which
-	# only a manager run with --kueue needs (config/kueue, the chart's kueue.enabled).
 	$(CONTROLLER_GEN) rbac:roleName=espo-manager-role paths=./controllers output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=espo-kueue-role paths=./controllers/kueue output:rbac:artifacts:config=config/kueue
 	go run ./hack/crd-descriptions config/crd/bases/*.yaml

@@ -126,10 +126,9 @@ want_scheduler() { [[ "${ESPO_KUBE_SCHEDULER:-}" == 1 && ! -f "$dest/.scheduler-
 # one: it runs only when the control plane asked for is not cached).
 fetch_modules() {
   local start=$SECONDS commands=()
-  [[ -f "$dest/.complete" ]] || commands+=(etcd kube-apiserver)
+  log "downloading the control plane's modules"
+  [[ -f "$dest/.complete" ]] || { etcd_module; commands+=(kube-apiserver); }
   want_scheduler && commands+=(kube-scheduler)
-  log "downloading the modules of ${commands[*]}"
-  [[ "${commands[0]}" != etcd ]] || { etcd_module; commands=("${commands[@]:1}"); }
   kubernetes_module "${commands[@]}"
   cd "$repo_root"
   log "modules downloaded in $((SECONDS - start))s"

@@ -17,6 +17,7 @@ limitations under the License.
 package cpu
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/espo-dev/espo-operator/trainer/dataset"
@@ -132,4 +133,31 @@ func benchSamples(b *testing.B, arch string) ([]*workerpb.Prompt, *Policy, []*wo
 		b.Fatal(err)
 	}
 	return ps, p, cands
+}
+
+// BenchmarkSaveLoad writes and reads the state of a policy with the default
+// options (1,048,640 parameters, four vectors of them) through memory.
+func BenchmarkSaveLoad(b *testing.B) {
+	p := configured(b, 1, nil)
+	var buf bytes.Buffer
+	b.Run("save", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf.Reset()
+			if err := p.Save(&buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(buf.Len()))
+	})
+	b.Run("load", func(b *testing.B) {
+		q := New(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := q.Load(bytes.NewReader(buf.Bytes())); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.SetBytes(int64(buf.Len()))
+	})
 }

@@ -124,8 +124,9 @@ limitations under the License.
 // calls (gradsPool), which removed more than half of a training run's allocated
 // bytes. Step is AdamW with bias correction, decoupled weight decay and
 // global-norm clipping (worker.StepOptions). The reference policy is a copy of
-// the weights taken by SnapshotReference. Save writes options, weights,
-// reference, moments and step count with encoding/gob.
+// the weights taken by SnapshotReference. Save writes options and step count
+// as a gob header, then weights, reference and moments as raw little-endian
+// float64s (state.go); Load also reads the all-gob format of version 1.
 //
 // # Determinism
 //

@@ -18,9 +18,11 @@ package cpu
 
 import (
 	"bytes"
+	"encoding/gob"
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/espo-dev/espo-operator/espo"
@@ -357,6 +359,47 @@ func TestSaveLoad(t *testing.T) {
 	}
 	if !slices.Equal(p.params, q.params) {
 		t.Error("a failed Load changed the state")
+	}
+}
+
+// TestLoadReadsAVersion1State: a state in the format Save wrote before version 2
+// (the vectors inside the gob value) loads into the same weights, reference,
+// moments and step count; the current format refuses data after its vectors.
+func TestLoadReadsAVersion1State(t *testing.T) {
+	ep := &episodes(t, 2, 6)[1]
+	ps := prompts(ep)
+	p := configured(t, 2, map[string]string{"hash_bits": "10", "hidden": "4"})
+	items := make([]*workerpb.Weighted, len(ps))
+	for j := range ps {
+		items[j] = &workerpb.Weighted{Prompt: ps[j], Answer: &workerpb.Answer{Text: truth(ep, j)}, SequenceWeight: 0.1}
+	}
+	if _, _, err := p.Backward(items); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Step(worker.StepOptions{LearningRate: 0.01, Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8}); err != nil {
+		t.Fatal(err)
+	}
+	var v1 bytes.Buffer
+	if err := gob.NewEncoder(&v1).Encode(savedState{Version: 1, Format: stateFormat, Options: p.opt, Steps: p.steps,
+		Params: p.params, Ref: p.ref, Moment1: p.m, Moment2: p.v}); err != nil {
+		t.Fatal(err)
+	}
+	q := New(1)
+	if err := q.Load(&v1); err != nil {
+		t.Fatal(err)
+	}
+	for name, pair := range map[string][2][]float64{"weights": {p.params, q.params}, "reference": {p.ref, q.ref},
+		"first moments": {p.m, q.m}, "second moments": {p.v, q.v}} {
+		if !slices.Equal(pair[0], pair[1]) {
+			t.Errorf("the version 1 state's %s differ from the saved policy's", name)
+		}
+	}
+	if q.steps != 1 || q.opt != p.opt {
+		t.Errorf("loaded %d steps with options %+v, want 1 with %+v", q.steps, q.opt, p.opt)
+	}
+	_, state := reloaded(t, p)
+	if err := q.Load(bytes.NewReader(append(state, 0))); err == nil || !strings.Contains(err.Error(), "data after the last vector") {
+		t.Errorf("a state with a byte after its vectors: %v", err)
 	}
 }
 

@@ -6,7 +6,10 @@ A backend turns a protocol Prompt into model inputs (prompt_inputs), tokenizes a
 decodes answers (answer_ids, decode), scores answer tokens (token_logprobs: one
 log-prob per answer token at temperature 1, differentiable when grad is enabled) and
 samples answers (sample). Scoring is always done one answer at a time by the same
-function, so Generate's log-probs are bit-for-bit what LogProbs returns.
+function, so Generate's log-probs are bit-for-bit what LogProbs returns. Backward may
+score its answers together instead (token_logprobs_batch, where a backend has it: the
+tiny model, whose one-answer passes are mostly per-call overhead); a gradient is a sum,
+equal to rounding either way.
 """
 
 import contextlib
@@ -80,6 +83,21 @@ class TinyBackend(Backend):
         logits, _ = self.model(seq[:, :-1])
         logits = logits[0, len(p) - 1:].float()
         return torch.log_softmax(logits, -1).gather(-1, seq[0, len(p):, None])[:, 0]
+
+    def token_logprobs_batch(self, pairs):
+        """token_logprobs of each (inputs, answer) of pairs, from one forward pass over
+        the sequences right-padded to the longest (the GRU reads left to right, so the
+        padding after a sequence does not change its positions)."""
+        seqs = [inputs["ids"] + list(answer) for inputs, answer in pairs]
+        width = max(len(q) for q in seqs) - 1
+        x = torch.tensor([q[:-1] + [tiny.EOS] * (width - len(q) + 1) for q in seqs], dtype=torch.long, device=self.device)
+        logp = torch.log_softmax(self.model(x)[0].float(), -1)
+        out = []
+        for b, (q, (inputs, answer)) in enumerate(zip(seqs, pairs)):
+            start = len(inputs["ids"]) - 1
+            target = torch.tensor(q[start + 1:], dtype=torch.long, device=self.device)
+            out.append(logp[b, start:start + len(answer)].gather(-1, target[:, None])[:, 0])
+        return out
 
     @torch.no_grad()
     def sample(self, inputs, n, temperature, greedy, generator, max_tokens):

@@ -243,15 +243,27 @@ class Policy:
                     raise InvalidError("backward: item %d has a non-finite weight" % i)
                 work.append((inputs, ids, w))
             self.backend.model.train()
+            if hasattr(self.backend, "token_logprobs_batch") and work:
+                return self._backward_together(work)
             objective, tokens = 0.0, 0
             for inputs, ids, w in work:
-                logp = self.backend.token_logprobs(inputs, ids)
-                wt = torch.tensor(w, dtype=torch.float64, device=logp.device)
-                obj = (wt * logp.double()).sum()
+                obj = self._weighted(self.backend.token_logprobs(inputs, ids), w)
                 (-obj).backward()
                 objective += float(obj)
                 tokens += len(ids)
             return objective, tokens
+
+    @staticmethod
+    def _weighted(logp, w):
+        return (torch.tensor(w, dtype=torch.float64, device=logp.device) * logp.double()).sum()
+
+    def _backward_together(self, work):
+        """backward's sum of the items' weighted log-probs, scored in one batch and
+        differentiated once."""
+        logps = self.backend.token_logprobs_batch([(inputs, ids) for inputs, ids, _ in work])
+        objs = [self._weighted(logp, w) for logp, (_, _, w) in zip(logps, work)]
+        (-torch.stack(objs).sum()).backward()
+        return sum(float(o) for o in objs), sum(len(ids) for _, ids, _ in work)
 
     def flat_grad(self):
         return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).float().cpu()

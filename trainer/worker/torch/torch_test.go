@@ -51,12 +51,21 @@ const python = "/usr/bin/python3"
 // needPython skips the test, saying why, when python lacks torch or grpc.
 func needPython(t *testing.T) {
 	t.Helper()
-	out, err := exec.Command(python, "-c", "import torch, grpc, google.protobuf").CombinedOutput()
-	if err != nil {
+	if err := pythonImports(); err != nil {
 		t.Skipf("%s cannot import torch, grpc and google.protobuf (run hack/setup-debian.sh, which apt-get installs "+
-			"python3-torch python3-grpcio python3-protobuf): %v: %s", python, err, lastLine(out))
+			"python3-torch python3-grpcio python3-protobuf): %v", python, err)
 	}
 }
+
+// pythonImports imports the worker's packages in python once per test binary (about
+// a CPU-second each time: torch's import) and says why it could not.
+var pythonImports = sync.OnceValue(func() error {
+	out, err := exec.Command(python, "-c", "import torch, grpc, google.protobuf").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, lastLine(out))
+	}
+	return nil
+})
 
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")

@@ -30,8 +30,7 @@ import (
 // savedState header without the vectors, then the four vectors (weights,
 // reference, first and second moments), each paramCount float64 values,
 // little-endian; version 1, which Load still reads, held the vectors in the gob
-// value itself (about nine times slower to write: gob encodes a float64 at a
-// time).
+// value itself (six times slower to write: gob encodes a float64 at a time).
 const stateVersion = 2
 
 // savedState is the header of a saved state: the options and the step count. The
@@ -51,15 +50,13 @@ const stateFormat = "espo-cpu-policy"
 // stateVersion.
 func (p *Policy) Save(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	err := gob.NewEncoder(bw).Encode(savedState{Version: stateVersion, Format: stateFormat, Options: p.opt, Steps: p.steps})
+	if err := gob.NewEncoder(bw).Encode(savedState{Version: stateVersion, Format: stateFormat, Options: p.opt, Steps: p.steps}); err != nil {
+		return err
+	}
 	for _, x := range [][]float64{p.params, p.ref, p.m, p.v} {
-		if err != nil {
+		if err := writeFloats(bw, x); err != nil {
 			return err
 		}
-		err = writeFloats(bw, x)
-	}
-	if err != nil {
-		return err
 	}
 	return bw.Flush()
 }
@@ -99,7 +96,7 @@ func readState(r *bufio.Reader) (*savedState, error) {
 		for _, x := range []*[]float64{&s.Params, &s.Ref, &s.Moment1, &s.Moment2} {
 			*x = make([]float64, n)
 			if err := readFloats(r, *x); err != nil {
-				return nil, fmt.Errorf("%d parameters: %w", n, err)
+				return nil, fmt.Errorf("reading the vectors of %d parameters: %w", n, err)
 			}
 		}
 		if _, err := r.ReadByte(); err != io.EOF {

@@ -18,7 +18,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +31,7 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/localcluster"
+	"github.com/espo-dev/espo-operator/trainer/worker/workertest"
 )
 
 // python is the interpreter with Debian's torch, grpc and protobuf.
@@ -111,7 +111,7 @@ func trainTorchJob(t *testing.T, ns, pythonPath, name string, replicas, perPod i
 		{Name: "ESPO_WORKER_MAX_NEW_TOKENS", Value: "24"},
 		{Name: "ESPO_WORKER_MAX_PROMPT_TOKENS", Value: "96"},
 		// every pod shares the machine's ports: the rendezvous port of this job alone
-		{Name: "MASTER_PORT", Value: strconv.Itoa(freePort(g))},
+		{Name: "MASTER_PORT", Value: strconv.Itoa(workertest.RendezvousPort(t))},
 	}
 	job.Spec.Checkpoint.PersistentVolumeClaim.Path = name
 	doc, err := yaml.Marshal(job)
@@ -142,12 +142,4 @@ func podRank(p corev1.Pod) int32 {
 	var r int32
 	_, _ = fmt.Sscanf(p.Name[len(p.Name)-1:], "%d", &r)
 	return r
-}
-
-// freePort is a port free on every address now.
-func freePort(g Gomega) int {
-	l, err := net.Listen("tcp", ":0")
-	g.Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -72,7 +72,7 @@ func TestTwoPodsOfTwoWorkersMatchOnePodOfFour(t *testing.T) {
 // rank order, and returns the files each worker saved its final state to.
 func trainPods(t *testing.T, g groupOf) []string {
 	c := smallRun(t)
-	g.masterPort = freePorts(t, g.pods[0].ip, 1)
+	g.masterPort = workertest.RendezvousPort(t)
 	var members []worker.Member
 	for _, p := range g.pods {
 		for _, r := range startPod(t, g, p, c.OutputDir) {

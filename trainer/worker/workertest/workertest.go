@@ -19,7 +19,8 @@ limitations under the License.
 // method of the Worker service needs the job's token, and Save and Load stay in the
 // worker's allowed folders; and against its contract for a state sent inline
 // (CheckInlineState). The Go server's tests and the PyTorch worker's tests run the
-// same checks.
+// same checks. RendezvousPort picks the port a test's gang of PyTorch workers meets
+// on.
 package workertest
 
 import (

@@ -134,11 +134,14 @@ fetch_modules() {
   log "modules downloaded in $((SECONDS - start))s"
 }
 
-if cached; then
+# use_cached prints the built control plane's folder and exits.
+use_cached() {
   log "using cached control plane in $dest"
   echo "$dest"
   exit 0
-fi
+}
+
+if cached; then use_cached; fi
 [[ "${1:-}" != --if-cached ]] || exit 1
 
 mkdir -p "$ESPO_CACHE/k8s"
@@ -151,11 +154,7 @@ fi
 exec 9>"$ESPO_CACHE/k8s/.lock"
 log "waiting for the build lock ($ESPO_CACHE/k8s/.lock)"
 flock 9
-if cached; then   # another run finished it while we waited
-  log "using cached control plane in $dest"
-  echo "$dest"
-  exit 0
-fi
+if cached; then use_cached; fi  # another run finished it while we waited
 
 work="$(mktemp -d "$ESPO_CACHE/k8s/build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT

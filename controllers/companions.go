@@ -17,6 +17,8 @@ limitations under the License.
 package controllers
 
 import (
+	"encoding/json"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -62,19 +64,45 @@ type companion struct {
 	// watch it): it is read from the API server, and written without waiting for a
 	// cache to see the write.
 	uncached bool
+	// createOnly, set for the cached kinds, is a copy of desired that creates the
+	// companion where none of its name exists and is refused (a conflict) where one
+	// does: its resourceVersion is one no object can have (createOnlyVersion).
+	createOnly func() (companionConfig, error)
 }
+
+// createOnlyVersion is the resourceVersion of an apply that may only create: the
+// API server treats an apply's resourceVersion as a precondition on an object that
+// exists (refused with a conflict unless equal) and drops it when the apply creates
+// the object; an object's resourceVersion is an etcd revision, an int64 that this
+// largest one is never reached by.
+const createOnlyVersion = "9223372036854775807"
 
 // companionOf makes a companion of desired, whose applied fields are read from a
 // live *T by extract (one of client-go's Extract<Kind> functions).
 func companionOf[T any, O interface {
 	*T
 	client.Object
-}, A companionConfig](desired A, extract func(O, string) (A, error)) companion {
+}, C any, A interface {
+	*C
+	companionConfig
+	WithResourceVersion(string) A
+}](desired A, extract func(O, string) (A, error)) companion {
 	return companion{
 		desired:   desired,
 		newObject: func() client.Object { return O(new(T)) },
 		applied: func(live client.Object) (companionConfig, error) {
 			return extract(live.(O), FieldManager)
+		},
+		createOnly: func() (companionConfig, error) {
+			raw, err := json.Marshal(desired)
+			if err != nil {
+				return nil, err
+			}
+			guarded := A(new(C))
+			if err := json.Unmarshal(raw, guarded); err != nil {
+				return nil, err
+			}
+			return guarded.WithResourceVersion(createOnlyVersion), nil
 		},
 	}
 }
@@ -84,35 +112,44 @@ func (c companion) key() client.ObjectKey {
 	return client.ObjectKey{Namespace: *c.desired.GetNamespace(), Name: *c.desired.GetName()}
 }
 
+// object is an empty object of the companion's kind, namespace and name.
+func (c companion) object() client.Object {
+	obj := c.newObject()
+	obj.SetNamespace(c.key().Namespace)
+	obj.SetName(c.key().Name)
+	return obj
+}
+
 // String is the companion's kind and name, for messages: "ConfigMap demo-config".
 func (c companion) String() string { return *c.desired.GetKind() + " " + *c.desired.GetName() }
 
 // desiredCompanions builds every companion of job as the controller wants it, with
 // runConfig as the run config (runConfigYAML) and token as the worker token of a new
-// Secret (an existing one keeps its own), in two waves: the first must exist before
-// the pods or the rest are applied, the second may be applied alongside the pods.
-// The first holds the trainer's ServiceAccount (the ServiceAccount admission plugin
-// refuses a pod whose service account does not exist) and its Role (the API server
-// checks the RoleBinding against it); the second everything else, which a pod needs
-// only once it starts (the kubelet waits for the ConfigMap and Secret it mounts).
+// Secret (an existing one keeps its own), in two waves. The first must exist, as the
+// job's own, before the pods are created: the ServiceAccount admission plugin refuses
+// a pod whose service account does not exist, and a name another object holds must
+// stop the job before a pod mounts that ConfigMap or Secret, resolves that Service,
+// runs without that NetworkPolicy, or is bound to that Role. The second, where the
+// controller owns the trainer's identity, is the trainer's RoleBinding: created
+// alongside the pods, which do not use it by name, once its Role exists (the API
+// server checks a RoleBinding against the Role it binds, and waits about 100 ms for a
+// Role created just before).
 func desiredCompanions(job *trainingv1alpha1.ESPOJob, runConfig, token string, np NetworkPolicyOptions) [][]companion {
-	var first []companion
-	withPods := []companion{
+	first := []companion{
 		companionOf(desiredConfigMap(job, runConfig), corev1ac.ExtractConfigMap),
 		companionOf(desiredService(job), corev1ac.ExtractService),
 		workerTokenCompanion(job, token),
 	}
 	if !np.Disabled {
-		withPods = append(withPods, companionOf(desiredNetworkPolicy(job, np), networkingv1ac.ExtractNetworkPolicy))
+		first = append(first, companionOf(desiredNetworkPolicy(job, np), networkingv1ac.ExtractNetworkPolicy))
 	}
-	if ownsIdentity(job) {
-		first = []companion{
-			companionOf(desiredServiceAccount(job), corev1ac.ExtractServiceAccount),
-			companionOf(desiredRole(job), rbacv1ac.ExtractRole),
-		}
-		withPods = append(withPods, companionOf(desiredRoleBinding(job), rbacv1ac.ExtractRoleBinding))
+	if !ownsIdentity(job) {
+		return [][]companion{first, nil}
 	}
-	return [][]companion{first, withPods}
+	first = append(first,
+		companionOf(desiredServiceAccount(job), corev1ac.ExtractServiceAccount),
+		companionOf(desiredRole(job), rbacv1ac.ExtractRole))
+	return [][]companion{first, {companionOf(desiredRoleBinding(job), rbacv1ac.ExtractRoleBinding)}}
 }
 
 // controllerRef is the owner reference every child carries: the job, as its

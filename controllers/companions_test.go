@@ -44,21 +44,21 @@ func TestDesiredCompanions(t *testing.T) {
 		np    NetworkPolicyOptions
 		waves [][]string
 	}{
-		"the job's own identity: its ServiceAccount and Role before the pods and the RoleBinding": {
+		"the job's own identity: its RoleBinding alongside the pods, once its Role exists": {
 			job: makeJob().Obj(),
 			waves: [][]string{
-				{"ServiceAccount demo-trainer", "Role demo-trainer"},
 				{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token", "NetworkPolicy demo-trainer",
-					"RoleBinding demo-trainer"},
+					"ServiceAccount demo-trainer", "Role demo-trainer"},
+				{"RoleBinding demo-trainer"},
 			},
 		},
-		"a service account the job names: no identity, nothing before the pods": {
+		"a service account the job names: no identity, nothing alongside the pods": {
 			job:   makeJob().ServiceAccountName("mine").Obj(),
-			waves: [][]string{nil, {"ConfigMap demo-config", "Service demo", "Secret demo-worker-token", "NetworkPolicy demo-trainer"}},
+			waves: [][]string{{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token", "NetworkPolicy demo-trainer"}, nil},
 		},
 		"network policies disabled: none": {
 			job: makeJob().ServiceAccountName("mine").Obj(), np: NetworkPolicyOptions{Disabled: true},
-			waves: [][]string{nil, {"ConfigMap demo-config", "Service demo", "Secret demo-worker-token"}},
+			waves: [][]string{{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token"}, nil},
 		},
 	}
 	owner := metav1.OwnerReference{APIVersion: "training.espo.dev/v1alpha1", Kind: "ESPOJob", Name: "demo", UID: "uid-1",

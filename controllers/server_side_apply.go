@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,10 +40,11 @@ import (
 const FieldManager = "espo-operator"
 
 // applyCompanions brings every companion of the job in line with its desired state
-// (desiredCompanions). It reads them all at once, which fails if an object the job
-// does not control holds a companion's name; then applies the first wave, and
-// starts applying the second, which the pods do not wait for: the returned
-// companionWrites says when that is done. A companion in line costs no write.
+// (desiredCompanions). It reads the first wave's companions at once, creating those
+// that do not exist yet, which fails if an object the job does not control holds a
+// companion's name; then starts applying those out of line and the second wave,
+// which the pods do not wait for: the returned companionWrites says when that is
+// done. A companion in line costs no write, a missing one a write and no read.
 func (r *ESPOJobReconciler) applyCompanions(ctx context.Context, job *trainingv1alpha1.ESPOJob) (*companionWrites, error) {
 	if r.opts.NetworkPolicy.Disabled {
 		if err := r.removeNetworkPolicy(ctx, job); err != nil {
@@ -60,24 +60,32 @@ func (r *ESPOJobReconciler) applyCompanions(ctx context.Context, job *trainingv1
 		return nil, err
 	}
 	waves := desiredCompanions(job, runConfig, token, r.opts.NetworkPolicy)
-	all := slices.Concat(waves...)
-	outOfLine := make([]bool, len(all))
-	if err := parallel(ctx, len(all), func(i int) (err error) {
-		outOfLine[i], err = r.companionOutOfLine(ctx, job, &all[i])
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	first := len(waves[0])
-	if err := r.writeCompanions(ctx, all[:first], outOfLine[:first]); err != nil {
+	beforePods, withPods := waves[0], waves[1]
+	outOfLine, err := r.companionsOutOfLine(ctx, job, beforePods)
+	if err != nil {
 		return nil, err
 	}
 	w := &companionWrites{done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		w.err = r.writeCompanions(ctx, all[first:], outOfLine[first:])
+		if w.err = r.writeCompanions(ctx, beforePods, outOfLine); w.err != nil {
+			return
+		}
+		if outOfLine, w.err = r.companionsOutOfLine(ctx, job, withPods); w.err == nil {
+			w.err = r.writeCompanions(ctx, withPods, outOfLine)
+		}
 	}()
 	return w, nil
+}
+
+// companionsOutOfLine runs companionOutOfLine on every companion at once.
+func (r *ESPOJobReconciler) companionsOutOfLine(ctx context.Context, job *trainingv1alpha1.ESPOJob, companions []companion) ([]bool, error) {
+	outOfLine := make([]bool, len(companions))
+	err := parallel(ctx, len(companions), func(i int) (err error) {
+		outOfLine[i], err = r.companionOutOfLine(ctx, job, &companions[i])
+		return err
+	})
+	return outOfLine, err
 }
 
 // companionWrites are companion applies in progress.
@@ -119,18 +127,21 @@ func (r *ESPOJobReconciler) applyCompanion(ctx context.Context, job *trainingv1a
 	return r.writeCompanion(ctx, c)
 }
 
-// companionOutOfLine reads the live companion and reports whether c's desired state
-// must be applied: the companion is missing, or the fields the controller applied
-// to it differ (someone changed, removed or took over one); fields others added do
-// not count. An object of the companion's name that the job does not control is an
-// error: the job will neither use nor overwrite someone else's object. A live
-// companion the job controls settles c's desired state where c.keep says so. A
-// companion found in line is remembered (inLineMemo) until it or its desired state
-// changes.
+// companionOutOfLine reads the live companion (liveOrCreated: a missing companion is
+// created there) and reports whether c's desired state must be applied: the
+// companion is missing, or the fields the controller applied to it differ (someone
+// changed, removed or took over one); fields others added do not count. An object
+// of the companion's name that the job does not control is an error: the job will
+// neither use nor overwrite someone else's object. A live companion the job controls
+// settles c's desired state where c.keep says so. A companion found in line is
+// remembered (inLineMemo) until it or its desired state changes.
 func (r *ESPOJobReconciler) companionOutOfLine(ctx context.Context, job *trainingv1alpha1.ESPOJob, c *companion) (bool, error) {
-	live, err := r.liveCompanion(ctx, *c)
-	if err != nil || live == nil {
-		return true, err
+	live, created, err := r.liveOrCreated(ctx, *c)
+	if err != nil || created {
+		return false, err
+	}
+	if live == nil {
+		return true, nil
 	}
 	if !metav1.IsControlledBy(live, job) {
 		return false, fmt.Errorf("%s exists and is not controlled by this ESPOJob", c)
@@ -181,17 +192,53 @@ func applyConfigurationOf(desired companionConfig) runtime.ApplyConfiguration {
 	return desired
 }
 
-// liveCompanion reads the companion as liveObject does or, if it is uncached, from
-// the API server; it returns nil if there is none.
-func (r *ESPOJobReconciler) liveCompanion(ctx context.Context, c companion) (client.Object, error) {
-	obj := c.newObject()
-	obj.SetNamespace(c.key().Namespace)
-	obj.SetName(c.key().Name)
-	read := r.liveObject
+// liveOrCreated reads the live companion from the cache or, if its kind is uncached,
+// from the API server, and returns it, or nil if there is none. A companion of a
+// cached kind that the cache does not hold is created with a create-only apply
+// (companion.createOnly), and created is true; where the API server refuses that
+// because an object of the name exists (someone else's, or the job's own stripped of
+// LabelManagedBy, which the cache does not hold), that object is read from the API
+// server. So a new job's companions cost one write each and no read.
+func (r *ESPOJobReconciler) liveOrCreated(ctx context.Context, c companion) (live client.Object, created bool, err error) {
 	if c.uncached {
-		read = r.liveFromAPIServer
+		live, err := r.liveCompanion(ctx, c)
+		return live, false, err
 	}
-	live, err := read(ctx, obj)
+	obj := c.object()
+	err = r.client.Get(ctx, c.key(), obj)
+	if err == nil {
+		return obj, false, nil
+	}
+	if apierrors.IsNotFound(err) {
+		err = r.createCompanion(ctx, c)
+		if !apierrors.IsConflict(err) {
+			return nil, err == nil, err
+		}
+		live, err = r.liveFromAPIServer(ctx, obj)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("getting %s: %w", c, err)
+	}
+	return live, false, nil
+}
+
+// createCompanion applies c's desired state if no object of its name exists; an
+// error for which apierrors.IsConflict is true says that one does.
+func (r *ESPOJobReconciler) createCompanion(ctx context.Context, c companion) error {
+	guarded, err := c.createOnly()
+	if err == nil {
+		err = r.client.Apply(ctx, guarded, client.FieldOwner(FieldManager), client.ForceOwnership)
+	}
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", c, err)
+	}
+	return nil
+}
+
+// liveCompanion reads the companion from the API server, past the cache; it returns
+// nil if there is none.
+func (r *ESPOJobReconciler) liveCompanion(ctx context.Context, c companion) (client.Object, error) {
+	live, err := r.liveFromAPIServer(ctx, c.object())
 	if err != nil {
 		return nil, fmt.Errorf("getting %s: %w", c, err)
 	}

@@ -19,6 +19,9 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"regexp"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -139,6 +142,36 @@ func reconciles(g Gomega) float64 {
 	}
 	return n
 }
+
+// TestANewJobsCompanionsCostNoReads: the companions of a new job are created by
+// create-only applies, without first reading from the API server whether an object
+// of their names exists (the cache, holding only the operator's objects, cannot
+// tell).
+func TestANewJobsCompanionsCostNoReads(t *testing.T) {
+	g, ns := NewWithT(t), newNamespace(t)
+	var reads sync.Map // path -> *atomic.Int64
+	cfg := operatorConfig(t, nil)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && oneObjectPath.MatchString(req.URL.Path) {
+				v, _ := reads.LoadOrStore(req.URL.Path, new(atomic.Int64))
+				v.(*atomic.Int64).Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	env.StartManager(t, cfg, ns, nil)
+	job := create(g, builders.MakeESPOJob("fresh", ns).Replicas(2).Obj())
+	created(g, job)
+	g.Eventually(func() []corev1.Pod { return pods(g, job) }, reconcileTimeout, poll).Should(HaveLen(2))
+
+	got := map[string]int64{}
+	reads.Range(func(path, n any) bool { got[path.(string)] = n.(*atomic.Int64).Load(); return true })
+	g.Expect(got).To(BeEmpty(), "the operator's reads of single objects from the API server")
+}
+
+// oneObjectPath matches the path of a namespaced object's read: .../namespaces/NS/KIND/NAME.
+var oneObjectPath = regexp.MustCompile(`/namespaces/[^/]+/[^/]+/[^/]+$`)
 
 func TestSteadyStateReconcilesWriteNothing(t *testing.T) {
 	g, ns := NewWithT(t), newNamespace(t)

@@ -89,7 +89,10 @@ type managerProcess struct {
 	exited      chan struct{}
 	log         string
 	metricsAddr string
-	stopOnce    sync.Once
+	// pprofAddr serves the manager's profiles when the benchmark records them
+	// ($ESPO_SCALE_PROFILES).
+	pprofAddr string
+	stopOnce  sync.Once
 	// maxAnon is the largest RssAnon sampled, in KiB.
 	maxAnon atomic.Int64
 }
@@ -101,11 +104,14 @@ func startManagerProcess(b *testing.B, bin string) *managerProcess {
 	b.Helper()
 	operatorConfig(b, nil) // binds the operator's role to operatorUser
 	dir := b.TempDir()
-	metricsAddr := freeLocalAddr(b)
+	metricsAddr, pprofAddr := freeLocalAddr(b), freeLocalAddr(b)
 	args := append([]string{"manager", "--kubeconfig", writeKubeconfig(b, dir, operatorUser),
 		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", "0",
 		"--log-format", "text"}, scaleManagerFlags...)
-	return startProcess(b, exec.Command(bin, args...), metricsAddr, "Starting workers")
+	args = append(args, profileFlags(pprofAddr)...)
+	p := startProcess(b, exec.Command(bin, args...), metricsAddr, "Starting workers")
+	p.pprofAddr = pprofAddr
+	return p
 }
 
 // startProcess starts cmd, a controller manager serving its metrics on metricsAddr,

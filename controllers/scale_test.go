@@ -146,6 +146,7 @@ func runScale(b *testing.B, bin string) scaleFigures {
 	pods := watchFirstPods(g, c, ns, scaleJobs*scaleReplicas)
 
 	created := make([]time.Time, scaleJobs)
+	profiled := startProfiles(b, mgr)
 	start := time.Now()
 	workqueue.ParallelizeUntil(ctx, scaleCreators, scaleJobs, func(i int) {
 		job := builders.MakeESPOJob(scaleJobName(i), ns).Replicas(scaleReplicas).Obj()
@@ -159,6 +160,7 @@ func runScale(b *testing.B, bin string) scaleFigures {
 	}
 	allPods := pods.allAt.Sub(start)
 	latencies := pods.firstPodLatencies(created)
+	profiled()
 
 	runAllPods(ctx, g, c, ns)
 	g.Eventually(func() int { return jobsRunning(g, c, ns) }, scaleTimeout, 200*time.Millisecond).Should(Equal(scaleJobs))

@@ -73,8 +73,8 @@ type companion struct {
 // createOnlyVersion is the resourceVersion of an apply that may only create: the
 // API server treats an apply's resourceVersion as a precondition on an object that
 // exists (refused with a conflict unless equal) and drops it when the apply creates
-// the object; an object's resourceVersion is an etcd revision, an int64 that this
-// largest one is never reached by.
+// the object. An object's resourceVersion is an etcd revision, an int64 that never
+// reaches this, its largest value.
 const createOnlyVersion = "9223372036854775807"
 
 // companionOf makes a companion of desired, whose applied fields are read from a

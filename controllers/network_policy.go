@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -86,13 +87,20 @@ func tcpPort(port int32) *networkingv1ac.NetworkPolicyPortApplyConfiguration {
 }
 
 // removeNetworkPolicy deletes the job's NetworkPolicy, if the job controls one: what
-// a controller with NetworkPolicies disabled does with those it made before.
+// a controller with NetworkPolicies disabled does with those it made before. It looks
+// in the cache only, which holds every NetworkPolicy the controller made (they carry
+// LabelManagedBy), so that a reconcile reads nothing from the API server; one someone
+// stripped of the label goes with the job.
 func (r *ESPOJobReconciler) removeNetworkPolicy(ctx context.Context, job *trainingv1alpha1.ESPOJob) error {
-	live, err := r.liveObject(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: networkPolicyName(job)}})
+	live := &networkingv1.NetworkPolicy{}
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: networkPolicyName(job)}, live)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("getting NetworkPolicy %s: %w", networkPolicyName(job), err)
 	}
-	if live == nil || !metav1.IsControlledBy(live, job) {
+	if !metav1.IsControlledBy(live, job) {
 		return nil
 	}
 	if err := r.client.Delete(ctx, live, client.Preconditions{UID: new(live.GetUID())}); client.IgnoreNotFound(err) != nil {

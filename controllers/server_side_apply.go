@@ -245,26 +245,6 @@ func (r *ESPOJobReconciler) liveCompanion(ctx context.Context, c companion) (cli
 	return live, nil
 }
 
-// liveObject reads the object of obj's kind, namespace and name from the cache or,
-// when the cache has none, from the API server, and returns it (obj, filled), or nil
-// if there is none. The cache holds only objects that carry LabelManagedBy: someone
-// else's object of that name, or the job's own stripped of the label, is seen only
-// past it.
-func (r *ESPOJobReconciler) liveObject(ctx context.Context, obj client.Object) (client.Object, error) {
-	key := client.ObjectKeyFromObject(obj)
-	err := r.client.Get(ctx, key, obj)
-	if apierrors.IsNotFound(err) {
-		err = r.apiReader.Get(ctx, key, obj)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return obj, nil
-}
-
 // liveFromAPIServer reads the object of obj's kind, namespace and name from the API
 // server, and returns it (obj, filled), or nil if there is none.
 func (r *ESPOJobReconciler) liveFromAPIServer(ctx context.Context, obj client.Object) (client.Object, error) {

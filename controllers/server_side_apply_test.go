@@ -27,9 +27,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -149,29 +152,65 @@ func reconciles(g Gomega) float64 {
 // tell).
 func TestANewJobsCompanionsCostNoReads(t *testing.T) {
 	g, ns := NewWithT(t), newNamespace(t)
-	var reads sync.Map // path -> *atomic.Int64
+	var reads objectReads
+	env.StartManager(t, reads.config(t), ns, nil)
+	job := create(g, builders.MakeESPOJob("fresh", ns).Replicas(2).Obj())
+	created(g, job)
+	g.Eventually(func() []corev1.Pod { return pods(g, job) }, reconcileTimeout, poll).Should(HaveLen(2))
+	g.Expect(reads.byPath()).To(BeEmpty(), "the operator's reads of single objects from the API server")
+}
+
+// TestDisablingNetworkPoliciesRemovesThem: a manager run with NetworkPolicies
+// disabled deletes the one a job has from before, and finds it in its cache: no
+// reconcile reads a single object from the API server.
+func TestDisablingNetworkPoliciesRemovesThem(t *testing.T) {
+	g, ns := NewWithT(t), newNamespace(t)
+	m := startManager(t, ns, nil)
+	job := create(g, builders.MakeESPOJob("unfenced", ns).Obj())
+	created(g, job)
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unfenced-trainer"}}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(np), np)).To(Succeed())
+	m.stop()
+
+	var reads objectReads
+	env.StartManager(t, reads.config(t), ns, func(_ *ctrl.Options, o *controllers.Options) { o.NetworkPolicy.Disabled = true })
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(np), np))
+	}, reconcileTimeout, poll).Should(BeTrue(), "the job's NetworkPolicy is deleted")
+	other := create(g, builders.MakeESPOJob("never-fenced", ns).Obj())
+	created(g, other)
+	g.Eventually(func() []corev1.Pod { return pods(g, other) }, reconcileTimeout, poll).Should(HaveLen(1))
+	g.Expect(reads.byPath()).To(BeEmpty(), "the operator's reads of single objects from the API server")
+}
+
+// objectReads counts, by path, the reads of single namespaced objects
+// (.../namespaces/NS/KIND/NAME) that a client of its config sends.
+type objectReads struct{ counts sync.Map } // path -> *atomic.Int64
+
+// oneObjectPath matches the path of a namespaced object's read.
+var oneObjectPath = regexp.MustCompile(`/namespaces/[^/]+/[^/]+/[^/]+$`)
+
+// config is the operator's config (operatorConfig), its reads counted.
+func (r *objectReads) config(t *testing.T) *rest.Config {
 	cfg := operatorConfig(t, nil)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodGet && oneObjectPath.MatchString(req.URL.Path) {
-				v, _ := reads.LoadOrStore(req.URL.Path, new(atomic.Int64))
-				v.(*atomic.Int64).Add(1)
+				n, _ := r.counts.LoadOrStore(req.URL.Path, new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
 			}
 			return rt.RoundTrip(req)
 		})
 	}
-	env.StartManager(t, cfg, ns, nil)
-	job := create(g, builders.MakeESPOJob("fresh", ns).Replicas(2).Obj())
-	created(g, job)
-	g.Eventually(func() []corev1.Pod { return pods(g, job) }, reconcileTimeout, poll).Should(HaveLen(2))
-
-	got := map[string]int64{}
-	reads.Range(func(path, n any) bool { got[path.(string)] = n.(*atomic.Int64).Load(); return true })
-	g.Expect(got).To(BeEmpty(), "the operator's reads of single objects from the API server")
+	return cfg
 }
 
-// oneObjectPath matches the path of a namespaced object's read: .../namespaces/NS/KIND/NAME.
-var oneObjectPath = regexp.MustCompile(`/namespaces/[^/]+/[^/]+/[^/]+$`)
+// byPath is the reads counted so far.
+func (r *objectReads) byPath() map[string]int64 {
+	got := map[string]int64{}
+	r.counts.Range(func(path, n any) bool { got[path.(string)] = n.(*atomic.Int64).Load(); return true })
+	return got
+}
 
 func TestSteadyStateReconcilesWriteNothing(t *testing.T) {
 	g, ns := NewWithT(t), newNamespace(t)

@@ -244,9 +244,7 @@ func TestACompanionNameHeldByAnotherObjectIsReported(t *testing.T) {
 	startManager(t, ns, nil)
 	job := create(g, builders.MakeESPOJob("taken", ns).Obj())
 
-	g.Eventually(condition(g, job, trainingv1alpha1.ConditionCreated), reconcileTimeout, poll).Should(And(
-		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", trainingv1alpha1.ReasonCreateFailed),
-		HaveField("Message", "ConfigMap taken-config exists and is not controlled by this ESPOJob")))
+	createFailed(g, job, "ConfigMap taken-config exists and is not controlled by this ESPOJob")
 	g.Expect(pods(g, job)).To(BeEmpty())
 	g.Expect(fetch(g, theirs)().Data).To(Equal(map[string]string{"run.yaml": "theirs"}), "their ConfigMap is not overwritten")
 	g.Expect(theirs.OwnerReferences).To(BeEmpty())
@@ -259,6 +257,32 @@ func TestACompanionNameHeldByAnotherObjectIsReported(t *testing.T) {
 	g.Eventually(condition(g, other, trainingv1alpha1.ConditionCreated), reconcileTimeout, poll).Should(
 		HaveField("Message", "Service other exists and is not controlled by this ESPOJob"))
 	g.Expect(fetch(g, svc)().Spec.Selector).To(BeEmpty(), "their Service is not overwritten")
+}
+
+// createFailed waits for the job's Created condition to be False, for CreateFailed
+// and with message.
+func createFailed(g Gomega, job *trainingv1alpha1.ESPOJob, message string) {
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionCreated), reconcileTimeout, poll).Should(And(
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", trainingv1alpha1.ReasonCreateFailed),
+		HaveField("Message", message)))
+}
+
+// TestARoleBindingNameHeldByAnotherObjectDoesNotStopThePods: the trainer's
+// RoleBinding is created alongside the pods, which do not use it by name; another
+// object of its name is reported, and left as it is.
+func TestARoleBindingNameHeldByAnotherObjectDoesNotStopThePods(t *testing.T) {
+	ctx, g, ns := context.Background(), NewWithT(t), newNamespace(t)
+	theirs := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bound-trainer"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "someone", Namespace: ns}}}
+	g.Expect(env.Client.Create(ctx, theirs)).To(Succeed())
+	startManager(t, ns, nil)
+	job := create(g, builders.MakeESPOJob("bound", ns).Obj())
+
+	createFailed(g, job, "RoleBinding bound-trainer exists and is not controlled by this ESPOJob")
+	g.Expect(pods(g, job)).To(HaveLen(1))
+	g.Expect(fetch(g, theirs)().Subjects).To(HaveExactElements(HaveField("Name", "someone")), "their RoleBinding is not overwritten")
+	g.Expect(theirs.OwnerReferences).To(BeEmpty())
 }
 
 // TestFieldsAnOlderControllerUpdatedAreTakenOver: a job and ConfigMap written as the

@@ -64,9 +64,9 @@ type companion struct {
 	// watch it): it is read from the API server, and written without waiting for a
 	// cache to see the write.
 	uncached bool
-	// createOnly, set for the cached kinds, is a copy of desired that creates the
-	// companion where none of its name exists and is refused (a conflict) where one
-	// does: its resourceVersion is one no object can have (createOnlyVersion).
+	// createOnly, set for the cached kinds, returns a copy of desired that creates
+	// the companion where none of its name exists and is refused (a conflict) where
+	// one does: its resourceVersion is one no object can have (createOnlyVersion).
 	createOnly func() (companionConfig, error)
 }
 

@@ -205,21 +205,17 @@ func (r *ESPOJobReconciler) liveOrCreated(ctx context.Context, c companion) (liv
 		return live, false, err
 	}
 	obj := c.object()
-	err = r.client.Get(ctx, c.key(), obj)
-	if err == nil {
+	switch err := r.client.Get(ctx, c.key(), obj); {
+	case err == nil:
 		return obj, false, nil
-	}
-	if apierrors.IsNotFound(err) {
-		err = r.createCompanion(ctx, c)
-		if !apierrors.IsConflict(err) {
-			return nil, err == nil, err
-		}
-		live, err = r.liveFromAPIServer(ctx, obj)
-	}
-	if err != nil {
+	case !apierrors.IsNotFound(err):
 		return nil, false, fmt.Errorf("getting %s: %w", c, err)
 	}
-	return live, false, nil
+	if err := r.createCompanion(ctx, c); !apierrors.IsConflict(err) {
+		return nil, err == nil, err
+	}
+	live, err = r.liveCompanion(ctx, c)
+	return live, false, err
 }
 
 // createCompanion applies c's desired state if no object of its name exists; an
@@ -238,18 +234,12 @@ func (r *ESPOJobReconciler) createCompanion(ctx context.Context, c companion) er
 // liveCompanion reads the companion from the API server, past the cache; it returns
 // nil if there is none.
 func (r *ESPOJobReconciler) liveCompanion(ctx context.Context, c companion) (client.Object, error) {
-	live, err := r.liveFromAPIServer(ctx, c.object())
-	if err != nil {
+	obj := c.object()
+	if err := r.apiReader.Get(ctx, c.key(), obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
 		return nil, fmt.Errorf("getting %s: %w", c, err)
-	}
-	return live, nil
-}
-
-// liveFromAPIServer reads the object of obj's kind, namespace and name from the API
-// server, and returns it (obj, filled), or nil if there is none.
-func (r *ESPOJobReconciler) liveFromAPIServer(ctx context.Context, obj client.Object) (client.Object, error) {
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		return nil, client.IgnoreNotFound(err)
 	}
 	return obj, nil
 }

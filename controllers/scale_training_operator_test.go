@@ -117,7 +117,7 @@ func runScaleTrainingOperator(b *testing.B, g Gomega, bin string) scaleFigures {
 	go mountCertSecret(mountCtx, c)
 	op := startProcess(b, cmd, metricsAddr, "Starting workers\t{\"controller\": \"pytorchjob-controller\"")
 	cpuBefore := op.cpuSeconds(g)
-	pods := watchFirstPodsBy(g, c, ns, scaleJobs*scaleReplicas, trainingOperatorJobLabel)
+	pods := watchFirstPodsBy(ctx, g, c, ns, scaleJobs*scaleReplicas, trainingOperatorJobLabel)
 
 	created := make([]time.Time, scaleJobs)
 	start := time.Now()

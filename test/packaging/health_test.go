@@ -42,6 +42,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
+	"github.com/espo-dev/espo-operator/test/testenv"
 )
 
 // How GitOps tools read an ESPOJob's health: kstatus (sigs.k8s.io/cli-utils, what Flux
@@ -307,7 +308,7 @@ func watchJobs(t *testing.T, ns string) *jobHistory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.Watch(context.Background(), &trainingv1alpha1.ESPOJobList{}, client.InNamespace(ns))
+	w, err := testenv.WatchFromNow(context.Background(), c, &trainingv1alpha1.ESPOJobList{}, ns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,8 +55,10 @@ type ESPOJob struct {
 	// +required
 	Spec ESPOJobSpec `json:"spec"`
 	// Status is computed by the controller, except status.training, which the trainer
-	// writes.
+	// writes. The API server serves a job the controller has not written yet with
+	// the defaults of its fields (observedGeneration 0, restarts 0).
 	// +optional
+	// +kubebuilder:default={}
 	Status ESPOJobStatus `json:"status,omitempty"`
 }
 

@@ -42,8 +42,12 @@ type ESPOJobStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 
-	// ObservedGeneration is the metadata.generation this status was computed for.
+	// ObservedGeneration is the metadata.generation this status was computed for. The
+	// API server defaults it to 0, so that until the controller first writes the status
+	// GitOps tools (kstatus, which compares it with the generation) read the job as in
+	// progress, not as current.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// StartTime is when the first trainer pod of the job ran. Suspending and resuming

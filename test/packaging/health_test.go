@@ -469,22 +469,25 @@ func healthTable(byPhase map[trainingv1alpha1.JobPhase]readings) string {
 }
 
 // TestHealthBeforeTheController reads jobs the controller has not written a status for,
-// or not for their latest spec. kstatus reads a job without any status as Current (its
-// rule for resources without conditions), Flux cannot evaluate its expressions without
-// a status and keeps waiting (Unknown), Argo CD waits (Progressing); a spec change not
-// observed yet reads InProgress, except in Argo CD for a finished job. An empty string
-// is not checked.
+// or not for their latest spec. A new job, as the API server serves it before the
+// controller's first status write (with status.observedGeneration defaulted to 0),
+// reads InProgress in kstatus (the generation is not observed yet) and Flux, and
+// Progressing in Argo CD; without that default kstatus would read it Current (its rule
+// for resources without conditions) and Flux could not evaluate its expressions. A
+// spec change not observed yet reads InProgress, except in Argo CD for a finished job.
+// An empty string is not checked.
 func TestHealthBeforeTheController(t *testing.T) {
 	exprs := guideFluxExprs(t)
+	served := newJobAsServed(t)
+	if og, found, _ := unstructured.NestedInt64(served, "status", "observedGeneration"); !found || og != 0 {
+		t.Errorf("a new job is served with status %v, want observedGeneration 0", served["status"])
+	}
 	job := func(generation int64, st map[string]any) map[string]any {
-		o := map[string]any{
+		return map[string]any{
 			"apiVersion": trainingv1alpha1.GroupVersion.String(), "kind": "ESPOJob",
 			"metadata": map[string]any{"name": "demo", "namespace": "ml", "generation": generation},
+			"status":   st,
 		}
-		if st != nil {
-			o["status"] = st
-		}
-		return o
 	}
 	cond := func(typ, status, reason string) map[string]any {
 		return map[string]any{"type": typ, "status": status, "reason": reason, "message": reason}
@@ -494,7 +497,7 @@ func TestHealthBeforeTheController(t *testing.T) {
 		obj                 map[string]any
 		kstatus, flux, argo string
 	}{
-		{"no status", job(1, nil), "Current", "Unknown", "Progressing"},
+		{"a new job, as the API server serves it", served, "InProgress", "InProgress", "Progressing"},
 		{"a status without a phase", job(1, map[string]any{}), "", "InProgress", "Progressing"},
 		{"a spec change not observed, running", job(2, map[string]any{"phase": "Running", "observedGeneration": int64(1), "conditions": []any{
 			cond("Running", "True", "PodsRunning"), cond("Ready", "False", "JobRunning"), cond("Reconciling", "True", "JobRunning")}}),
@@ -519,4 +522,24 @@ func TestHealthBeforeTheController(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newJobAsServed creates the minimal sample in a namespace no controller watches and
+// returns it as the API server serves it.
+func newJobAsServed(t *testing.T) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	ns := "health-unwatched"
+	ensureNamespace(t, ns, nil)
+	job := readSample(t, "training_v1alpha1_espojob_minimal.yaml")
+	job.SetNamespace(ns)
+	if err := env.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	served := &unstructured.Unstructured{}
+	served.SetGroupVersionKind(job.GroupVersionKind())
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), served); err != nil {
+		t.Fatal(err)
+	}
+	return served.Object
 }

@@ -138,18 +138,18 @@ func startProcess(b *testing.B, cmd *exec.Cmd, metricsAddr, ready string) *manag
 	b.Cleanup(func() {
 		p.stop(b)
 		if b.Failed() {
-			b.Logf("the end of the manager's log:\n%s", tail(p.log, 40))
+			b.Logf("the end of the manager's log:\n%s", testenv.TailFile(p.log, 40))
 		}
 	})
 	deadline := time.Now().Add(managerReadyTimeout)
 	for !strings.Contains(readFile(p.log), ready) {
 		select {
 		case <-p.exited:
-			b.Fatalf("the manager exited: %s", tail(p.log, 20))
+			b.Fatalf("the manager exited: %s", testenv.TailFile(p.log, 20))
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("the manager's controller did not start within %v: %s", managerReadyTimeout, tail(p.log, 20))
+			b.Fatalf("the manager's controller did not start within %v: %s", managerReadyTimeout, testenv.TailFile(p.log, 20))
 		}
 	}
 	return p
@@ -294,12 +294,6 @@ func freeLocalAddr(b *testing.B) string {
 func readFile(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
-}
-
-// tail is the last n lines of the file at path.
-func tail(path string, n int) string {
-	lines := strings.Split(strings.TrimRight(readFile(path), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // requestCounts are the API server's request counts (apiserver_request_total) of

@@ -40,6 +40,7 @@ import (
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/test/builders"
+	"github.com/espo-dev/espo-operator/test/testenv"
 	"github.com/espo-dev/espo-operator/trainer"
 )
 
@@ -227,7 +228,7 @@ func TestTwoReplicasTrainOverThePodNetwork(t *testing.T) {
 
 	job := waitForSucceeded(t, ns, name)
 	g.Expect(job.Status.Restarts).To(BeZero())
-	logs += tail(manager.log, 1<<20)
+	logs += testenv.TailFile(manager.log, 1<<20)
 	for what, text := range map[string]string{
 		"the pods' and the manager's logs": logs,
 		"the job":                          mustKubectl(g, "get", "espojob", name, "-n", ns, "-o", "yaml"),

@@ -39,6 +39,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
+	"github.com/espo-dev/espo-operator/test/testenv"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
@@ -98,7 +99,7 @@ func dumpNamespace(t testing.TB, ns string) {
 	}
 	logs, _ := filepath.Glob(filepath.Join(nodeState, "pods", ns, "*", "containers", "*", "*.log"))
 	for _, l := range logs {
-		t.Logf("%s:\n%s", l, tail(l, 30))
+		t.Logf("%s:\n%s", l, testenv.TailFile(l, 30))
 	}
 }
 
@@ -302,13 +303,6 @@ func columns(table string) []map[string]string {
 		rows = append(rows, row)
 	}
 	return rows
-}
-
-// tail is the last lines of a file.
-func tail(path string, lines int) string {
-	b, _ := os.ReadFile(path)
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
 // workerToken is the worker token of the job's Secret, as the API server has it.

@@ -112,7 +112,7 @@ func run(m *testing.M) int {
 	defer manager.kill()
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "e2e: the end of the manager's log:\n%s\n", tail(manager.log, 40))
+		fmt.Fprintf(os.Stderr, "e2e: the end of the manager's log:\n%s\n", testenv.TailFile(manager.log, 40))
 	}
 	return code
 }

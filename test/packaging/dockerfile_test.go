@@ -33,6 +33,8 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
+
+	"github.com/espo-dev/espo-operator/test/testenv"
 )
 
 // dockerStage is one FROM ... stage of a Dockerfile.
@@ -346,7 +348,7 @@ func TestDockerfileBuild(t *testing.T) {
 	cmd.Env = append(os.Environ(), docker.env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(docker.argv, " "), err, tail(string(out), 40))
+		t.Fatalf("%s: %v\n%s", strings.Join(docker.argv, " "), err, testenv.LastLines(string(out), 40))
 	}
 	if reflective := reflectMethodCallers(string(out)); len(reflective) > 0 {
 		t.Errorf("the image's link reaches reflective method calls, so the linker keeps every exported method "+
@@ -396,12 +398,6 @@ func reflectMethodCallers(dumpdep string) []string {
 		}
 	}
 	return callers
-}
-
-// tail is the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // buildContext copies what `docker build .` would send, the repository less the paths

@@ -91,18 +91,11 @@ func startManager(t *testing.T, cfg *rest.Config, opts ctrl.Options, setup func(
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	if err := setup(ctx, mgr); err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	testenv.RunManager(t, mgr)
 }
 
 // startKueue runs Kueue itself in the test process, as its own binary wires it: the

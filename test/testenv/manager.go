@@ -20,6 +20,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -69,6 +70,19 @@ func (e *Env) StartManager(t testing.TB, cfg *rest.Config, ns string, tune func(
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	return RunManager(t, mgr)
+}
+
+// managerStopTimeout bounds the wait for a test's manager to stop.
+const managerStopTimeout = time.Minute
+
+// RunManager starts mgr and returns a function that stops it and waits until it has
+// stopped; the test's end calls it too. An error from the manager fails the test, and
+// so does a manager that has not stopped within managerStopTimeout: one whose caches
+// cannot sync (the role its user is bound to lacks a list or watch) does not stop,
+// and the test would otherwise hang until go test's timeout.
+func RunManager(t testing.TB, mgr ctrl.Manager) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -76,8 +90,13 @@ func (e *Env) StartManager(t testing.TB, cfg *rest.Config, ns string, tune func(
 	stop = func() {
 		once.Do(func() {
 			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("manager: %v", err)
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("manager: %v", err)
+				}
+			case <-time.After(managerStopTimeout):
+				t.Errorf("the manager did not stop within %v: are its caches waiting for a list or watch its role does not allow?", managerStopTimeout)
 			}
 		})
 	}

@@ -90,7 +90,7 @@ type managerProcess struct {
 	log         string
 	metricsAddr string
 	// pprofAddr serves the manager's profiles when the benchmark records them
-	// ($ESPO_SCALE_PROFILES).
+	// ($ESPO_SCALE_PROFILES), and is "" when it does not.
 	pprofAddr string
 	stopOnce  sync.Once
 	// maxAnon is the largest RssAnon sampled, in KiB.
@@ -104,7 +104,7 @@ func startManagerProcess(b *testing.B, bin string) *managerProcess {
 	b.Helper()
 	operatorConfig(b, nil) // binds the operator's role to operatorUser
 	dir := b.TempDir()
-	metricsAddr, pprofAddr := freeLocalAddr(b), freeLocalAddr(b)
+	metricsAddr, pprofAddr := freeLocalAddr(b), profileAddr(b)
 	args := append([]string{"manager", "--kubeconfig", writeKubeconfig(b, dir, operatorUser),
 		"--metrics-bind-address", metricsAddr, "--metrics-secure=false", "--health-probe-bind-address", "0",
 		"--log-format", "text"}, scaleManagerFlags...)

@@ -42,10 +42,19 @@ const scaleProfileSeconds = 12
 // scaleProfiles is the folder of $ESPO_SCALE_PROFILES, or "" when it is unset.
 func scaleProfiles() string { return os.Getenv(scaleProfilesEnv) }
 
-// profileFlags are the manager's flags that serve its profiles on addr when the
-// benchmark records them.
-func profileFlags(addr string) []string {
+// profileAddr is a free local address for the manager's profiles when the benchmark
+// records them, and "" when it does not.
+func profileAddr(b *testing.B) string {
 	if scaleProfiles() == "" {
+		return ""
+	}
+	return freeLocalAddr(b)
+}
+
+// profileFlags are the manager's flags that serve its profiles on addr, none when
+// addr is "".
+func profileFlags(addr string) []string {
+	if addr == "" {
 		return nil
 	}
 	return []string{"--pprof-bind-address", addr}

@@ -252,9 +252,24 @@ func finishesResumed(t *testing.T, old *corev1.Pod, checkpoint int64, restarts i
 	t.Helper()
 	g := NewWithT(t)
 	ns, name := old.Namespace, old.Labels[controllers.LabelJobName]
-	g.Expect(runningPods(t, ns, name, 1)[0].UID).NotTo(Equal(old.UID))
+	waitForReplacement(t, old)
 	g.Expect(waitForSucceeded(t, ns, name).Status.Restarts).To(Equal(restarts))
 	g.Expect(resumedAtStep(g, ns, name)).To(BeNumerically(">=", checkpoint))
+}
+
+// waitForReplacement waits until the one trainer pod of old's job is another pod
+// than old that has started: Running, or already Succeeded (on a loaded machine the
+// few steps left after a resume can end between two polls).
+func waitForReplacement(t *testing.T, old *corev1.Pod) {
+	t.Helper()
+	ns, name := old.Namespace, old.Labels[controllers.LabelJobName]
+	NewWithT(t).Eventually(func(g Gomega) {
+		pollJob(g, ns, name)
+		pods := jobPods(g, ns, name)
+		g.Expect(pods).To(HaveLen(1))
+		g.Expect(pods[0].UID).NotTo(Equal(old.UID), "pod %s is still the old one", pods[0].Name)
+		g.Expect(pods[0].Status.Phase).To(BeElementOf(corev1.PodRunning, corev1.PodSucceeded), "pod %s", pods[0].Name)
+	}).WithTimeout(trainingStarts).WithPolling(poll).Should(Succeed())
 }
 
 // resumedAtStep is the step the trainer of the job's rank 0 pod says it resumed at,

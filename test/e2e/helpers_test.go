@@ -36,6 +36,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
@@ -113,10 +114,12 @@ func apply(g Gomega, ns, manifest string) string {
 // testdata is the path of a file of this suite's testdata, relative to the root.
 func testdata(name string) string { return filepath.Join("test", "e2e", "testdata", name) }
 
-// getJob reads an ESPOJob with kubectl.
+// getJob reads an ESPOJob from the API server (reader, not kubectl: the suite's
+// waits poll every quarter second, and a kubectl process per poll cost more CPU than
+// any other part of the suite but the trainers).
 func getJob(g Gomega, ns, name string) *trainingv1alpha1.ESPOJob {
 	job := &trainingv1alpha1.ESPOJob{}
-	g.ExpectWithOffset(1, json.Unmarshal([]byte(mustKubectl(g, "get", "espojob", name, "-n", ns, "-o", "json")), job)).To(Succeed())
+	g.ExpectWithOffset(1, reader.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, job)).To(Succeed())
 	return job
 }
 
@@ -172,11 +175,11 @@ func waitForTraining(t *testing.T, ns, name string) {
 	}).WithTimeout(trainingStarts).WithPolling(poll).Should(BeNumerically(">", 0))
 }
 
-// jobPods lists the job's pods.
+// jobPods lists the job's pods (from reader).
 func jobPods(g Gomega, ns, name string) []corev1.Pod {
 	var list corev1.PodList
-	out := mustKubectl(g, "get", "pods", "-n", ns, "-l", controllers.LabelJobName+"="+name, "-o", "json")
-	g.ExpectWithOffset(1, json.Unmarshal([]byte(out), &list)).To(Succeed())
+	g.ExpectWithOffset(1, reader.List(context.Background(), &list, client.InNamespace(ns),
+		client.MatchingLabels{controllers.LabelJobName: name})).To(Succeed())
 	return list.Items
 }
 

@@ -17,7 +17,7 @@ limitations under the License.
 package e2e
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +26,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -116,10 +117,10 @@ func createLoad(tb testing.TB, ns string, n int, edit func(*trainingv1alpha1.ESP
 	return names
 }
 
-// listJobs reads the namespace's ESPOJobs by name.
+// listJobs reads the namespace's ESPOJobs by name (from reader).
 func listJobs(g Gomega, ns string) map[string]*trainingv1alpha1.ESPOJob {
 	var list trainingv1alpha1.ESPOJobList
-	g.ExpectWithOffset(1, json.Unmarshal([]byte(mustKubectl(g, "get", "espojobs", "-n", ns, "-o", "json")), &list)).To(Succeed())
+	g.ExpectWithOffset(1, reader.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
 	jobs := map[string]*trainingv1alpha1.ESPOJob{}
 	for i := range list.Items {
 		jobs[list.Items[i].Name] = &list.Items[i]
@@ -128,7 +129,7 @@ func listJobs(g Gomega, ns string) map[string]*trainingv1alpha1.ESPOJob {
 }
 
 // waitForAll waits until every named job of ns passes check, reading them all with
-// one kubectl call per poll, and stops at once when one failed.
+// one list per poll, and stops at once when one failed.
 func waitForAll(tb testing.TB, ns string, names []string, timeout time.Duration, check func(Gomega, *trainingv1alpha1.ESPOJob)) {
 	tb.Helper()
 	NewWithT(tb).Eventually(func(g Gomega) {

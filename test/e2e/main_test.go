@@ -37,6 +37,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/espo-dev/espo-operator/controllers"
@@ -56,6 +57,9 @@ var (
 	// controlPlane is the suite's etcd and kube-apiserver; the fault test restarts
 	// kube-apiserver.
 	controlPlane *controlplane.ControlPlane
+	// reader reads objects for the tests' checks and waits, as the administrator;
+	// what a user does and sees goes through kubectl.
+	reader client.Reader
 )
 
 // How long the cluster may take to start and stop.
@@ -93,6 +97,10 @@ func run(m *testing.M) int {
 	}
 	defer cp.Stop()
 	controlPlane = cp
+	if reader, err = client.New(cp.Config, client.Options{Scheme: controllers.NewScheme()}); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopCluster, err := startCluster(ctx, cp)
 	defer func() { cancel(); stopCluster() }()

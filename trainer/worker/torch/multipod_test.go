@@ -109,7 +109,7 @@ func startPod(t *testing.T, g groupOf, p pod, allowed string) []*worker.Remote {
 	cmd := exec.Command(python, "-m", "espo_worker", "--listen", net.JoinHostPort(p.ip, strconv.Itoa(base)),
 		"--procs", strconv.Itoa(p.procs), "--model", "tiny", "--device", "cpu", "--threads", "4", "--drain-quiet", "5",
 		"--max-new-tokens", "24", "--max-prompt-tokens", "96", "--token-file", workertest.WriteToken(t), "--allow-path", allowed)
-	cmd.Env = append(pyEnv(), "OMP_NUM_THREADS=1", "ESPO_RANK="+strconv.Itoa(p.rank),
+	cmd.Env = append(pyEnv(), "ESPO_RANK="+strconv.Itoa(p.rank),
 		"ESPO_WORLD_SIZE="+strconv.Itoa(len(g.pods)), "ESPO_DRIVER_ADDR="+net.JoinHostPort(g.pods[0].ip, "8470"),
 		"MASTER_PORT="+strconv.Itoa(g.masterPort))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so that the cleanup reaches the workers

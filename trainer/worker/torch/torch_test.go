@@ -72,11 +72,12 @@ func lastLine(b []byte) string {
 	return lines[len(lines)-1]
 }
 
-// pyEnv is the environment of the Python processes: two CPU threads, no bytecode
-// written into the source tree, and Python's fault handler on (a fatal signal such as
-// SIGABRT prints every thread's stack).
+// pyEnv is the environment of the Python processes: one CPU thread for torch (the
+// tiny model's operations are too small to share: with two the trainer test took as
+// long and a fifth more CPU), no bytecode written into the source tree, and Python's
+// fault handler on (a fatal signal such as SIGABRT prints every thread's stack).
 func pyEnv() []string {
-	return append(os.Environ(), "OMP_NUM_THREADS=2", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "PYTHONFAULTHANDLER=1")
+	return append(os.Environ(), "OMP_NUM_THREADS=1", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "PYTHONFAULTHANDLER=1")
 }
 
 var servingRE = regexp.MustCompile(`serving on (\S+):(\d+) `)

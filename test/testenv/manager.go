@@ -83,6 +83,12 @@ const managerStopTimeout = time.Minute
 // and the test would otherwise hang until go test's timeout.
 func RunManager(t testing.TB, mgr ctrl.Manager) (stop func()) {
 	t.Helper()
+	return runManager(t, mgr, managerStopTimeout)
+}
+
+// runManager is RunManager with the bound on the wait for the manager to stop.
+func runManager(t testing.TB, mgr ctrl.Manager, stopTimeout time.Duration) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -95,8 +101,8 @@ func RunManager(t testing.TB, mgr ctrl.Manager) (stop func()) {
 				if err != nil {
 					t.Errorf("manager: %v", err)
 				}
-			case <-time.After(managerStopTimeout):
-				t.Errorf("the manager did not stop within %v: are its caches waiting for a list or watch its role does not allow?", managerStopTimeout)
+			case <-time.After(stopTimeout):
+				t.Errorf("the manager did not stop within %v: are its caches waiting for a list or watch its role does not allow?", stopTimeout)
 			}
 		})
 	}

@@ -75,6 +75,8 @@ type ESPOJobReconciler struct {
 	runConfigs runConfigMemo
 	// inLine remembers the companions found in line.
 	inLine inLineMemo
+	// races spaces the retries of jobs whose status writes lose races.
+	races statusRaces
 }
 
 // NewESPOJobReconciler returns a reconciler that uses mgr's client, cache and event
@@ -102,13 +104,14 @@ func NewESPOJobReconciler(mgr ctrl.Manager, o Options) *ESPOJobReconciler {
 
 // Reconcile brings one ESPOJob's children in line with its spec and writes its
 // status, once, when it changed; the events of the change follow the write. An
-// error, a lost write race (conflict) included, sends the job back through the work
-// queue's rate limiter.
+// error sends the job back through the work queue's rate limiter; a status write
+// that lost a race (a conflict) is tried again soon (retryLostStatusRace).
 func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	job := &trainingv1alpha1.ESPOJob{}
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			r.races.won(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -127,10 +130,11 @@ func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	summarize(u)
 	if werr := r.writeStatus(ctx, job, u.job); werr != nil {
 		if err == nil && apierrors.IsConflict(werr) {
-			return retryLostStatusRace(ctx), nil
+			return r.retryLostStatusRace(ctx, req.NamespacedName), nil
 		}
 		return ctrl.Result{}, errors.Join(err, werr)
 	}
+	r.races.won(req.NamespacedName)
 	r.emit(job, u)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -138,19 +142,18 @@ func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return result, nil
 }
 
-// statusConflictRetry is how soon a job whose status write lost a race is
-// reconciled again.
-const statusConflictRetry = 200 * time.Millisecond
-
 // retryLostStatusRace is the result of a reconcile whose status write conflicted
 // with a newer version of the job (mostly the trainer's report): the job is read and
-// reconciled again after statusConflictRetry, when the cache holds the newer version.
-// It is not returned as an error: the work queue's rate limiter would back the job
-// off exponentially and, the watch ignoring the trainer's progress-only updates,
-// nothing else would wake it (a job could show Pending for minutes while its pod ran).
-func retryLostStatusRace(ctx context.Context) ctrl.Result {
-	log.FromContext(ctx).V(1).Info("the status write lost a race with another writer; reconciling again", "after", statusConflictRetry)
-	return ctrl.Result{RequeueAfter: statusConflictRetry}
+// reconciled again when the cache should hold the newer version, soon after one lost
+// race and later after each more in a row (statusRaces). It is not returned as an
+// error: the work queue's rate limiter would back the job off exponentially without
+// a bound that suits it and, the watch ignoring the trainer's progress-only updates,
+// nothing else would wake it (a job could show Pending for minutes while its pod
+// ran).
+func (r *ESPOJobReconciler) retryLostStatusRace(ctx context.Context, key types.NamespacedName) ctrl.Result {
+	after := r.races.lost(key)
+	log.FromContext(ctx).V(1).Info("the status write lost a race with another writer; reconciling again", "after", after)
+	return ctrl.Result{RequeueAfter: after}
 }
 
 // reconcile runs the steps of one reconcile, recording the job's new status in u.

@@ -111,7 +111,7 @@ func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
-			r.races.won(req.NamespacedName)
+			r.races.won(req.NamespacedName) // not in forget: a finished job's writes may still lose races
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -62,8 +62,7 @@ const gcSyncTimeout = 30 * time.Second
 //
 // What a sweep sees may lag the API server by a watch event; what it misses, a later
 // sweep does. Events are skipped. A sweep costs the API server a discovery and the
-// writes it makes: it listed every resource every 2 s before, half of the requests
-// of the end-to-end tests' API server.
+// writes it makes.
 type GarbageCollector struct {
 	discovery discovery.DiscoveryInterface
 	meta      metadata.Interface

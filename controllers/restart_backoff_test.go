@@ -28,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
@@ -41,24 +42,36 @@ type backoffHarness struct {
 	key   client.ObjectKey
 }
 
-func newBackoffHarness(t *testing.T, job *trainingv1alpha1.ESPOJob) *backoffHarness {
-	c := fake.NewClientBuilder().WithScheme(NewScheme()).
+// newBackoffHarness makes the harness of job; funcs, when given, intercept the fake
+// API server's calls.
+func newBackoffHarness(t *testing.T, job *trainingv1alpha1.ESPOJob, funcs ...interceptor.Funcs) *backoffHarness {
+	b := fake.NewClientBuilder().WithScheme(NewScheme()).
 		WithObjects(job).WithStatusSubresource(job).
-		WithIndex(&corev1.Pod{}, ownerUIDKey, indexByOwner).Build()
+		WithIndex(&corev1.Pod{}, ownerUIDKey, indexByOwner)
+	for _, f := range funcs {
+		b = b.WithInterceptorFuncs(f)
+	}
+	c := b.Build()
 	clock := clocktesting.NewFakeClock(now)
 	return &backoffHarness{t: t, c: c, clock: clock, key: client.ObjectKeyFromObject(job),
 		r: &ESPOJobReconciler{client: c, apiReader: c, recorder: events.NewFakeRecorder(100),
 			opts: Options{PodOptions: testOpts, Clock: clock, NetworkPolicy: noNetworkPolicy}}}
 }
 
-// reconcile runs one reconcile and returns its RequeueAfter.
-func (h *backoffHarness) reconcile() time.Duration {
+// result runs one reconcile and returns its result; an error fails the test.
+func (h *backoffHarness) result() ctrl.Result {
 	h.t.Helper()
 	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: h.key})
 	if err != nil {
 		h.t.Fatalf("Reconcile: %v", err)
 	}
-	return res.RequeueAfter
+	return res
+}
+
+// reconcile runs one reconcile and returns its RequeueAfter.
+func (h *backoffHarness) reconcile() time.Duration {
+	h.t.Helper()
+	return h.result().RequeueAfter
 }
 
 func (h *backoffHarness) job() *trainingv1alpha1.ESPOJob {

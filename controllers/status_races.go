@@ -36,10 +36,9 @@ const (
 // One lost race is the trainer's report landing between the cache's read and the
 // write, and the cache holds the newer version a moment later. Many in a row mean
 // the cache lags behind the API server, as it does for seconds after the API server
-// restarts and the watches start over: retried every statusConflictRetry, each
-// running job sent five refused writes a second to an API server that had just come
-// back (a fault test: 379 of 586 status writes were conflicts). Its zero value is
-// ready to use and it is safe for concurrent use.
+// restarts and the watches start over, and a retry every statusConflictRetry would
+// send each running job's five refused writes a second to the server that has just
+// come back. Its zero value is ready to use and it is safe for concurrent use.
 type statusRaces struct {
 	once    sync.Once
 	limiter workqueue.TypedRateLimiter[types.NamespacedName]

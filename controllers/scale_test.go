@@ -19,6 +19,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -69,7 +71,8 @@ const (
 // are most of what it holds idle (idle-rss-MiB) and the controller's own memory is
 // the anonymous part (peak-anon-MiB, RssAnon sampled). It then touches every running
 // job and checks that the reconciles this causes write nothing, and that writes/job
-// stays within maxWritesPerJob. Run it alone:
+// stays within maxWritesPerJob. $ESPO_SCALE_SERVICE_ACCOUNT runs the jobs under one
+// shared service account (sharedServiceAccount). Run it alone:
 //
 //	go test ./controllers/ -bench Scale -benchtime=1x -run '^$'
 func BenchmarkScale(b *testing.B) {
@@ -125,6 +128,19 @@ func (s *scaleFigures) add(o scaleFigures) {
 	s.cpu += o.cpu
 }
 
+// sharedServiceAccount creates, when $ESPO_SCALE_SERVICE_ACCOUNT names one, that
+// ServiceAccount in ns and returns its name, for every job of the burst to name in
+// spec.trainer.serviceAccountName: the jobs then get no trainer identity of their own
+// (ServiceAccount, Role, RoleBinding), which prices it. It returns "" (each job its
+// own identity, the default) when the variable is unset.
+func sharedServiceAccount(ctx context.Context, g Gomega, c client.Client, ns string) string {
+	name := os.Getenv("ESPO_SCALE_SERVICE_ACCOUNT")
+	if name != "" {
+		g.Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})).To(Succeed())
+	}
+	return name
+}
+
 // runScale runs the scale scenario once in a namespace of its own, against a
 // manager process of its own.
 func runScale(b *testing.B, bin string) scaleFigures {
@@ -148,9 +164,10 @@ func runScale(b *testing.B, bin string) scaleFigures {
 
 	created := make([]time.Time, scaleJobs)
 	profiled := startProfiles(b, mgr)
+	serviceAccount := sharedServiceAccount(ctx, g, c, ns)
 	start := time.Now()
 	workqueue.ParallelizeUntil(ctx, scaleCreators, scaleJobs, func(i int) {
-		job := builders.MakeESPOJob(scaleJobName(i), ns).Replicas(scaleReplicas).Obj()
+		job := builders.MakeESPOJob(scaleJobName(i), ns).Replicas(scaleReplicas).ServiceAccountName(serviceAccount).Obj()
 		g.Expect(c.Create(ctx, job)).To(Succeed())
 		created[i] = time.Now()
 	})

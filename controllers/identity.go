@@ -25,10 +25,11 @@ import (
 )
 
 // The trainer's identity: a ServiceAccount for the trainer pods, a Role that allows
-// only get of this one ESPOJob and patch of its status, and the RoleBinding between
-// them. The trainer reports its progress with it and can do nothing else: not change
-// the job's spec (its deadline, its restart budget, its suspension), not touch
-// another job, not list, create or delete. The trainer container runs an image the
+// only patch of this one ESPOJob's status, and the RoleBinding between them. The
+// trainer reports its progress with it (one server-side apply of status.training,
+// trainer/kubereporter) and can do nothing else: not read or change the job's spec
+// (its deadline, its restart budget, its suspension), not touch another job, not
+// list, create or delete. The trainer container runs an image the
 // job's author chose, so the token is treated as theirs. A job that names its own
 // spec.trainer.serviceAccountName gets none of these.
 
@@ -51,17 +52,12 @@ func desiredServiceAccount(job *trainingv1alpha1.ESPOJob) *corev1ac.ServiceAccou
 		WithLabels(jobLabels(job)).WithOwnerReferences(controllerRef(job))
 }
 
-// desiredRole is the Role that lets the trainer read its job and patch its status,
-// and nothing else.
+// desiredRole is the Role that lets the trainer patch its job's status, and nothing
+// else.
 func desiredRole(job *trainingv1alpha1.ESPOJob) *rbacv1ac.RoleApplyConfiguration {
 	return rbacv1ac.Role(trainerIdentityName(job), job.Namespace).
 		WithLabels(jobLabels(job)).WithOwnerReferences(controllerRef(job)).
 		WithRules(
-			rbacv1ac.PolicyRule().
-				WithAPIGroups(trainingv1alpha1.GroupVersion.Group).
-				WithResources("espojobs").
-				WithResourceNames(job.Name).
-				WithVerbs("get"),
 			rbacv1ac.PolicyRule().
 				WithAPIGroups(trainingv1alpha1.GroupVersion.Group).
 				WithResources("espojobs/status").

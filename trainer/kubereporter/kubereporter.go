@@ -30,8 +30,8 @@ import (
 
 // Reporter writes status.training of one ESPOJob with server-side apply under the field
 // manager espo-trainer (trainingv1alpha1.TrainerFieldManager), so the controller's status
-// writes never clobber it and it never clobbers theirs. It needs only get and patch of
-// its own job's status: the Role the controller gives the trainer pods.
+// writes never clobber it and it never clobbers theirs. It needs only patch of its own
+// job's status: the Role the controller gives the trainer pods.
 type Reporter struct {
 	Client client.Client
 	Job    trainingv1alpha1.JobRef

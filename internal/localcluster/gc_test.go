@@ -43,6 +43,15 @@ func configMapGone(ns, name string) func() bool {
 	}
 }
 
+// sweepUntilGone sweeps until ConfigMap ns/name is gone; a sweep that fails is
+// retried, and its error is in the failure message if the ConfigMap stays.
+func sweepUntilGone(g Gomega, gc *GarbageCollector, ns, name string) {
+	g.Eventually(func(g Gomega) {
+		g.Expect(gc.Sweep(context.Background())).To(Succeed())
+		g.Expect(configMapGone(ns, name)()).To(BeTrue(), "ConfigMap %s/%s is gone", ns, name)
+	}, gcTimeout, pollInterval).Should(Succeed())
+}
+
 // deleteOwnerUntilGone creates ConfigMaps "owner" and "child" (owned by "owner"),
 // deletes the owner with propagation and sweeps until the owner is gone.
 func deleteOwnerUntilGone(g Gomega, gc *GarbageCollector, ns string, propagation metav1.DeletionPropagation) {
@@ -51,7 +60,7 @@ func deleteOwnerUntilGone(g Gomega, gc *GarbageCollector, ns string, propagation
 	owner := create(g, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}, cms.Create)
 	create(g, ownedConfigMap("child", owner), cms.Create)
 	g.Expect(cms.Delete(ctx, "owner", metav1.DeleteOptions{PropagationPolicy: &propagation})).To(Succeed())
-	g.Eventually(func() bool { _ = gc.Sweep(ctx); return configMapGone(ns, "owner")() }, gcTimeout, pollInterval).Should(BeTrue())
+	sweepUntilGone(g, gc, ns, "owner")
 }
 
 func TestGarbageCollector(t *testing.T) {
@@ -78,7 +87,7 @@ func TestGarbageCollector(t *testing.T) {
 		g.Expect(gc.Sweep(ctx)).To(Succeed())
 		g.Expect(configMapGone(ns, "child")()).To(BeFalse(), "the owner still exists")
 		g.Expect(client.CoreV1().ConfigMaps(ns).Delete(ctx, "owner", metav1.DeleteOptions{})).To(Succeed())
-		g.Eventually(func() bool { _ = gc.Sweep(ctx); return configMapGone(ns, "child")() }, gcTimeout, pollInterval).Should(BeTrue())
+		sweepUntilGone(g, gc, ns, "child")
 		g.Expect(configMapGone(ns, "kept-child")()).To(BeFalse(), "an owned object whose owner exists stays")
 	})
 

@@ -54,6 +54,7 @@ manifests: ## Generate the CRD and RBAC manifests (and copy them into the Helm c
 	cp config/crd/bases/*.yaml charts/espo-operator/crds/
 	cp config/rbac/role.yaml charts/espo-operator/files/manager-role.yaml
 	cp config/kueue/role.yaml charts/espo-operator/files/kueue-role.yaml
+	cp config/policy/trainer_status_policy.yaml charts/espo-operator/files/trainer-status-policy.yaml
 
 .PHONY: verify
 verify: ## Fail when generated files are stale, or code is unformatted or fails vet.

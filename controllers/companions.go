@@ -18,7 +18,9 @@ package controllers
 
 import (
 	"encoding/json"
+	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -32,7 +34,8 @@ import (
 // A job's companions are the objects its trainer pods need besides themselves: the
 // ConfigMap with the run config, the headless Service, the worker token's Secret, the
 // NetworkPolicy around the pods (unless disabled) and, unless the job names a service
-// account of its own, the trainer's ServiceAccount, Role and RoleBinding.
+// account of its own, the namespace's trainer identity (ServiceAccount, Role and
+// RoleBinding), which the namespace's jobs share.
 // The controller declares each as an apply configuration that holds only the fields
 // it owns, and server-side applies it whenever the live object's fields under
 // FieldManager differ: a companion someone edited or deleted is put back.
@@ -64,6 +67,11 @@ type companion struct {
 	// watch it): it is read from the API server, and written without waiting for a
 	// cache to see the write.
 	uncached bool
+	// shared says the companion is the namespace's, shared by its jobs (the trainer
+	// identity): it has no owner, and an object of its name is the operator's when
+	// it carries LabelManagedBy or FieldManager applied fields of it, not when the
+	// job controls it.
+	shared bool
 	// createOnly, set for the cached kinds, returns a copy of desired that creates
 	// the companion where none of its name exists and is refused (a conflict) where
 	// one does: its resourceVersion is one no object can have (createOnlyVersion).
@@ -123,17 +131,42 @@ func (c companion) object() client.Object {
 // String is the companion's kind and name, for messages: "ConfigMap demo-config".
 func (c companion) String() string { return *c.desired.GetKind() + " " + *c.desired.GetName() }
 
+// sharedCompanion marks c as the namespace's (companion.shared).
+func sharedCompanion(c companion) companion {
+	c.shared = true
+	return c
+}
+
+// belongsTo returns nil if live, the object of c's name, is the one c describes for
+// job: the job's own, or for a shared companion the operator's (labelled
+// LabelManagedBy, or with fields FieldManager applied); else an error that says
+// whose it is not.
+func (c companion) belongsTo(live client.Object, job *trainingv1alpha1.ESPOJob) error {
+	if c.shared {
+		if live.GetLabels()[LabelManagedBy] != ManagedByValue && !appliedBy(live, FieldManager) {
+			return fmt.Errorf("%s exists and is not managed by %s: it has neither the label %s=%s nor fields %s applied",
+				c, ManagedByValue, LabelManagedBy, ManagedByValue, FieldManager)
+		}
+		return nil
+	}
+	if !metav1.IsControlledBy(live, job) {
+		return fmt.Errorf("%s exists and is not controlled by this ESPOJob", c)
+	}
+	return nil
+}
+
 // desiredCompanions builds every companion of job as the controller wants it, with
 // runConfig as the run config (runConfigYAML) and token as the worker token of a new
 // Secret (an existing one keeps its own), in two waves. The first must exist, as the
-// job's own, before the pods are created: the ServiceAccount admission plugin refuses
-// a pod whose service account does not exist, and a name another object holds must
-// stop the job before a pod mounts that ConfigMap or Secret, resolves that Service,
-// runs without that NetworkPolicy, or is bound to that Role. The second, where the
-// controller owns the trainer's identity, is the trainer's RoleBinding: created
-// alongside the pods, which do not use it by name, once its Role exists (the API
-// server checks a RoleBinding against the Role it binds, and waits about 100 ms for a
-// Role created just before).
+// job's own (or the operator's, for the shared trainer identity), before the pods are
+// created: the ServiceAccount admission plugin refuses a pod whose service account
+// does not exist, and a name another object holds must stop the job before a pod
+// mounts that ConfigMap or Secret, resolves that Service, runs without that
+// NetworkPolicy, or is bound to that Role. The second, where the pods run as the
+// trainer identity, is its RoleBinding: created alongside the pods, which do not use
+// it by name, once its Role exists (the API server checks a RoleBinding against the
+// Role it binds, and waits about 100 ms for a Role created just before). The identity
+// is written once per namespace; a job that finds it in line writes nothing for it.
 func desiredCompanions(job *trainingv1alpha1.ESPOJob, runConfig, token string, np NetworkPolicyOptions) [][]companion {
 	first := []companion{
 		companionOf(desiredConfigMap(job, runConfig), corev1ac.ExtractConfigMap),
@@ -147,9 +180,9 @@ func desiredCompanions(job *trainingv1alpha1.ESPOJob, runConfig, token string, n
 		return [][]companion{first, nil}
 	}
 	first = append(first,
-		companionOf(desiredServiceAccount(job), corev1ac.ExtractServiceAccount),
-		companionOf(desiredRole(job), rbacv1ac.ExtractRole))
-	return [][]companion{first, {companionOf(desiredRoleBinding(job), rbacv1ac.ExtractRoleBinding)}}
+		sharedCompanion(companionOf(desiredServiceAccount(job.Namespace), corev1ac.ExtractServiceAccount)),
+		sharedCompanion(companionOf(desiredRole(job.Namespace), rbacv1ac.ExtractRole)))
+	return [][]companion{first, {sharedCompanion(companionOf(desiredRoleBinding(job.Namespace), rbacv1ac.ExtractRoleBinding))}}
 }
 
 // controllerRef is the owner reference every child carries: the job, as its
@@ -160,4 +193,14 @@ func controllerRef(job *trainingv1alpha1.ESPOJob) *metav1ac.OwnerReferenceApplyC
 		WithAPIVersion(trainingv1alpha1.GroupVersion.String()).WithKind("ESPOJob").
 		WithName(job.Name).WithUID(job.UID).
 		WithController(true).WithBlockOwnerDeletion(true)
+}
+
+// appliedBy reports whether manager owns fields of obj by a server-side apply.
+func appliedBy(obj client.Object, manager string) bool {
+	for _, f := range obj.GetManagedFields() {
+		if f.Manager == manager && f.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
 }

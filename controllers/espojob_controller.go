@@ -173,7 +173,7 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (_ c
 
 	// 3. Apply the companions that are missing or changed: the ConfigMap with the
 	//    current run config, the headless Service, the worker token's Secret, the
-	//    NetworkPolicy, and the trainer's ServiceAccount, Role and RoleBinding. The
+	//    NetworkPolicy, and the namespace's trainer identity (TrainerIdentityName). The
 	//    pods wait only for those they cannot be created without (desiredCompanions);
 	//    the rest are applied alongside the steps below, and awaited at the end.
 	writes, err := r.applyCompanions(ctx, job)
@@ -407,8 +407,9 @@ func indexByOwner(obj client.Object) []string {
 
 // SetupWithManager registers the owner index, the gauge espo_jobs (served while mgr
 // runs) and the controller with mgr: it watches
-// ESPOJobs and the pods (batched, see Options.PodEventBatchPeriod), ConfigMaps,
-// Services, ServiceAccounts, Roles and RoleBindings they own.
+// ESPOJobs, the pods (batched, see Options.PodEventBatchPeriod), the ConfigMaps,
+// Services, Secrets and NetworkPolicies they own, and the namespaces' trainer
+// identities (identityEventHandler).
 func (r *ESPOJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, ownerUIDKey, indexByOwner); err != nil {
 		return fmt.Errorf("indexing pods by owner: %w", err)
@@ -417,16 +418,17 @@ func (r *ESPOJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(gauge); err != nil {
 		return fmt.Errorf("adding the espo_jobs gauge: %w", err)
 	}
+	identity, ofIdentity := identityEventHandler(mgr.GetCache())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&trainingv1alpha1.ESPOJob{}, builder.WithPredicates(ignoreTrainingProgress())).
 		Watches(&corev1.Pod{}, podEventHandler(mgr, r.opts.PodEventBatchPeriod)).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).
-		Owns(&corev1.ServiceAccount{}).
 		Owns(&corev1.Secret{}).
 		Owns(&networkingv1.NetworkPolicy{}).
-		Owns(&rbacv1.Role{}).
-		Owns(&rbacv1.RoleBinding{}).
+		Watches(&corev1.ServiceAccount{}, identity, ofIdentity).
+		Watches(&rbacv1.Role{}, identity, ofIdentity).
+		Watches(&rbacv1.RoleBinding{}, identity, ofIdentity).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
 		Complete(r)
 }

@@ -85,8 +85,9 @@ func TestCreatesEveryChildWithTheRightFields(t *testing.T) {
 	g.Expect(svc.OwnerReferences).To(ConsistOf(owner))
 
 	for _, o := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "children-trainer"}, o)).To(Succeed())
-		g.Expect(o.GetOwnerReferences()).To(ConsistOf(owner))
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.TrainerIdentityName}, o)).To(Succeed())
+		g.Expect(o.GetOwnerReferences()).To(BeEmpty(), "the trainer identity is the namespace's")
+		g.Expect(o.GetLabels()).To(HaveKeyWithValue(controllers.LabelManagedBy, controllers.ManagedByValue))
 	}
 
 	p0, p1 := pod(g, job, 0), pod(g, job, 1)
@@ -411,8 +412,7 @@ func TestDeletingTheJobDeletesItsChildren(t *testing.T) {
 	job := create(g, builders.MakeESPOJob("cleanup", ns).Replicas(2).Obj())
 	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(2))
 	created(g, job)
-	lists := []client.ObjectList{&corev1.PodList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{},
-		&corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}}
+	lists := []client.ObjectList{&corev1.PodList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}}
 	children := 0
 	for _, l := range lists {
 		g.Expect(env.Client.List(ctx, l, client.InNamespace(ns), client.MatchingLabels{controllers.LabelJobName: job.Name})).To(Succeed())
@@ -425,7 +425,7 @@ func TestDeletingTheJobDeletesItsChildren(t *testing.T) {
 			return nil
 		})).To(Succeed())
 	}
-	g.Expect(children).To(Equal(7))
+	g.Expect(children).To(Equal(4))
 	g.Expect(env.Client.Delete(ctx, job)).To(Succeed())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(job), &trainingv1alpha1.ESPOJob{}))

@@ -35,9 +35,13 @@ const (
 	// (podTemplateHash): a running gang with another hash than the job's is recreated.
 	LabelPodTemplateHash = "training.espo.dev/pod-template-hash"
 	LabelManagedBy       = "app.kubernetes.io/managed-by"
+	// LabelComponent says what a shared object of the operator is for.
+	LabelComponent = "app.kubernetes.io/component"
 
 	// ManagedByValue is the value of LabelManagedBy on every child.
 	ManagedByValue = "espo-operator"
+	// ComponentTrainerIdentity is LabelComponent of the trainer identity's objects.
+	ComponentTrainerIdentity = "trainer-identity"
 )
 
 // The roles of the trainer pods (LabelRole).

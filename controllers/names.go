@@ -32,9 +32,6 @@ func configMapName(job *trainingv1alpha1.ESPOJob) string { return job.Name + "-c
 // serviceName is the name of the job's headless Service, also the pods' subdomain.
 func serviceName(job *trainingv1alpha1.ESPOJob) string { return job.Name }
 
-// trainerIdentityName names the job's ServiceAccount, Role and RoleBinding.
-func trainerIdentityName(job *trainingv1alpha1.ESPOJob) string { return job.Name + "-trainer" }
-
 // workerTokenSecretName names the Secret with the job's worker token.
 func workerTokenSecretName(job *trainingv1alpha1.ESPOJob) string { return job.Name + "-worker-token" }
 

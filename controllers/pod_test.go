@@ -94,7 +94,7 @@ func wantPod(rank int32) *corev1.Pod {
 			RestartPolicy:                corev1.RestartPolicyNever,
 			Hostname:                     name,
 			Subdomain:                    "demo",
-			ServiceAccountName:           "demo-trainer",
+			ServiceAccountName:           "espo-trainer",
 			AutomountServiceAccountToken: ptr.To(rank == 0),
 			EnableServiceLinks:           ptr.To(false),
 			SecurityContext: &corev1.PodSecurityContext{

@@ -19,7 +19,6 @@ package controllers_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,7 +27,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -48,9 +46,11 @@ const (
 	// scaleTimeout bounds each wait of the benchmark: for every pod, every job
 	// Running, the steady-state reconciles.
 	scaleTimeout = 2 * time.Minute
-	// maxWritesPerJob bounds the manager's API writes per job until it runs: seven
-	// companions, a pod per replica and two status writes (Created, Running).
-	maxWritesPerJob = 7 + scaleReplicas + 2
+	// maxWritesPerJob bounds the manager's API writes per job until it runs: four
+	// companions of its own, a pod per replica, two status writes (Created,
+	// Running), and a share of the namespace's trainer identity (three writes for
+	// all the jobs, less than one per job).
+	maxWritesPerJob = 4 + scaleReplicas + 2 + 1
 	// scaleCreators is how many goroutines create the jobs.
 	scaleCreators = 32
 	// soloJobs is how many jobs, one after the other, measure the first pod's
@@ -71,8 +71,7 @@ const (
 // are most of what it holds idle (idle-rss-MiB) and the controller's own memory is
 // the anonymous part (peak-anon-MiB, RssAnon sampled). It then touches every running
 // job and checks that the reconciles this causes write nothing, and that writes/job
-// stays within maxWritesPerJob. $ESPO_SCALE_SERVICE_ACCOUNT runs the jobs under one
-// shared service account (sharedServiceAccount). Run it alone:
+// stays within maxWritesPerJob. Run it alone:
 //
 //	go test ./controllers/ -bench Scale -benchtime=1x -run '^$'
 func BenchmarkScale(b *testing.B) {
@@ -128,19 +127,6 @@ func (s *scaleFigures) add(o scaleFigures) {
 	s.cpu += o.cpu
 }
 
-// sharedServiceAccount creates, when $ESPO_SCALE_SERVICE_ACCOUNT names one, that
-// ServiceAccount in ns and returns its name, for every job of the burst to name in
-// spec.trainer.serviceAccountName: the jobs then get no trainer identity of their own
-// (ServiceAccount, Role, RoleBinding), which prices it. It returns "" (each job its
-// own identity, the default) when the variable is unset.
-func sharedServiceAccount(ctx context.Context, g Gomega, c client.Client, ns string) string {
-	name := os.Getenv("ESPO_SCALE_SERVICE_ACCOUNT")
-	if name != "" {
-		g.Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})).To(Succeed())
-	}
-	return name
-}
-
 // runScale runs the scale scenario once in a namespace of its own, against a
 // manager process of its own.
 func runScale(b *testing.B, bin string) scaleFigures {
@@ -164,10 +150,9 @@ func runScale(b *testing.B, bin string) scaleFigures {
 
 	created := make([]time.Time, scaleJobs)
 	profiled := startProfiles(b, mgr)
-	serviceAccount := sharedServiceAccount(ctx, g, c, ns)
 	start := time.Now()
 	workqueue.ParallelizeUntil(ctx, scaleCreators, scaleJobs, func(i int) {
-		job := builders.MakeESPOJob(scaleJobName(i), ns).Replicas(scaleReplicas).ServiceAccountName(serviceAccount).Obj()
+		job := builders.MakeESPOJob(scaleJobName(i), ns).Replicas(scaleReplicas).Obj()
 		g.Expect(c.Create(ctx, job)).To(Succeed())
 		created[i] = time.Now()
 	})

@@ -131,8 +131,8 @@ func (r *ESPOJobReconciler) applyCompanion(ctx context.Context, job *trainingv1a
 // created there) and reports whether c's desired state must be applied: the
 // companion is missing, or the fields the controller applied to it differ (someone
 // changed, removed or took over one); fields others added do not count. An object
-// of the companion's name that the job does not control is an error: the job will
-// neither use nor overwrite someone else's object. A live companion the job controls
+// of the companion's name that is not the job's (companion.belongsTo) is an error:
+// the job will neither use nor overwrite someone else's object. A live companion
 // settles c's desired state where c.keep says so. A companion found in line is
 // remembered (inLineMemo) until it or its desired state changes.
 func (r *ESPOJobReconciler) companionOutOfLine(ctx context.Context, job *trainingv1alpha1.ESPOJob, c *companion) (bool, error) {
@@ -143,8 +143,8 @@ func (r *ESPOJobReconciler) companionOutOfLine(ctx context.Context, job *trainin
 	if live == nil {
 		return true, nil
 	}
-	if !metav1.IsControlledBy(live, job) {
-		return false, fmt.Errorf("%s exists and is not controlled by this ESPOJob", c)
+	if err := c.belongsTo(live, job); err != nil {
+		return false, err
 	}
 	if c.keep != nil {
 		c.desired = c.keep(live)

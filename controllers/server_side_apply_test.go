@@ -75,7 +75,7 @@ func TestEditedCompanionsAreRestored(t *testing.T) {
 	created(g, job)
 	key := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
 
-	role := &rbacv1.Role{ObjectMeta: key("drift-trainer")}
+	role := &rbacv1.Role{ObjectMeta: key(controllers.TrainerIdentityName)}
 	wantRules := fetch(g, role)().Rules
 	edit(g, role, func(r *rbacv1.Role) { r.Rules[0].Verbs = []string{"get", "list", "delete"} })
 	g.Eventually(func() []rbacv1.PolicyRule { return fetch(g, role)().Rules }, reconcileTimeout, poll).Should(Equal(wantRules))
@@ -89,8 +89,9 @@ func TestEditedCompanionsAreRestored(t *testing.T) {
 		Should(HaveKeyWithValue(controllers.LabelJobUID, string(job.UID)))
 	g.Expect(svc.Annotations).To(HaveKeyWithValue("example.com/note", "added by someone else"), "a field the controller does not own is left alone")
 
-	// Without its managed-by label the ServiceAccount leaves the controller's cache.
-	sa := &corev1.ServiceAccount{ObjectMeta: key("drift-trainer")}
+	// Without its managed-by label the ServiceAccount leaves the controller's cache;
+	// the fields the controller applied to it still say it is the operator's.
+	sa := &corev1.ServiceAccount{ObjectMeta: key(controllers.TrainerIdentityName)}
 	edit(g, sa, func(s *corev1.ServiceAccount) {
 		delete(s.Labels, controllers.LabelManagedBy)
 		s.AutomountServiceAccountToken = new(false)
@@ -104,7 +105,7 @@ func TestEditedCompanionsAreRestored(t *testing.T) {
 	edit(g, cm, func(c *corev1.ConfigMap) { c.Data[trainingv1alpha1.RunConfigKey] = "job: {}\n" })
 	g.Eventually(func() string { return fetch(g, cm)().Data[trainingv1alpha1.RunConfigKey] }, reconcileTimeout, poll).Should(Equal(wantConfig))
 
-	rb := &rbacv1.RoleBinding{ObjectMeta: key("drift-trainer")}
+	rb := &rbacv1.RoleBinding{ObjectMeta: key(controllers.TrainerIdentityName)}
 	oldUID := fetch(g, rb)().UID
 	g.Expect(env.Client.Delete(ctx, rb)).To(Succeed())
 	g.Eventually(func() error {
@@ -118,8 +119,8 @@ func TestEditedCompanionsAreRestored(t *testing.T) {
 		return nil
 	}, reconcileTimeout, poll).Should(Succeed(), "the deleted RoleBinding is created again")
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rb), rb)).To(Succeed())
-	g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "drift-trainer", Namespace: ns}}))
-	g.Expect(metav1.IsControlledBy(rb, job)).To(BeTrue())
+	g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: controllers.TrainerIdentityName, Namespace: ns}}))
+	g.Expect(rb.OwnerReferences).To(BeEmpty(), "the trainer identity is the namespace's, owned by no job")
 
 	settled := writes.Load()
 	g.Consistently(writes.Load, quietPeriod, poll).Should(Equal(settled), "repaired companions are left alone")
@@ -267,19 +268,20 @@ func createFailed(g Gomega, job *trainingv1alpha1.ESPOJob, message string) {
 		HaveField("Message", message)))
 }
 
-// TestARoleBindingNameHeldByAnotherObjectDoesNotStopThePods: the trainer's
+// TestARoleBindingNameHeldByAnotherObjectDoesNotStopThePods: the trainer identity's
 // RoleBinding is created alongside the pods, which do not use it by name; another
 // object of its name is reported, and left as it is.
 func TestARoleBindingNameHeldByAnotherObjectDoesNotStopThePods(t *testing.T) {
 	ctx, g, ns := context.Background(), NewWithT(t), newNamespace(t)
-	theirs := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bound-trainer"},
+	theirs := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: controllers.TrainerIdentityName},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "someone", Namespace: ns}}}
 	g.Expect(env.Client.Create(ctx, theirs)).To(Succeed())
 	startManager(t, ns, nil)
 	job := create(g, builders.MakeESPOJob("bound", ns).Obj())
 
-	createFailed(g, job, "RoleBinding bound-trainer exists and is not controlled by this ESPOJob")
+	createFailed(g, job, "RoleBinding espo-trainer exists and is not managed by espo-operator: "+
+		"it has neither the label app.kubernetes.io/managed-by=espo-operator nor fields espo-operator applied")
 	g.Expect(pods(g, job)).To(HaveLen(1))
 	g.Expect(fetch(g, theirs)().Subjects).To(HaveExactElements(HaveField("Name", "someone")), "their RoleBinding is not overwritten")
 	g.Expect(theirs.OwnerReferences).To(BeEmpty())

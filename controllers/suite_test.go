@@ -246,17 +246,33 @@ func applyTraining(c client.Client, job *trainingv1alpha1.ESPOJob, training *tra
 		client.FieldOwner(trainingv1alpha1.TrainerFieldManager), client.ForceOwnership)
 }
 
-// trainerClient is a client that authenticates as the job's trainer service account.
+// trainerClient is a client that authenticates as the trainer identity with the
+// token of the job's rank-0 pod.
 func trainerClient(g Gomega, job *trainingv1alpha1.ESPOJob) client.Client {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: fmt.Sprintf("system:serviceaccount:%s:%s-trainer", job.Namespace, job.Name),
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + job.Namespace, "system:authenticated"},
-	}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, err := trainerPodClient(job.Namespace, job.Name+"-trainer-0")
 	g.Expect(err).NotTo(HaveOccurred())
 	return c
 }
+
+// trainerPodClient is a client that acts as the trainer identity of namespace with a
+// token bound to the pod podName, as the API server authenticates a pod's projected
+// token: the pod's name in the user's extra (podNameExtra), which the admission
+// policy reads; an empty podName is a token bound to no pod.
+func trainerPodClient(namespace, podName string) (client.Client, error) {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + namespace + ":" + controllers.TrainerIdentityName,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	if podName != "" {
+		cfg.Impersonate.Extra = map[string][]string{podNameExtra: {podName}}
+	}
+	return client.New(cfg, client.Options{Scheme: env.Scheme})
+}
+
+// podNameExtra is the key of the user's extra in which the API server names the pod
+// a service-account token is bound to.
+const podNameExtra = "authentication.kubernetes.io/pod-name"
 
 // countWrites wraps a transport to count the requests that are not reads and, when
 // writeLog is set, to log them by method and kind, and the failed ones by path.

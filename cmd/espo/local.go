@@ -38,7 +38,7 @@ func newLocalCommand() *cobra.Command {
 		Short: "Run a local cluster (etcd, kube-apiserver, a process node) and the sample job on it",
 		Long: `"espo local up" starts etcd and kube-apiserver (built by hack/setup-envtest.sh),
 a node that runs pods as local processes, a scheduler (--scheduler) and a garbage collector, installs
-the CRDs with kubectl, prints the KUBECONFIG to use, starts "espo manager", applies the
+the CRDs and the trainer status admission policy with kubectl, prints the KUBECONFIG to use, starts "espo manager", applies the
 sample job (--sample) and shows its progress until it finishes, then its per-stage
 accuracies. "espo local down" stops everything and removes the state folder. Both may
 be run any number of times; run them from the repository's root.`,
@@ -60,6 +60,7 @@ func newLocalUpCommand(o *localcluster.Local) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.CRDDir, "crds", filepath.Join("config", "crd", "bases"), "Folder of the CRDs to install")
+	f.StringVar(&o.PolicyFile, "policy", filepath.Join("config", "policy", "trainer_status_policy.yaml"), "File of the trainer status admission policy to install")
 	f.StringVar(&o.Sample, "sample", filepath.Join("config", "samples", "training_v1alpha1_espojob_minimal.yaml"), "Job to apply and follow; empty: none")
 	f.Int64Var(&o.GPUs, "gpus", 0, "Number of fake nvidia.com/gpu the node offers")
 	f.StringVar(&o.CPU, "cpu", "", "Allocatable CPU of the node (default: the machine's cores)")

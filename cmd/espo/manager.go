@@ -191,6 +191,9 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
+	if err := controllers.CheckTrainerStatusPolicy(ctx, mgr.GetAPIReader()); err != nil {
+		return err
+	}
 	podOptions := controllers.PodOptions{TrainerImage: o.trainerImage, CUDAWorkerImage: o.cudaWorkerImage}
 	ropts := controllers.Options{
 		PodOptions:              podOptions,

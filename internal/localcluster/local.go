@@ -72,6 +72,9 @@ type Local struct {
 	StateDir string
 	// CRDDir is the folder of the CRDs Up installs.
 	CRDDir string
+	// PolicyFile is the file of the trainer status admission policy Up installs
+	// (config/policy), without which the manager does not start.
+	PolicyFile string
 	// Sample is the job Up applies and follows; empty: none.
 	Sample string
 	// GPUs is how many fake nvidia.com/gpu the node offers.
@@ -108,7 +111,8 @@ func DefaultStateDir() string {
 	return filepath.Join(base, "espo-operator", "local")
 }
 
-// Up starts the cluster unless it runs, installs the CRDs, starts the manager unless
+// Up starts the cluster unless it runs, installs the CRDs and the trainer status
+// admission policy, starts the manager unless
 // it runs, and follows the sample job (when there is one) to its end.
 func (l *Local) Up(ctx context.Context) error {
 	if err := l.ensureCluster(ctx); err != nil {
@@ -119,6 +123,9 @@ func (l *Local) Up(ctx context.Context) error {
 	}
 	if _, err := l.kubectl(ctx, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
 		return err
+	}
+	if _, err := l.kubectl(ctx, "apply", "--server-side", "-f", l.PolicyFile); err != nil {
+		return fmt.Errorf("installing the trainer status admission policy: %w", err)
 	}
 	fmt.Fprintf(l.Out, "Local cluster is up. To use it:\n\n  export KUBECONFIG=%s\n\n", l.path(fileKubeconfig))
 	if err := l.ensureManager(); err != nil {

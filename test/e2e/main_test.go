@@ -98,6 +98,10 @@ func run(m *testing.M) int {
 	}
 	defer cp.Stop()
 	controlPlane = cp
+	if err := controlplane.ApplyManifests(context.Background(), cp.Config, testenv.PolicyFile(repoRoot)); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	if reader, err = client.New(cp.Config, client.Options{Scheme: controllers.NewScheme()}); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1

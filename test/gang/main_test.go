@@ -22,6 +22,7 @@ limitations under the License.
 package gang_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,6 +66,9 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer func() { _ = cp.Stop() }()
+	if err := controlplane.ApplyManifests(context.Background(), cp.Config, testenv.PolicyFile(root)); err != nil {
+		return 0, err
+	}
 	s := controllers.NewScheme()
 	c, err := client.New(cp.Config, client.Options{Scheme: s})
 	if err != nil {

@@ -25,6 +25,7 @@ limitations under the License.
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,7 +75,8 @@ func Main(m *testing.M, env **Env) {
 const controlPlaneStartTimeout = time.Minute
 
 // Start starts etcd and kube-apiserver from $KUBEBUILDER_ASSETS (building them with
-// hack/setup-envtest.sh when the variable is unset) and installs config/crd/bases.
+// hack/setup-envtest.sh when the variable is unset) and installs config/crd/bases and
+// the trainer's admission policy (PolicyFile).
 func Start() (*Env, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -99,11 +101,20 @@ func Start() (*Env, error) {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err == nil {
+		err = controlplane.ApplyManifests(context.Background(), cfg, PolicyFile(root))
+	}
 	if err != nil {
 		_ = te.Stop()
 		return nil, err
 	}
 	return &Env{Config: cfg, Client: c, Scheme: s, RepoRoot: root, env: te}, nil
+}
+
+// PolicyFile is the file of the admission policy that holds each trainer to its own
+// job's status, under the repository root: the operator does not start without it.
+func PolicyFile(repoRoot string) string {
+	return filepath.Join(repoRoot, "config", "policy", "trainer_status_policy.yaml")
 }
 
 // Stop stops the control plane.

@@ -11,7 +11,8 @@ trap 'rm -rf "$scratch"' EXIT
 generated=(api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml config/kueue/role.yaml
   trainer/workerpb/worker.pb.go trainer/workerpb/worker_grpc.pb.go
   trainer/worker/torch/espo_worker/worker.binpb
-  charts/espo-operator/crds charts/espo-operator/files/manager-role.yaml charts/espo-operator/files/kueue-role.yaml)
+  charts/espo-operator/crds charts/espo-operator/files/manager-role.yaml charts/espo-operator/files/kueue-role.yaml
+  charts/espo-operator/files/trainer-status-policy.yaml)
 
 tar -C "$repo_root" --exclude=./.git --exclude=./bin -cf - . | tar -C "$scratch" -xf -
 make -s -C "$scratch" generate manifests >/dev/null

@@ -35,14 +35,23 @@ import (
 // operatorNamespace is where config/default installs the operator.
 const operatorNamespace = "espo-system"
 
+// clusterScoped are the kinds of config/default's cluster-scoped objects.
+var clusterScoped = map[string]bool{"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true,
+	"ClusterRoleBinding": true, "ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
+
 // TestKustomizeDefault renders config/default, checks the operator's Deployment, and
-// applies the whole render to the API server with server-side dry-run.
+// applies the whole render to the API server with server-side dry-run. Every
+// namespaced object is in operatorNamespace, and no cluster-scoped one names a
+// namespace.
 func TestKustomizeDefault(t *testing.T) {
 	objs := kustomize(t, repoPath("config", "default"))
 	for _, o := range objs {
-		if o.GetKind() != "Namespace" && o.GetKind() != "CustomResourceDefinition" &&
-			!strings.HasPrefix(o.GetKind(), "Cluster") && o.GetNamespace() != operatorNamespace {
-			t.Errorf("%s is not in %s", describe(o), operatorNamespace)
+		want := operatorNamespace
+		if clusterScoped[o.GetKind()] {
+			want = ""
+		}
+		if o.GetNamespace() != want {
+			t.Errorf("%s has namespace %q, want %q", describe(o), o.GetNamespace(), want)
 		}
 		if !strings.HasPrefix(o.GetName(), "espo") {
 			t.Errorf("%s: the name does not start with espo", describe(o))

@@ -25,10 +25,12 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -37,6 +39,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/controllers"
+	"github.com/espo-dev/espo-operator/internal/controlplane"
 	"github.com/espo-dev/espo-operator/test/builders"
 	"github.com/espo-dev/espo-operator/test/testenv"
 )
@@ -85,8 +89,9 @@ func TestManagerSetsItsGCPercentUnlessGOGCIsSet(t *testing.T) {
 }
 
 // TestManagerServesProbesAndAuthenticatedMetrics starts the real manager against the
-// test API server and checks its health endpoints and that /metrics answers only to
-// callers the API server authenticates and authorizes.
+// test API server and checks its health endpoints (not ready while the trainer status
+// policy's binding is gone) and that /metrics answers only to callers the API server
+// authenticates and authorizes.
 func TestManagerServesProbesAndAuthenticatedMetrics(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,6 +119,44 @@ func TestManagerServesProbesAndAuthenticatedMetrics(t *testing.T) {
 	body, err := get(metrics, reader)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(body).To(ContainSubstring("leader_election_master_status"))
+
+	restore := deletePolicyBinding(t)
+	g.Eventually(func() (int, error) { return statusOf(probe+"/readyz", "") }, 30*time.Second).Should(Equal(http.StatusInternalServerError))
+	restore()
+	g.Eventually(func() (int, error) { return statusOf(probe+"/readyz", "") }, 30*time.Second).Should(Equal(http.StatusOK))
+}
+
+// TestManagerRefusesToStartWithoutTheTrainerStatusPolicy: without the policy's
+// binding the manager exits at once, naming what is missing and how to install it.
+func TestManagerRefusesToStartWithoutTheTrainerStatusPolicy(t *testing.T) {
+	restore := deletePolicyBinding(t)
+	defer restore()
+	o := managerOptions{metricsAddr: "0", probeAddr: "0", gracefulShutdown: time.Second}
+	err := runManager(context.Background(), env.Config, o)
+	NewWithT(t).Expect(err).To(MatchError(And(
+		ContainSubstring("the ValidatingAdmissionPolicyBinding espo-trainer-status, which holds each trainer to its own job's status, is not installed"),
+		ContainSubstring("kubectl apply -f config/policy/trainer_status_policy.yaml"))))
+}
+
+// deletePolicyBinding deletes the trainer status policy's binding and returns a
+// function that installs it again (also run when the test ends).
+func deletePolicyBinding(t *testing.T) (restore func()) {
+	t.Helper()
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	binding.Name = controllers.TrainerStatusPolicyName
+	if err := env.Client.Delete(context.Background(), binding); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	restore = func() {
+		once.Do(func() {
+			if err := controlplane.ApplyManifests(context.Background(), env.Config, testenv.PolicyFile(env.RepoRoot)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(restore)
+	return restore
 }
 
 // serviceAccountToken creates a service account, optionally allowed to GET /metrics,

@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"time"
@@ -218,6 +219,11 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("trainer-status-policy", func(req *http.Request) error {
+		return controllers.CheckTrainerStatusPolicy(req.Context(), mgr.GetAPIReader())
+	}); err != nil {
+		return fmt.Errorf("adding the trainer status policy's readiness check: %w", err)
 	}
 	ctrl.Log.WithName("setup").Info("starting manager", "version", version, "commit", commit)
 	return mgr.Start(ctx)

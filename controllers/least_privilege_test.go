@@ -193,3 +193,9 @@ func TestEachJobGetsANetworkPolicy(t *testing.T) {
 	}
 	g.Expect(ports).To(ConsistOf(int32(controllers.WorkerPort), int32(controllers.DriverPort)))
 }
+
+// TestTheInstalledTrainerStatusPolicyIsInLine: the shipped policy and binding, as the
+// API server stores them (with its defaults), are what the manager checks for.
+func TestTheInstalledTrainerStatusPolicyIsInLine(t *testing.T) {
+	NewWithT(t).Expect(controllers.CheckTrainerStatusPolicy(context.Background(), env.Client)).To(Succeed())
+}

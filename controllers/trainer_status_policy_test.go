@@ -18,69 +18,87 @@ package controllers
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/yaml"
+
+	"github.com/espo-dev/espo-operator/config/policy"
 )
 
-// shippedPolicy reads the admission policy and binding as config/policy ships them.
+// shippedPolicy is the admission policy and binding as config/policy ships them.
 func shippedPolicy(t *testing.T) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()
-	raw, err := os.ReadFile("../config/policy/trainer_status_policy.yaml")
+	p, b, err := policy.TrainerStatus()
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := strings.Split(string(raw), "\n---\n")
-	if len(docs) != 2 {
-		t.Fatalf("want the policy and its binding, got %d documents", len(docs))
-	}
-	policy, binding := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-	if err := yaml.UnmarshalStrict([]byte(docs[0]), policy); err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict([]byte(docs[1]), binding); err != nil {
-		t.Fatal(err)
-	}
-	return policy, binding
+	return p, b
 }
 
 // TestTheShippedPolicyNamesTheTrainerIdentity: the policy and binding carry the
 // names the manager looks for, and the policy matches the identity's user name.
 func TestTheShippedPolicyNamesTheTrainerIdentity(t *testing.T) {
-	policy, binding := shippedPolicy(t)
-	if policy.Name != TrainerStatusPolicyName || binding.Name != TrainerStatusPolicyName || binding.Spec.PolicyName != TrainerStatusPolicyName {
-		t.Errorf("policy %q, binding %q of policy %q; want all %q", policy.Name, binding.Name, binding.Spec.PolicyName, TrainerStatusPolicyName)
+	vap, binding := shippedPolicy(t)
+	if vap.Name != TrainerStatusPolicyName || binding.Name != TrainerStatusPolicyName || binding.Spec.PolicyName != TrainerStatusPolicyName {
+		t.Errorf("policy %q, binding %q of policy %q; want all %q", vap.Name, binding.Name, binding.Spec.PolicyName, TrainerStatusPolicyName)
 	}
-	if len(policy.Spec.MatchConditions) != 1 || !strings.Contains(policy.Spec.MatchConditions[0].Expression, "':"+TrainerIdentityName+"'") {
-		t.Errorf("match conditions %+v do not name the service account %s", policy.Spec.MatchConditions, TrainerIdentityName)
+	if len(vap.Spec.MatchConditions) != 1 || !strings.Contains(vap.Spec.MatchConditions[0].Expression, "':"+TrainerIdentityName+"'") {
+		t.Errorf("match conditions %+v do not name the service account %s", vap.Spec.MatchConditions, TrainerIdentityName)
 	}
 }
 
 func TestCheckTrainerStatusPolicy(t *testing.T) {
-	policy, binding := shippedPolicy(t)
+	vap, binding := shippedPolicy(t)
+	defaulted := vap.DeepCopy() // as the API server stores it
+	defaulted.Spec.MatchConstraints.MatchPolicy = ptr.To(admissionregistrationv1.Equivalent)
+	defaulted.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{}
+	defaulted.Spec.MatchConstraints.ObjectSelector = &metav1.LabelSelector{}
+	defaulted.Spec.MatchConstraints.ResourceRules[0].Scope = ptr.To(admissionregistrationv1.AllScopes)
+	alsoAudits := binding.DeepCopy()
+	alsoAudits.Spec.ValidationActions = append(alsoAudits.Spec.ValidationActions, admissionregistrationv1.Audit)
+
+	weakened := vap.DeepCopy()
+	weakened.Spec.Validations[0].Expression = "true"
+	narrowed := vap.DeepCopy()
+	narrowed.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"audited": "yes"}}
+	ignoring := vap.DeepCopy()
+	ignoring.Spec.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
 	audit := binding.DeepCopy()
 	audit.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}
 	otherPolicy := binding.DeepCopy()
 	otherPolicy.Spec.PolicyName = "something-else"
+	someNamespaces := binding.DeepCopy()
+	someNamespaces.Spec.MatchResources = &admissionregistrationv1.MatchResources{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}}
+
 	hint := "install it with the Helm chart, kubectl apply -k config/default, or kubectl apply -f config/policy/trainer_status_policy.yaml"
+	differs := func(fields string) string {
+		return "the trainer status policy espo-trainer-status as installed differs from the one this version of the operator ships, in " +
+			fields + ": " + hint
+	}
 	cases := map[string]struct {
 		objs    []client.Object
 		wantErr string
 	}{
-		"installed": {objs: []client.Object{policy, binding}},
+		"as shipped":                     {objs: []client.Object{vap, binding}},
+		"with the API server's defaults": {objs: []client.Object{defaulted, binding}},
+		"a binding that also audits":     {objs: []client.Object{vap, alsoAudits}},
 		"no policy": {objs: []client.Object{binding},
 			wantErr: "the ValidatingAdmissionPolicy espo-trainer-status, which holds each trainer to its own job's status, is not installed: " + hint},
-		"no binding": {objs: []client.Object{policy},
+		"no binding": {objs: []client.Object{vap},
 			wantErr: "the ValidatingAdmissionPolicyBinding espo-trainer-status, which holds each trainer to its own job's status, is not installed: " + hint},
-		"a binding that only audits": {objs: []client.Object{policy, audit},
-			wantErr: `the ValidatingAdmissionPolicyBinding espo-trainer-status binds policy "espo-trainer-status" with actions [Audit]; it must bind espo-trainer-status with action Deny: ` + hint},
-		"a binding of another policy": {objs: []client.Object{policy, otherPolicy},
-			wantErr: `the ValidatingAdmissionPolicyBinding espo-trainer-status binds policy "something-else" with actions [Deny]; it must bind espo-trainer-status with action Deny: ` + hint},
+		"a validation that lets everything through": {objs: []client.Object{weakened, binding}, wantErr: differs("the policy's validations")},
+		"a policy for some namespaces only":         {objs: []client.Object{narrowed, binding}, wantErr: differs("the policy's matchConstraints")},
+		"a policy that fails open":                  {objs: []client.Object{ignoring, binding}, wantErr: differs("the policy's failurePolicy")},
+		"a binding that only audits": {objs: []client.Object{vap, audit},
+			wantErr: differs("the binding's validationActions (without Deny)")},
+		"a binding of another policy":        {objs: []client.Object{vap, otherPolicy}, wantErr: differs("the binding's policyName")},
+		"a binding for some namespaces only": {objs: []client.Object{vap, someNamespaces}, wantErr: differs("the binding's matchResources")},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

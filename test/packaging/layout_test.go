@@ -42,10 +42,11 @@ var layers = []struct {
 	because string
 }{
 	{"api/", nil, "the API types stand alone"},
+	{"config/", nil, "the shipped manifests stand alone"},
 	{"espo", []string{"espo/internal/"}, "the algorithm imports the standard library and its own kernels only"},
 	{"trainer/workerpb", nil, "generated protocol code"},
 	{"trainer", []string{"api/", "espo"}, "the trainer runs in pods: it knows the API and the algorithm, not the controller"},
-	{"controllers", []string{"api/"}, "the controller knows the API, not the trainer"},
+	{"controllers", []string{"api/", "config/"}, "the controller knows the API and the shipped manifests, not the trainer"},
 	{"internal/", []string{"api/", "internal/"}, "the local cluster is the product's, not the controller's or the trainer's"},
 	{"cmd/", []string{"api/", "controllers", "espo", "trainer", "internal/"}, "the binary wires the product; never hack/ or test/"},
 	{"hack/", []string{"api/", "espo", "trainer", "internal/", "hack/"}, "scripts use the product"},

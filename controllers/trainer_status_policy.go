@@ -25,6 +25,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +69,10 @@ func CheckTrainerStatusPolicy(ctx context.Context, reader client.Reader) error {
 
 // policyError is the error of reading the trainer status policy's object of kind.
 func policyError(kind string, err error) error {
+	if meta.IsNoMatchError(err) {
+		return fmt.Errorf("the API server does not serve %s/v1 %s: the operator needs Kubernetes 1.30 or later, "+
+			"for the admission policy that holds each trainer to its own job's status", admissionregistrationv1.GroupName, kind)
+	}
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("the %s %s, which holds each trainer to its own job's status, is not installed: %s",
 			kind, TrainerStatusPolicyName, installPolicyHint)

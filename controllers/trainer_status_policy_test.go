@@ -22,10 +22,13 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/espo-dev/espo-operator/config/policy"
 )
@@ -108,6 +111,22 @@ func TestCheckTrainerStatusPolicy(t *testing.T) {
 				t.Errorf("error %q, want %q", got, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestCheckTrainerStatusPolicyOnAnOlderCluster: an API server that does not serve
+// ValidatingAdmissionPolicy (before Kubernetes 1.30) is named as such, not as a
+// policy left uninstalled.
+func TestCheckTrainerStatusPolicyOnAnOlderCluster(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: admissionregistrationv1.GroupName, Kind: "ValidatingAdmissionPolicy"}, SearchedVersions: []string{"v1"}}
+		},
+	}).Build()
+	want := "the API server does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy: the operator needs Kubernetes 1.30 or later, " +
+		"for the admission policy that holds each trainer to its own job's status"
+	if got := errString(CheckTrainerStatusPolicy(context.Background(), c)); got != want {
+		t.Errorf("error %q, want %q", got, want)
 	}
 }
 

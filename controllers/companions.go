@@ -143,7 +143,7 @@ func sharedCompanion(c companion) companion {
 // whose it is not.
 func (c companion) belongsTo(live client.Object, job *trainingv1alpha1.ESPOJob) error {
 	if c.shared {
-		if live.GetLabels()[LabelManagedBy] != ManagedByValue && !appliedBy(live, FieldManager) {
+		if live.GetLabels()[LabelManagedBy] != ManagedByValue && !ownsFields(live, metav1.ManagedFieldsOperationApply, "") {
 			return fmt.Errorf("%s exists and is not managed by %s: it has neither the label %s=%s nor fields %s applied",
 				c, ManagedByValue, LabelManagedBy, ManagedByValue, FieldManager)
 		}
@@ -193,14 +193,4 @@ func controllerRef(job *trainingv1alpha1.ESPOJob) *metav1ac.OwnerReferenceApplyC
 		WithAPIVersion(trainingv1alpha1.GroupVersion.String()).WithKind("ESPOJob").
 		WithName(job.Name).WithUID(job.UID).
 		WithController(true).WithBlockOwnerDeletion(true)
-}
-
-// appliedBy reports whether manager owns fields of obj by a server-side apply.
-func appliedBy(obj client.Object, manager string) bool {
-	for _, f := range obj.GetManagedFields() {
-		if f.Manager == manager && f.Operation == metav1.ManagedFieldsOperationApply {
-			return true
-		}
-	}
-	return false
 }

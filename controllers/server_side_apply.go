@@ -250,7 +250,7 @@ func (r *ESPOJobReconciler) liveCompanion(ctx context.Context, c companion) (cli
 // instead of leaving the old value behind. It writes only when there are such fields,
 // and then refreshes obj.
 func (r *ESPOJobReconciler) adoptUpdatedFields(ctx context.Context, obj client.Object, subresource string) error {
-	if !ownsByUpdate(obj, subresource) {
+	if !ownsFields(obj, metav1.ManagedFieldsOperationUpdate, subresource) {
 		return nil
 	}
 	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldManager), FieldManager, csaupgrade.Subresource(subresource))
@@ -260,11 +260,12 @@ func (r *ESPOJobReconciler) adoptUpdatedFields(ctx context.Context, obj client.O
 	return r.client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
 }
 
-// ownsByUpdate reports whether FieldManager owns fields of obj's subresource by an
-// update rather than an apply.
-func ownsByUpdate(obj client.Object, subresource string) bool {
+// ownsFields reports whether FieldManager owns fields of obj's subresource ("" for
+// the object itself) by the operation op: an update, as versions of the controller
+// before server-side apply wrote, or an apply.
+func ownsFields(obj client.Object, op metav1.ManagedFieldsOperationType, subresource string) bool {
 	for _, f := range obj.GetManagedFields() {
-		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationUpdate && f.Subresource == subresource {
+		if f.Manager == FieldManager && f.Operation == op && f.Subresource == subresource {
 			return true
 		}
 	}

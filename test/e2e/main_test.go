@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/espo-dev/espo-operator/config/policy"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/controlplane"
 	"github.com/espo-dev/espo-operator/internal/localcluster"
@@ -98,11 +99,11 @@ func run(m *testing.M) int {
 	}
 	defer cp.Stop()
 	controlPlane = cp
-	if err := controlplane.ApplyManifests(context.Background(), cp.Config, testenv.PolicyFile(repoRoot)); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
+	admin, err := client.New(cp.Config, client.Options{Scheme: controllers.NewScheme()})
+	if err == nil {
+		reader, err = admin, policy.Install(context.Background(), admin)
 	}
-	if reader, err = client.New(cp.Config, client.Options{Scheme: controllers.NewScheme()}); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}

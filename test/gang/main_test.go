@@ -30,6 +30,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/espo-dev/espo-operator/config/policy"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/controlplane"
 	"github.com/espo-dev/espo-operator/test/testenv"
@@ -66,12 +67,12 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer func() { _ = cp.Stop() }()
-	if err := controlplane.ApplyManifests(context.Background(), cp.Config, testenv.PolicyFile(root)); err != nil {
-		return 0, err
-	}
 	s := controllers.NewScheme()
 	c, err := client.New(cp.Config, client.Options{Scheme: s})
 	if err != nil {
+		return 0, err
+	}
+	if err := policy.Install(context.Background(), c); err != nil {
 		return 0, err
 	}
 	env = &testenv.Env{Config: cp.Config, Client: c, Scheme: s, RepoRoot: root}

@@ -50,7 +50,7 @@ var layers = []struct {
 	{"internal/", []string{"api/", "internal/"}, "the local cluster is the product's, not the controller's or the trainer's"},
 	{"cmd/", []string{"api/", "controllers", "espo", "trainer", "internal/"}, "the binary wires the product; never hack/ or test/"},
 	{"hack/", []string{"api/", "espo", "trainer", "internal/", "hack/"}, "scripts use the product"},
-	{"test/", []string{"api/", "controllers", "espo", "trainer", "internal/", "test/"}, "tests use anything but scripts"},
+	{"test/", []string{"api/", "config/", "controllers", "espo", "trainer", "internal/", "test/"}, "tests use anything but scripts"},
 }
 
 // TestImportsPointDownTheLayers checks the non-test imports of every package of the

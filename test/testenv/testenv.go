@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/espo-dev/espo-operator/config/policy"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/controlplane"
 )
@@ -76,7 +77,7 @@ const controlPlaneStartTimeout = time.Minute
 
 // Start starts etcd and kube-apiserver from $KUBEBUILDER_ASSETS (building them with
 // hack/setup-envtest.sh when the variable is unset) and installs config/crd/bases and
-// the trainer's admission policy (PolicyFile).
+// the trainer's admission policy (config/policy).
 func Start() (*Env, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -102,19 +103,13 @@ func Start() (*Env, error) {
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err == nil {
-		err = controlplane.ApplyManifests(context.Background(), cfg, PolicyFile(root))
+		err = policy.Install(context.Background(), c)
 	}
 	if err != nil {
 		_ = te.Stop()
 		return nil, err
 	}
 	return &Env{Config: cfg, Client: c, Scheme: s, RepoRoot: root, env: te}, nil
-}
-
-// PolicyFile is the file of the admission policy that holds each trainer to its own
-// job's status, under the repository root: the operator does not start without it.
-func PolicyFile(repoRoot string) string {
-	return filepath.Join(repoRoot, "config", "policy", "trainer_status_policy.yaml")
 }
 
 // Stop stops the control plane.

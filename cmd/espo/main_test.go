@@ -32,10 +32,12 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -90,8 +92,9 @@ func TestManagerSetsItsGCPercentUnlessGOGCIsSet(t *testing.T) {
 
 // TestManagerServesProbesAndAuthenticatedMetrics starts the real manager against the
 // test API server and checks its health endpoints (not ready while the trainer status
-// policy's binding is gone) and that /metrics answers only to callers the API server
-// authenticates and authorizes.
+// policy's binding is gone), that /metrics answers only to callers the API server
+// authenticates and authorizes, and that it releases its leader Lease when it stops,
+// so that a standby need not wait for the Lease to run out.
 func TestManagerServesProbesAndAuthenticatedMetrics(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -101,9 +104,13 @@ func TestManagerServesProbesAndAuthenticatedMetrics(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- runManager(ctx, env.Config, o) }()
+	lease := &coordinationv1.Lease{}
+	leaseKey := client.ObjectKey{Namespace: o.leaderElectionNamespace, Name: controllers.LeaderElectionID}
 	defer func() {
 		cancel()
 		g.Eventually(done, 30*time.Second).Should(Receive(BeNil()), "graceful shutdown")
+		g.Expect(env.Client.Get(context.Background(), leaseKey, lease)).To(Succeed())
+		g.Expect(ptr.Deref(lease.Spec.HolderIdentity, "")).To(BeEmpty(), "the stopped manager released its Lease")
 	}()
 
 	probe := "http://" + o.probeAddr
@@ -119,6 +126,10 @@ func TestManagerServesProbesAndAuthenticatedMetrics(t *testing.T) {
 	body, err := get(metrics, reader)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(body).To(ContainSubstring("leader_election_master_status"))
+	g.Eventually(func(g Gomega) string {
+		g.Expect(env.Client.Get(ctx, leaseKey, lease)).To(Succeed())
+		return ptr.Deref(lease.Spec.HolderIdentity, "")
+	}, 30*time.Second).Should(Not(BeEmpty()), "the manager leads")
 
 	restore := deletePolicyBinding(t)
 	g.Eventually(func() (int, error) { return statusOf(probe+"/readyz", "") }, 30*time.Second).Should(Equal(http.StatusInternalServerError))

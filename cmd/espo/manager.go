@@ -177,18 +177,19 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 			return err
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   controllers.CacheOptions(),
 		Client:                  controllers.ClientOptions(),
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
-		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "espo-operator.training.espo.dev",
-		LeaderElectionNamespace: o.leaderElectionNamespace,
 		GracefulShutdownTimeout: &o.gracefulShutdown,
-	})
+	}
+	if o.leaderElect {
+		controllers.ElectLeader(&mgrOpts, o.leaderElectionNamespace) // the command ends when the manager stops
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}

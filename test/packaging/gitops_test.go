@@ -160,8 +160,9 @@ func TestGitOpsNoDrift(t *testing.T) {
 
 // startOperator applies the ServiceAccount and RBAC of config/default for real and
 // runs the ESPOJob controller in this process as that service account, with leader
-// election in the operator's namespace, watching namespace ns.
-func startOperator(t *testing.T, ns string) {
+// election in the operator's namespace, watching namespace ns. It returns what stops
+// the controller (the test's end does too) and the operator's ServiceAccount.
+func startOperator(t *testing.T, ns string) (stop func(), operator client.ObjectKey) {
 	t.Helper()
 	var sa *unstructured.Unstructured
 	var identity []*unstructured.Unstructured
@@ -186,11 +187,10 @@ func startOperator(t *testing.T, ns string) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", sa.GetNamespace(), sa.GetName())}
 
-	env.StartManager(t, cfg, ns, func(o *ctrl.Options, _ *controllers.Options) {
-		o.LeaderElection = true
-		o.LeaderElectionID = "espo-operator.training.espo.dev"
-		o.LeaderElectionNamespace = sa.GetNamespace()
+	stop = env.StartManager(t, cfg, ns, func(o *ctrl.Options, _ *controllers.Options) {
+		controllers.ElectLeader(o, sa.GetNamespace())
 	})
+	return stop, client.ObjectKeyFromObject(sa)
 }
 
 // readSample reads a sample of config/samples.

@@ -15,8 +15,9 @@ limitations under the License.
 */
 
 // Package packaging tests how espo-operator is shipped: the image's Dockerfile, the
-// kustomize tree, the Helm chart, the Argo CD health check, the Grafana dashboard, and
-// what GitOps tools rely on (the controller never writes the spec; kubectl wait works).
+// kustomize tree, the Helm chart, the Argo CD health check, the Grafana dashboard,
+// what GitOps tools rely on (the controller never writes the spec; kubectl wait works),
+// and the user guide's examples and uninstall commands.
 // The manifests are applied to a real API server (envtest) with server-side dry-run.
 package packaging
 

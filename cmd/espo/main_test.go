@@ -137,6 +137,29 @@ func TestManagerServesProbesAndAuthenticatedMetrics(t *testing.T) {
 	g.Eventually(func() (int, error) { return statusOf(probe+"/readyz", "") }, 30*time.Second).Should(Equal(http.StatusOK))
 }
 
+// TestManagerRefusesToStartWithoutWatchPermissions: run as a user that may read the
+// trainer status policy and nothing else, the manager exits at once, naming the user,
+// what it may not list and watch, and the ClusterRole to bind, instead of waiting for
+// caches that never fill.
+func TestManagerRefusesToStartWithoutWatchPermissions(t *testing.T) {
+	g := NewWithT(t)
+	const user = "espo-policy-reader-only"
+	cfg := env.UserWithRules(t, user, rbacv1.PolicyRule{APIGroups: []string{admissionregistrationv1.GroupName},
+		Resources:     []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"},
+		ResourceNames: []string{controllers.TrainerStatusPolicyName}, Verbs: []string{"get"}})
+	done := make(chan error, 1)
+	go func() {
+		o := managerOptions{metricsAddr: "0", probeAddr: "0", gracefulShutdown: time.Second}
+		done <- runManager(context.Background(), cfg, o)
+	}()
+	var err error
+	g.Eventually(done, 30*time.Second).Should(Receive(&err), "the manager exits")
+	g.Expect(err).To(MatchError(And(
+		ContainSubstring("the manager ("+user+") may not list and watch espojobs.training.espo.dev, list and watch pods"),
+		ContainSubstring("list and watch networkpolicies.networking.k8s.io"),
+		ContainSubstring("bind it to the operator's ClusterRole (config/rbac/role.yaml"))))
+}
+
 // TestManagerRefusesToStartWithoutTheTrainerStatusPolicy: without the policy's
 // binding the manager exits at once, naming what is missing and how to install it.
 func TestManagerRefusesToStartWithoutTheTrainerStatusPolicy(t *testing.T) {

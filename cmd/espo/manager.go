@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -196,6 +197,15 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 	if err := controllers.CheckTrainerStatusPolicy(ctx, mgr.GetAPIReader()); err != nil {
 		return err
 	}
+	// A client without the manager's cache: asking for permissions is a write the
+	// cache cannot follow.
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
+	if err := controllers.CheckWatchPermissions(ctx, direct, controllers.WatchedKinds()); err != nil {
+		return err
+	}
 	podOptions := controllers.PodOptions{TrainerImage: o.trainerImage, CUDAWorkerImage: o.cudaWorkerImage}
 	ropts := controllers.Options{
 		PodOptions:              podOptions,
@@ -213,6 +223,9 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 	if o.kueue {
 		if err := espokueue.SetupWithManager(ctx, mgr, podOptions); err != nil {
 			return fmt.Errorf("setting up the Kueue integration (--kueue): %w", err)
+		}
+		if err := controllers.CheckWatchPermissions(ctx, direct, espokueue.WatchedKinds()); err != nil {
+			return fmt.Errorf("the Kueue integration (--kueue): %w", err)
 		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -79,6 +79,20 @@ func installKueueAndRBAC(t *testing.T) {
 	})
 }
 
+// TestTheShippedRolesAllowTheIntegrationsWatches: bound to the operator's ClusterRoles
+// (config/rbac and config/kueue), the manager may list and watch every kind the Kueue
+// integration caches (the check "espo manager --kueue" makes before it starts).
+func TestTheShippedRolesAllowTheIntegrationsWatches(t *testing.T) {
+	installKueueAndRBAC(t)
+	operator, err := client.New(env.ImpersonatedConfig(operatorUser), client.Options{Scheme: env.Scheme, Mapper: env.Client.RESTMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controllers.CheckWatchPermissions(context.Background(), operator, espokueue.WatchedKinds()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // startManager starts a manager until the test ends, after setup added its work.
 func startManager(t *testing.T, cfg *rest.Config, opts ctrl.Options, setup func(context.Context, ctrl.Manager) error) {
 	t.Helper()

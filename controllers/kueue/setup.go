@@ -20,6 +20,9 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -44,6 +47,17 @@ import (
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=training.espo.dev,resources=espojobs,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=training.espo.dev,resources=espojobs/finalizers,verbs=update
+
+// WatchedKinds are the kinds the integration's reconciler caches, each in every
+// namespace (the list and watch rules above): the Workloads, and what Kueue's job
+// framework reads to build them.
+func WatchedKinds() []client.Object {
+	return []client.Object{
+		&kueuev1beta2.Workload{}, &kueuev1beta2.LocalQueue{}, &kueuev1beta2.ClusterQueue{}, &kueuev1beta2.ResourceFlavor{},
+		&kueuev1beta2.WorkloadPriorityClass{}, &schedulingv1.PriorityClass{}, &corev1.LimitRange{}, &corev1.Namespace{},
+		&nodev1.RuntimeClass{},
+	}
+}
 
 // ExternalFramework is the entry to add to Kueue's configuration
 // (integrations.externalFrameworks) so that Kueue knows ESPOJob owns Workloads.

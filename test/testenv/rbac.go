@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,17 +55,41 @@ func (e *Env) bindRole(user, rel string) error {
 	if err := yaml.Unmarshal(raw, role); err != nil {
 		return fmt.Errorf("%s: %w", rel, err)
 	}
+	_, err = e.createBoundRole(user, role)
+	return err
+}
+
+// createBoundRole creates role and a ClusterRoleBinding of the same name that binds
+// it to user, and returns both.
+func (e *Env) createBoundRole(user string, role *rbacv1.ClusterRole) ([]client.Object, error) {
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 	}
-	for _, o := range []client.Object{role, binding} {
+	objs := []client.Object{role, binding}
+	for _, o := range objs {
 		if err := e.Client.Create(context.Background(), o); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return objs, nil
+}
+
+// UserWithRules binds user to a ClusterRole of its own name holding rules, until the
+// test ends, and returns Config acting as user.
+func (e *Env) UserWithRules(t testing.TB, user string, rules ...rbacv1.PolicyRule) *rest.Config {
+	t.Helper()
+	objs, err := e.createBoundRole(user, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, o := range objs {
+			_ = e.Client.Delete(context.Background(), o)
+		}
+	})
+	return e.ImpersonatedConfig(user)
 }
 
 // ImpersonatedConfig is Config acting as user.

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,7 +35,8 @@ import (
 )
 
 // TestCheckWatchPermissions: the generated ClusterRole (config/rbac/role.yaml) lets
-// the manager list and watch every kind it caches; a role that lacks one verb of one
+// the manager list and watch every kind it caches, and ask whether it may (on its
+// own, without system:basic-user); a role that lacks one verb of one
 // kind is refused, with an error that names the user, that verb and kind only, and
 // the ClusterRole to bind.
 func TestCheckWatchPermissions(t *testing.T) {
@@ -42,6 +44,16 @@ func TestCheckWatchPermissions(t *testing.T) {
 	operator, err := client.New(operatorConfig(t, nil), client.Options{Scheme: env.Scheme, Mapper: env.Client.RESTMapper()})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(controllers.CheckWatchPermissions(ctx, operator, controllers.WatchedKinds())).To(Succeed(), "as the generated ClusterRole allows")
+	for _, r := range []authorizationv1.ResourceAttributes{
+		{Group: authorizationv1.GroupName, Resource: "selfsubjectaccessreviews", Verb: "create"},
+		{Group: "authentication.k8s.io", Resource: "selfsubjectreviews", Verb: "create"},
+	} {
+		// Asked for the user alone, without system:authenticated (and so without
+		// system:basic-user, which a cluster may narrow): the generated role allows it.
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: operatorUser, ResourceAttributes: &r}}
+		g.Expect(env.Client.Create(ctx, review)).To(Succeed())
+		g.Expect(review.Status.Allowed).To(BeTrue(), "the generated ClusterRole allows the check's %s of %s", r.Verb, r.Resource)
+	}
 
 	rules := watchRules(g, controllers.WatchedKinds())
 	for i, r := range rules {

@@ -49,23 +49,41 @@ func WatchedKinds() []client.Object {
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
 
-// watchVerbs are the verbs a cache needs of a kind.
-var watchVerbs = []string{"list", "watch"}
+// WatchRules returns, for each of kinds, the RBAC rule that lets a cache list and
+// watch it: its API group and resource as the API server serves them (c's scheme
+// and REST mapper), verbs list and watch.
+func WatchRules(c client.Client, kinds []client.Object) ([]rbacv1.PolicyRule, error) {
+	rules := make([]rbacv1.PolicyRule, 0, len(kinds))
+	for _, obj := range kinds {
+		gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+		if err != nil {
+			return nil, err
+		}
+		mapping, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("the API server does not serve %s: %w", gvk, err)
+		}
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{mapping.Resource.Group},
+			Resources: []string{mapping.Resource.Resource}, Verbs: []string{"list", "watch"}})
+	}
+	return rules, nil
+}
 
 // CheckWatchPermissions asks the API server (SelfSubjectAccessReview) whether c's
-// identity may list and watch each of kinds in every namespace. Without them the
+// identity may do what WatchRules of kinds allow, in every namespace. Without it the
 // manager's caches never fill: it would wait for them, time out after two minutes and
 // then spin without exiting. The error names the identity, what it may not do and the
 // ClusterRole that grants it.
 func CheckWatchPermissions(ctx context.Context, c client.Client, kinds []client.Object) error {
+	rules, err := WatchRules(c, kinds)
+	if err != nil {
+		return err
+	}
 	var missing []string
-	for _, obj := range kinds {
-		group, resource, err := resourceOf(c, obj)
-		if err != nil {
-			return err
-		}
+	for _, rule := range rules {
+		group, resource := rule.APIGroups[0], rule.Resources[0]
 		var denied []string
-		for _, verb := range watchVerbs {
+		for _, verb := range rule.Verbs {
 			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 				ResourceAttributes: &authorizationv1.ResourceAttributes{Group: group, Resource: resource, Verb: verb}}}
 			if err := c.Create(ctx, review); err != nil {
@@ -85,19 +103,6 @@ func CheckWatchPermissions(ctx context.Context, c client.Client, kinds []client.
 	return fmt.Errorf("the manager%s may not %s in every namespace; its caches need them, and without them it would wait for them forever: "+
 		"bind it to the operator's ClusterRole (config/rbac/role.yaml; the Helm chart installs and binds it with rbac.create=true)",
 		identityOf(ctx, c), strings.Join(missing, ", "))
-}
-
-// resourceOf returns the API group and resource name of obj's kind.
-func resourceOf(c client.Client, obj client.Object) (group, resource string, err error) {
-	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
-	if err != nil {
-		return "", "", err
-	}
-	mapping, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return "", "", fmt.Errorf("the API server does not serve %s: %w", gvk, err)
-	}
-	return mapping.Resource.Group, mapping.Resource.Resource, nil
 }
 
 // qualified writes a resource as RBAC rules and kubectl name it: "pods",

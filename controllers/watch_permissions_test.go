@@ -27,7 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
@@ -55,7 +54,8 @@ func TestCheckWatchPermissions(t *testing.T) {
 		g.Expect(review.Status.Allowed).To(BeTrue(), "the generated ClusterRole allows the check's %s of %s", r.Verb, r.Resource)
 	}
 
-	rules := watchRules(g, controllers.WatchedKinds())
+	rules, err := controllers.WatchRules(env.Client, controllers.WatchedKinds())
+	g.Expect(err).NotTo(HaveOccurred())
 	for i, r := range rules {
 		if r.Resources[0] == "secrets" {
 			rules[i].Verbs = []string{"list"}
@@ -75,7 +75,9 @@ func TestCheckWatchPermissions(t *testing.T) {
 // test fails.
 func TestTheControllerRunsWithTheWatchPermissionsOnly(t *testing.T) {
 	g, ns := NewWithT(t), newNamespace(t)
-	rules := append(watchRules(g, controllers.WatchedKinds()),
+	rules, err := controllers.WatchRules(env.Client, controllers.WatchedKinds())
+	g.Expect(err).NotTo(HaveOccurred())
+	rules = append(rules,
 		rbacv1.PolicyRule{APIGroups: []string{trainingv1alpha1.GroupVersion.Group}, Resources: []string{"espojobs/status"}, Verbs: []string{"patch"}})
 	cfg := env.UserWithRules(t, "espo-watches-only", rules...)
 	env.StartManager(t, cfg, ns, func(o *ctrl.Options, _ *controllers.Options) {
@@ -84,17 +86,4 @@ func TestTheControllerRunsWithTheWatchPermissionsOnly(t *testing.T) {
 	job := create(g, builders.MakeESPOJob("watches-only", ns).Obj())
 	g.Eventually(condition(g, job, trainingv1alpha1.ConditionCreated), reconcileTimeout, poll).
 		Should(HaveField("Status", metav1.ConditionFalse), "the controller runs, and says it may not create the job's children")
-}
-
-// watchRules returns a rule per kind that allows listing and watching it.
-func watchRules(g Gomega, kinds []client.Object) []rbacv1.PolicyRule {
-	var rules []rbacv1.PolicyRule
-	for _, obj := range kinds {
-		gvk, err := apiutil.GVKForObject(obj, env.Scheme)
-		g.Expect(err).NotTo(HaveOccurred())
-		m, err := env.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-		g.Expect(err).NotTo(HaveOccurred())
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{m.Resource.Group}, Resources: []string{m.Resource.Resource}, Verbs: []string{"list", "watch"}})
-	}
-	return rules
 }

@@ -96,6 +96,17 @@ type ESPOJobStatus struct {
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
 
+	// Model names the policy the job trains, computed by the controller from
+	// spec.model (the Model column of kubectl get -o wide): the cpu policy and its
+	// architecture ("cpu policy (features)"), or the last element of
+	// spec.model.pretrained (else the initial checkpoint's folder, else an external
+	// worker's endpoint) with "(LoRA r=<rank>)" when spec.model.lora is set, for
+	// example "Qwen2.5-VL-3B-Instruct (LoRA r=16)". Settings that reach the worker
+	// only through its environment (ESPO_WORKER_LORA_R) do not show here.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Model string `json:"model,omitempty"`
+
 	// Training is the trainer's progress report.
 	// +optional
 	Training *TrainingStatus `json:"training,omitempty"`

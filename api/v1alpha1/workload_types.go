@@ -39,13 +39,19 @@ const (
 
 // ModelSpec is the policy being trained and the worker that computes it. (The rules
 // test has(self.worker) only because the API server checks them against the empty
-// default, before worker is defaulted.)
+// default, before worker is defaulted; an unset worker counts as cpu, its default.)
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.worker) || self.worker != 'external' || has(self.endpoint)",message="endpoint is required when worker is external",fieldPath=".endpoint"
 // +kubebuilder:validation:XValidation:rule="self.worker == 'external' || !has(self.endpoint)",message="endpoint may be set only when worker is external",fieldPath=".endpoint"
 // +kubebuilder:validation:XValidation:rule="self.worker != 'external' || (!has(self.image) && !has(self.command))",message="image and command may not be set when worker is external: the job does not run that worker"
 // +kubebuilder:validation:XValidation:rule="self.worker == 'cpu' || !has(self.cpu)",message="cpu may be set only when worker is cpu",fieldPath=".cpu"
 // +kubebuilder:validation:XValidation:rule="!has(self.worker) || self.worker != 'cuda' || has(self.pretrained) || has(self.initialCheckpoint)",message="a cuda worker needs pretrained or initialCheckpoint: the weights to start from",fieldPath=".pretrained"
+// +kubebuilder:validation:XValidation:rule="!has(self.dtype) || (has(self.worker) && self.worker != 'cpu')",message="dtype may be set only when worker is cuda or external: the cpu policy computes in float64; set worker: cuda or remove dtype",fieldPath=".dtype"
+// +kubebuilder:validation:XValidation:rule="!has(self.lora) || (has(self.worker) && self.worker != 'cpu')",message="lora may be set only when worker is cuda or external: the cpu policy has no LoRA adapters; set worker: cuda or remove lora",fieldPath=".lora"
+// +kubebuilder:validation:XValidation:rule="!has(self.gradientCheckpointing) || (has(self.worker) && self.worker != 'cpu')",message="gradientCheckpointing may be set only when worker is cuda or external; set worker: cuda or remove gradientCheckpointing",fieldPath=".gradientCheckpointing"
+// +kubebuilder:validation:XValidation:rule="!has(self.attnImplementation) || (has(self.worker) && self.worker != 'cpu')",message="attnImplementation may be set only when worker is cuda or external; set worker: cuda or remove attnImplementation",fieldPath=".attnImplementation"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxNewTokens) || (has(self.worker) && self.worker != 'cpu')",message="maxNewTokens may be set only when worker is cuda or external: the cpu policy's answers are bounded by cpu.maxIntentWords; set worker: cuda or remove maxNewTokens",fieldPath=".maxNewTokens"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxPromptTokens) || (has(self.worker) && self.worker != 'cpu')",message="maxPromptTokens may be set only when worker is cuda or external; set worker: cuda or remove maxPromptTokens",fieldPath=".maxPromptTokens"
 type ModelSpec struct {
 	// Worker is the kind of policy worker: cpu (default; the Go reference policy),
 	// cuda (PyTorch, Hugging Face models) or external (reached at endpoint).
@@ -97,6 +103,117 @@ type ModelSpec struct {
 	// cpu. Unset: the defaults below.
 	// +optional
 	CPU *CPUPolicySpec `json:"cpu,omitempty"`
+
+	// The fields below are the model settings of the PyTorch worker (cuda), sent to
+	// every worker in Configure as the options named in each comment; an external
+	// worker receives them too (it speaks the same protocol) and must understand them
+	// or refuse them. The cpu policy has none of them: with worker cpu they are
+	// refused. Unset, the worker's own default applies: its command-line flag, which
+	// defaults to the environment variable ESPO_WORKER_<OPTION> (set through
+	// trainer.env); a field set here wins over that variable.
+
+	// DType is the compute dtype of the forward and backward passes on CUDA
+	// (autocast; trainable weights stay float32): bfloat16, float16 or float32.
+	// Option dtype. Unset: the worker's default, bfloat16.
+	// +optional
+	DType ModelDType `json:"dtype,omitempty"`
+
+	// LoRA trains low-rank adapters on the frozen pretrained weights instead of every
+	// weight (options lora_r, lora_alpha, lora_dropout, lora_targets). Unset: full
+	// fine-tuning, unless the worker's environment sets ESPO_WORKER_LORA_R.
+	// +optional
+	LoRA *LoRASpec `json:"lora,omitempty"`
+
+	// GradientCheckpointing recomputes activations in the backward pass instead of
+	// keeping them: less GPU memory for about a third more compute. Option
+	// gradient_checkpointing ("true" or "false"). Unset: the worker's default, off.
+	// +optional
+	GradientCheckpointing *bool `json:"gradientCheckpointing,omitempty"`
+
+	// AttnImplementation is the attention kernel transformers loads the model with:
+	// eager, sdpa (PyTorch's scaled_dot_product_attention), flash_attention_2 (needs
+	// a worker image with the flash-attn package and a model that supports it) or
+	// flex_attention (needs torch 2.5 or newer). Option attn_implementation. Unset:
+	// transformers' choice for the model (sdpa where the model supports it).
+	// +optional
+	AttnImplementation AttnImplementation `json:"attnImplementation,omitempty"`
+
+	// MaxNewTokens caps the tokens of each sampled answer, 1 to 32768. Option
+	// max_new_tokens. Unset: the worker's default, 256 (96 for the test model tiny).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=32768
+	MaxNewTokens int32 `json:"maxNewTokens,omitempty"`
+
+	// MaxPromptTokens keeps only the last N tokens of a text-only prompt, at least 1
+	// (at most 1048576). Option max_prompt_tokens. Unset: the whole prompt (256
+	// tokens for the test model tiny).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1048576
+	MaxPromptTokens int32 `json:"maxPromptTokens,omitempty"`
+}
+
+// ModelDType is the compute dtype of a PyTorch worker.
+// +kubebuilder:validation:Enum=bfloat16;float16;float32
+type ModelDType string
+
+// The compute dtypes.
+const (
+	DTypeBFloat16 ModelDType = "bfloat16"
+	DTypeFloat16  ModelDType = "float16"
+	DTypeFloat32  ModelDType = "float32"
+)
+
+// AttnImplementation is a transformers attention implementation (the
+// attn_implementation argument of from_pretrained).
+// +kubebuilder:validation:Enum=eager;sdpa;flash_attention_2;flex_attention
+type AttnImplementation string
+
+// The attention implementations.
+const (
+	AttnEager           AttnImplementation = "eager"
+	AttnSDPA            AttnImplementation = "sdpa"
+	AttnFlashAttention2 AttnImplementation = "flash_attention_2"
+	AttnFlexAttention   AttnImplementation = "flex_attention"
+)
+
+// LoRASpec configures LoRA adapters (peft): each targeted linear layer W gains a
+// trainable update (alpha/rank)·B·A of rank rank, B starting at zero, while W stays
+// frozen. The reference policy is then the base model until the trainer snapshots
+// the adapters.
+type LoRASpec struct {
+	// Rank is the rank r of each adapter, 1 to 1024 (16 is a common choice). Option
+	// lora_r. To train every weight instead, leave lora unset.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	Rank int32 `json:"rank"`
+
+	// Alpha scales the adapters' update by alpha/rank, 1 to 4096. Option lora_alpha.
+	// Unset: the worker's default, 2 × rank.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4096
+	Alpha int32 `json:"alpha,omitempty"`
+
+	// Dropout is the dropout probability on the adapters' input, at least 0 and less
+	// than 1 ("0.05"). Option lora_dropout. Unset: the worker's default, 0.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0 && double(self) < 1.0)",message="must be at least 0 and less than 1"
+	Dropout Decimal `json:"dropout,omitempty"`
+
+	// TargetModules are the names of the modules that get adapters, matched as peft
+	// matches a list: a module whose name is one of them or ends in "." and one of
+	// them (q_proj, v_proj). Option lora_targets, joined with commas. Unset: every
+	// linear layer but the output head (peft's "all-linear").
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=128
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9_.]+$`
+	TargetModules []string `json:"targetModules,omitempty"`
 }
 
 // CPUPolicySpec is the shape of the pure-Go reference policy: hashed features of

@@ -61,9 +61,9 @@ func applyTraining(ctx context.Context, ns, name string, training map[string]any
 }
 
 // TestStatusAndColumns writes status as the controller and the trainer would, checks
-// that a controller status write keeps the trainer's report, that metrics print in the
-// columns of `kubectl get espojobs` (and -o wide), and that a non-finite metric is
-// refused.
+// that a controller status write keeps the trainer's report, that metrics and the
+// model print in the columns of `kubectl get espojobs` (and -o wide), and that a
+// non-finite metric is refused.
 func TestStatusAndColumns(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
@@ -83,6 +83,7 @@ func TestStatusAndColumns(t *testing.T) {
 	job.Status.Restarts, job.Status.Disruptions = 1, 1
 	job.Status.Active, job.Status.Ready = 1, 1
 	job.Status.ObservedGeneration = job.Generation
+	job.Status.Model = "Qwen2.5-VL-3B-Instruct (LoRA r=16)"
 	meta.SetStatusCondition(&job.Status.Conditions, metav1.Condition{
 		Type: trainingv1alpha1.ConditionRunning, Status: metav1.ConditionTrue, Reason: trainingv1alpha1.ReasonPodsRunning, Message: "1/1 trainer pods running",
 	})
@@ -105,7 +106,7 @@ func TestStatusAndColumns(t *testing.T) {
 			names = append(names, c.Name+"(wide)")
 		}
 	}
-	if got, want := strings.Join(names, " "), "Name Phase Stage Epoch Step GUI-Acc Intent-Acc Rec-Acc Age Ele-Acc(wide) Reward(wide) Restarts(wide)"; got != want {
+	if got, want := strings.Join(names, " "), "Name Phase Stage Epoch Step GUI-Acc Intent-Acc Rec-Acc Age Ele-Acc(wide) Reward(wide) Restarts(wide) Model(wide)"; got != want {
 		t.Errorf("columns\n  %s\nwant\n  %s", got, want)
 	}
 	if len(table.Rows) != 1 {
@@ -113,7 +114,7 @@ func TestStatusAndColumns(t *testing.T) {
 	}
 	cells := table.Rows[0].Cells
 	cells[8] = "AGE"
-	if got, want := fmt.Sprint(cells...), fmt.Sprint("columns", "Running", "espo", 3, 120, "0.912", "0.500", "0.286", "AGE", "0.850", "0.123", 1); got != want {
+	if got, want := fmt.Sprint(cells...), fmt.Sprint("columns", "Running", "espo", 3, 120, "0.912", "0.500", "0.286", "AGE", "0.850", "0.123", 1, "Qwen2.5-VL-3B-Instruct (LoRA r=16)"); got != want {
 		t.Errorf("row\n  %s\nwant\n  %s", got, want)
 	}
 

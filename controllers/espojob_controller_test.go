@@ -110,6 +110,7 @@ func TestCreatesEveryChildWithTheRightFields(t *testing.T) {
 	g.Expect(st.Phase).To(Equal(trainingv1alpha1.PhasePending))
 	g.Expect(st.Active).To(Equal(int32(2)))
 	g.Expect(st.ObservedGeneration).To(Equal(getJob(g, job).Generation))
+	g.Expect(st.Model).To(Equal("cpu policy (features)"), "status.model, the Model column")
 }
 
 func TestSucceedsWhenRankZeroExitsZero(t *testing.T) {

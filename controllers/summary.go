@@ -26,11 +26,12 @@ import (
 
 // summarize recomputes the pod counts, startTime, the Running condition, the phase,
 // the conditions kstatus reads and observedGeneration from the pods of the (possibly
-// new) current attempt.
+// new) current attempt, and status.model from the spec.
 func summarize(u *statusUpdate) {
 	if u.listed {
 		updatePodStatus(u, splitPods(u.job, u.pods))
 	}
+	u.status().Model = modelSummary(&u.job.Spec.Model)
 	u.status().Phase = computePhase(u.status())
 	setKstatusConditions(u)
 	u.status().ObservedGeneration = u.job.Generation

@@ -149,6 +149,12 @@ func (w *ESPOJobWrapper) WorkerImage(image string, command ...string) *ESPOJobWr
 	return w
 }
 
+// LoRA makes the worker train LoRA adapters of rank (spec.model.lora.rank).
+func (w *ESPOJobWrapper) LoRA(rank int32) *ESPOJobWrapper {
+	w.Spec.Model.LoRA = &trainingv1alpha1.LoRASpec{Rank: rank}
+	return w
+}
+
 // InitialCheckpoint starts the policy from a checkpoint in a claim.
 func (w *ESPOJobWrapper) InitialCheckpoint(claim, path string) *ESPOJobWrapper {
 	w.Spec.Model.InitialCheckpoint = &trainingv1alpha1.VolumePath{ClaimName: claim, Path: path}

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -112,6 +113,10 @@ func Resolve(c *Config) (*Resolved, error) {
 	adv.Gates = espo.Gates(s.Rewards.COUT.Gates)
 	adv.EmptyGate = p.parse("spec.rewards.cout.emptyGate", s.Rewards.COUT.EmptyGate)
 	r.Advantage = adv
+	dropout := 0.0
+	if l := s.Model.LoRA; l != nil && l.Dropout != "" {
+		dropout = p.parse(loraDropoutField, l.Dropout)
+	}
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -120,7 +125,20 @@ func Resolve(c *Config) (*Resolved, error) {
 		fieldErr("spec.rewards.cout", r.Advantage.Validate()),
 		fieldErr("spec.algorithm", r.Loss.Validate()),
 		checkEmbedder(s.Rewards.Intent.Embedder),
+		checkDropout(dropout),
 	)
+}
+
+// loraDropoutField is the path of spec.model.lora.dropout in errors.
+const loraDropoutField = "spec.model.lora.dropout"
+
+// checkDropout applies to spec.model.lora.dropout the API server's rule: at least 0
+// and less than 1 (the worker receives the Decimal as it is written).
+func checkDropout(v float64) error {
+	if v < 0 || v >= 1 {
+		return fmt.Errorf("%s: %g must be at least 0 and less than 1", loraDropoutField, v)
+	}
+	return nil
 }
 
 // checkEmbedder applies to spec.rewards.intent.embedder, when set and defaulted, the
@@ -164,7 +182,13 @@ func fieldErr(path string, err error) error {
 	return fmt.Errorf("%s: %w", path, err)
 }
 
-// workerOptions passes the model section of the spec to the workers.
+// workerOptions passes the model section of the spec to the workers, as the Configure
+// options the workers read: pretrained; the CPU policy's hidden, hash_bits,
+// max_intent_words and arch; and the PyTorch worker's dtype, lora_r, lora_alpha,
+// lora_dropout, lora_targets (comma-separated), gradient_checkpointing ("true" or
+// "false"), attn_implementation, max_new_tokens and max_prompt_tokens. A field left
+// unset sends no option, so the worker keeps its own default (for the PyTorch worker
+// its flag, from $ESPO_WORKER_<OPTION>); an option sent wins over that default.
 func workerOptions(m *trainingv1alpha1.ModelSpec) map[string]string {
 	o := map[string]string{}
 	if m.Pretrained != "" {
@@ -181,5 +205,32 @@ func workerOptions(m *trainingv1alpha1.ModelSpec) map[string]string {
 			o["arch"] = string(m.CPU.Architecture)
 		}
 	}
+	setOption(o, "dtype", string(m.DType))
+	if l := m.LoRA; l != nil {
+		o["lora_r"] = strconv.Itoa(int(l.Rank))
+		setCount(o, "lora_alpha", l.Alpha)
+		setOption(o, "lora_dropout", string(l.Dropout)) // a Decimal, which Python's float() reads as it is
+		setOption(o, "lora_targets", strings.Join(l.TargetModules, ","))
+	}
+	if g := m.GradientCheckpointing; g != nil {
+		o["gradient_checkpointing"] = strconv.FormatBool(*g)
+	}
+	setOption(o, "attn_implementation", string(m.AttnImplementation))
+	setCount(o, "max_new_tokens", m.MaxNewTokens)
+	setCount(o, "max_prompt_tokens", m.MaxPromptTokens)
 	return o
+}
+
+// setOption sets the option name to v unless v is empty (the field is unset).
+func setOption(o map[string]string, name, v string) {
+	if v != "" {
+		o[name] = v
+	}
+}
+
+// setCount sets the option name to n unless n is 0 (the field is unset).
+func setCount(o map[string]string, name string, n int32) {
+	if n != 0 {
+		o[name] = strconv.Itoa(int(n))
+	}
 }

@@ -96,6 +96,12 @@ func TestLoadConfigNamesTheBadField(t *testing.T) {
 			"spec.rewards.intent.embedder.apiKeySecretRef: name and key are required"},
 		"embedder batch size": {minimalConfig + "  rewards: {intent: {embedder: {endpoint: 'http://embeddings.ml.svc', batchSize: -1}}}\n",
 			"spec.rewards.intent.embedder.batchSize: -1 not in [1, 2048]"},
+		"LoRA dropout not a decimal": {minimalConfig + "  model: {worker: cuda, pretrained: m, lora: {rank: 8, dropout: 'some'}}\n",
+			`spec.model.lora.dropout: v1alpha1: "some" is not a decimal`},
+		"LoRA dropout of 1": {minimalConfig + "  model: {worker: cuda, pretrained: m, lora: {rank: 8, dropout: '1.0'}}\n",
+			"spec.model.lora.dropout: 1 must be at least 0 and less than 1"},
+		"LoRA dropout below 0": {minimalConfig + "  model: {worker: cuda, pretrained: m, lora: {rank: 8, dropout: '-0.1'}}\n",
+			"spec.model.lora.dropout: -0.1 must be at least 0 and less than 1"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

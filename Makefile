@@ -1,5 +1,5 @@
 # espo-operator: every install step the project needs is a target here; a fresh machine
-# needs Go, gcc and kubectl only.
+# needs Go, gcc, Python 3.11 and kubectl only.
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -57,10 +57,15 @@ manifests: ## Generate the CRD and RBAC manifests (and copy them into the Helm c
 	cp config/policy/trainer_status_policy.yaml charts/espo-operator/files/trainer-status-policy.yaml
 
 .PHONY: verify
-verify: ## Fail when generated files are stale, or code is unformatted or fails vet.
+verify: ## Fail when generated files are stale, or code is unformatted, fails vet or fails ruff (the PyTorch worker's Python).
 	hack/verify-generated.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
+	cd trainer/worker/torch && "$$($(CURDIR)/hack/setup-python.sh)" -m ruff check --no-cache .
+
+.PHONY: lock-python
+lock-python: ## Rewrite the PyTorch worker's locks (requirements*.txt) from its pyproject.toml.
+	hack/lock-python.sh
 
 .PHONY: lint
 lint: ## Run staticcheck (built from the module proxy, pinned in go.mod).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (make test, and so .ci/run): builds the test control plane on
-# first use (running the tests that need none meanwhile), installs the Debian packages the
-# tests need, checks that generated files are current, runs every Go test and prints a
+# first use (running the tests that need none meanwhile), installs the Debian package the
+# generators need and builds the PyTorch worker's Python environment (hack/setup-python.sh,
+# on first use), checks that generated files are current, runs every Go test and prints a
 # summary line "N passed, N failed, N skipped", then how long each phase took. Exits
 # non-zero on any failure.
 set -euo pipefail
@@ -39,15 +40,12 @@ export CGO_ENABLED=0 GOFLAGS="-trimpath -tags=grpcnotrace -ldflags=-w ${GOFLAGS:
 
 # early_packages prints the packages whose tests need neither the test control plane
 # (their test binary links no test/testenv, internal/controlplane or envtest) nor the
-# Debian packages (no test file of theirs runs python3).
+# worker's Python environment (no test/pyenv).
 early_packages() {
-  go list -test -f '{{.ImportPath}} {{.Dir}} {{join .Deps " "}}' ./... |
+  go list -test -f '{{.ImportPath}} {{join .Deps " "}}' ./... |
     awk '$1 ~ /\.test$/ {
-      for (i = 3; i <= NF; i++) if ($i ~ /espo-operator\/(test\/testenv|internal\/controlplane)$|controller-runtime\/pkg\/envtest$/) next
-      sub(/\.test$/, "", $1); print $1, $2 }' |
-    while read -r pkg dir; do
-      grep -qs python3 "$dir"/*_test.go || echo "$pkg"
-    done
+      for (i = 2; i <= NF; i++) if ($i ~ /espo-operator\/(test\/testenv|test\/pyenv|internal\/controlplane)$|controller-runtime\/pkg\/envtest$/) next
+      sub(/\.test$/, "", $1); print $1 }'
 }
 
 # test_imports prints the packages the tests of the given packages import, directly or
@@ -56,7 +54,7 @@ test_imports() {
   go list -deps -test -f '{{if and (not .ForTest) (ne .Name "main")}}{{.ImportPath}}{{end}}' "$@"
 }
 
-# The Debian packages download and install in the background. A control plane not yet
+# The Debian package and the Python environment download and install in the background. A control plane not yet
 # built is built in two steps. First, while `setup-envtest.sh --fetch` downloads its
 # modules, the packages the early packages' tests import are compiled: most of them (the
 # standard library, k8s.io/api, apimachinery, client-go) are the control plane's too, and
@@ -65,9 +63,11 @@ test_imports() {
 # while the early packages' tests run (its links leave a core idle); their results are
 # replayed ahead of the others', into one summary. With the control plane built, every
 # package's tests run together.
-debian_log="$(mktemp)"
+debian_log="$(mktemp)" python_log="$(mktemp)" python_out="$(mktemp)"
 hack/setup-debian.sh >"$debian_log" 2>&1 &
 debian_pid=$!
+hack/setup-python.sh >"$python_out" 2>"$python_log" &
+python_pid=$!
 early=() early_json="$(mktemp)"
 if KUBEBUILDER_ASSETS="$(ESPO_KUBE_SCHEDULER=1 hack/setup-envtest.sh --if-cached)"; then  # kube-scheduler too, for test/gang
   phase "test control plane"
@@ -105,13 +105,20 @@ else
 fi
 export KUBEBUILDER_ASSETS
 
-phase "debian packages"
+phase "debian & python"
 phases+=("${phase_detail[@]}")
 if ! wait "$debian_pid"; then
   cat "$debian_log" >&2
   exit 1
 fi
 tail -n1 "$debian_log" >&2
+if ! wait "$python_pid"; then
+  cat "$python_log" >&2
+  exit 1
+fi
+cat "$python_log" >&2
+ESPO_PYTHON="$(tail -n1 "$python_out")"
+export ESPO_PYTHON
 
 # The generated files are checked while the tests run: most test time is spent waiting
 # for API servers and trainer processes, and the check needs the CPU for a minute.

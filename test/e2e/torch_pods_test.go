@@ -31,20 +31,16 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/localcluster"
+	"github.com/espo-dev/espo-operator/test/pyenv"
 	"github.com/espo-dev/espo-operator/trainer/worker/workertest"
 )
-
-// python is the interpreter with Debian's torch, grpc and protobuf.
-const python = "/usr/bin/python3"
 
 // Two trainer pods of two PyTorch workers each (the tiny model, on CPU): the four
 // workers form one gloo group across the pods over the pod network (the rendezvous
 // at pod 0's address from the hosts file, each pod's workers on its own address),
 // and the job ends with the weights one pod of four workers ends with.
 func TestTorchWorkersFormOneGroupAcrossPods(t *testing.T) {
-	if out, err := exec.Command(python, "-c", "import torch, grpc, google.protobuf").CombinedOutput(); err != nil {
-		t.Skipf("%s cannot import torch, grpc and google.protobuf (hack/setup-debian.sh installs them): %v: %s", python, err, out)
-	}
+	python := pyenv.Require(t)
 	g := NewWithT(t)
 	ns := newNamespace(t, "e2e-torch-pods")
 	apply(g, ns, testdata("checkpoint-claim.yaml"))
@@ -101,7 +97,7 @@ func trainTorchJob(t *testing.T, ns, pythonPath, name string, replicas, perPod i
 	job := &trainingv1alpha1.ESPOJob{}
 	g.Expect(yaml.UnmarshalStrict(raw, job)).To(Succeed())
 	job.Name = name
-	job.Spec.Model.Command = []string{python, "-m", "espo_worker"}
+	job.Spec.Model.Command = []string{pyenv.Require(t), "-m", "espo_worker"}
 	job.Spec.Trainer.Replicas, job.Spec.Trainer.WorkersPerReplica = replicas, perPod
 	job.Spec.Trainer.Env = []corev1.EnvVar{
 		{Name: "PYTHONPATH", Value: pythonPath},

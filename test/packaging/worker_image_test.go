@@ -17,7 +17,6 @@ limitations under the License.
 package packaging
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,59 +24,123 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
 )
 
 // workerDir is the PyTorch worker's image context.
 var workerDir = filepath.Join("trainer", "worker", "torch")
 
-// baseImageModules are the worker's imports that the CUDA PyTorch base image brings.
-var baseImageModules = map[string]bool{"torch": true}
-
 // distributionOf names the pip distribution of an import whose name differs from it.
 var distributionOf = map[string]string{"PIL": "pillow", "google": "protobuf", "grpc": "grpcio"}
 
-// runtimeOnly are pins the worker never imports, each needed by a pinned package at
-// run time.
+// runtimeOnly are dependencies the worker never imports, each needed by another one
+// at run time.
 var runtimeOnly = map[string]string{
 	"accelerate":  "transformers loads a model with device_map and low_cpu_mem_usage through it",
 	"safetensors": "transformers reads model.safetensors weights through it",
+	"tokenizers":  "transformers' fast tokenizers (tokenizer.json) are its classes",
 }
 
-// pinPattern is a requirements line that pins one distribution to one version.
-var pinPattern = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)==([0-9][0-9A-Za-z.+-]*)$`)
+// lockEntry is one package of a lock: name==version followed by its hashes.
+var lockEntry = regexp.MustCompile(`(?m)^([A-Za-z0-9][A-Za-z0-9._-]*)==([0-9][0-9A-Za-z.+!-]*)((?:[ \t]*\\\n[ \t]*--hash=sha256:[0-9a-f]{64})+)`)
+
+// readLock reads a lock hack/lock-python.sh wrote: distribution name (lower case) to
+// version. Every line is a comment, a blank, or part of an entry pinned to one version
+// with at least one hash.
+func readLock(t *testing.T, name string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(repoPath(workerDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins := map[string]string{}
+	rest := lockEntry.ReplaceAllStringFunc(string(b), func(entry string) string {
+		m := lockEntry.FindStringSubmatch(entry)
+		pins[normalize(m[1])] = m[2]
+		return ""
+	})
+	for n, line := range strings.Split(rest, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			t.Errorf("%s: %q is not part of an entry name==version with its --hash=sha256: lines (line %d once entries are removed): "+
+				"write the lock with hack/lock-python.sh", name, line, n+1)
+		}
+	}
+	if len(pins) == 0 {
+		t.Fatalf("%s pins nothing", name)
+	}
+	return pins
+}
+
+// normalize is a distribution's name as pip compares them (PEP 503).
+func normalize(name string) string {
+	return regexp.MustCompile(`[-_.]+`).ReplaceAllString(strings.ToLower(name), "-")
+}
+
+// pyproject is what the tests read of the worker's pyproject.toml.
+type pyproject struct {
+	Project struct {
+		Dependencies         []string            `toml:"dependencies"`
+		OptionalDependencies map[string][]string `toml:"optional-dependencies"`
+	} `toml:"project"`
+}
+
+// exactPin is a pyproject.toml dependency pinned to one version.
+var exactPin = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)==([0-9][0-9A-Za-z.+!-]*)$`)
+
+// declaredPins reads pyproject.toml's runtime dependencies and its test extra, each of
+// which must be an exact pin: name to version.
+func declaredPins(t *testing.T) (runtime, test map[string]string) {
+	t.Helper()
+	var p pyproject
+	if _, err := toml.DecodeFile(repoPath(workerDir, "pyproject.toml"), &p); err != nil {
+		t.Fatal(err)
+	}
+	parse := func(what string, deps []string) map[string]string {
+		pins := map[string]string{}
+		for _, d := range deps {
+			m := exactPin.FindStringSubmatch(d)
+			if m == nil {
+				t.Errorf("pyproject.toml %s: %q is not an exact pin (name==version)", what, d)
+				continue
+			}
+			pins[normalize(m[1])] = m[2]
+		}
+		return pins
+	}
+	return parse("dependencies", p.Project.Dependencies), parse("optional-dependencies.test", p.Project.OptionalDependencies["test"])
+}
+
+// TestTheLocksHoldWhatPyprojectPins: every pin of pyproject.toml is in its lock at the
+// same version (its runtime dependencies in requirements.txt, the test extra in
+// requirements-test.txt), and the test lock repeats nothing of the runtime one.
+func TestTheLocksHoldWhatPyprojectPins(t *testing.T) {
+	runtime, test := declaredPins(t)
+	lock, testLock := readLock(t, "requirements.txt"), readLock(t, "requirements-test.txt")
+	check := func(pins, in map[string]string, file string) {
+		for name, v := range pins {
+			if got, ok := in[name]; !ok || got != v {
+				t.Errorf("pyproject.toml pins %s==%s, %s has %q: run hack/lock-python.sh", name, v, file, got)
+			}
+		}
+	}
+	check(runtime, lock, "requirements.txt")
+	check(test, testLock, "requirements-test.txt")
+	for name := range testLock {
+		if _, ok := lock[name]; ok {
+			t.Errorf("requirements-test.txt repeats %s of requirements.txt: run hack/lock-python.sh", name)
+		}
+	}
+	for _, want := range []string{"torch", "transformers", "peft"} {
+		if _, ok := runtime[want]; !ok {
+			t.Errorf("pyproject.toml does not pin %s", want)
+		}
+	}
+}
 
 // importPattern matches a Python import statement, at any indentation (the worker
 // imports transformers, peft and PIL inside the functions that need them).
 var importPattern = regexp.MustCompile(`^\s*(?:import|from)\s+([A-Za-z_][A-Za-z0-9_]*)`)
-
-// workerPins reads the worker's requirements.txt: distribution name (lower case) to
-// version. Every line that is not a comment must be an exact pin.
-func workerPins(t *testing.T) map[string]string {
-	t.Helper()
-	f, err := os.Open(repoPath(workerDir, "requirements.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	pins := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		m := pinPattern.FindStringSubmatch(line)
-		if m == nil {
-			t.Errorf("requirements.txt:%d: %q is not an exact pin (name==version)", n, line)
-			continue
-		}
-		pins[strings.ToLower(m[1])] = m[2]
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return pins
-}
 
 // workerImports returns the top-level modules the worker package imports, less its
 // own and the standard library's, with the files that import each.
@@ -123,8 +186,9 @@ func pythonStdlib(t *testing.T) map[string]bool {
 }
 
 // TestWorkerImageBuildsOnABaseImageItIsGiven checks the PyTorch worker's Dockerfile: one
-// stage from the BASE_IMAGE build argument (no registry host, no default), the pinned
-// requirements installed with pip before the worker's code is copied, and the image
+// stage from the BASE_IMAGE build argument (no registry host, no default), the lock
+// installed with pip, hashes checked and nothing else resolved, before the worker's
+// code is copied, and the image
 // started as the non-root user with python3 -m espo_worker.
 func TestWorkerImageBuildsOnABaseImageItIsGiven(t *testing.T) {
 	stages, globalArgs := parseDockerfileAt(t, repoPath(workerDir, "Dockerfile"))
@@ -151,12 +215,13 @@ func TestWorkerImageBuildsOnABaseImageItIsGiven(t *testing.T) {
 		}
 	}
 	installs := slices.IndexFunc(order, func(s string) bool {
-		return strings.HasPrefix(s, "run ") && strings.Contains(s, "pip install") && strings.Contains(s, "-r /opt/espo/requirements.txt")
+		return strings.HasPrefix(s, "run ") && strings.Contains(s, "pip install") && strings.Contains(s, "--require-hashes") &&
+			strings.Contains(s, "--no-deps") && strings.Contains(s, "-r /opt/espo/requirements.txt")
 	})
 	copiesReqs := slices.IndexFunc(order, func(s string) bool { return strings.HasPrefix(s, "copy requirements.txt ") })
 	copiesCode := slices.IndexFunc(order, func(s string) bool { return strings.HasPrefix(s, "copy espo_worker ") })
 	if copiesReqs < 0 || installs < 0 || copiesCode < 0 || !(copiesReqs < installs && installs < copiesCode) {
-		t.Errorf("COPY and RUN steps %q: want requirements.txt copied, then pip install -r of it, then espo_worker copied", order)
+		t.Errorf("COPY and RUN steps %q: want requirements.txt copied, then pip install --no-deps --require-hashes -r of it (the lock, all of it), then espo_worker copied", order)
 	}
 	if !slices.Equal(user, []string{"65532:65532"}) {
 		t.Errorf("USER %q, want 65532:65532 (the trainer pods' user)", user)
@@ -166,38 +231,36 @@ func TestWorkerImageBuildsOnABaseImageItIsGiven(t *testing.T) {
 	}
 }
 
-// TestWorkerImagePinsWhatTheWorkerImports checks requirements.txt against the worker's
-// code: every package the worker imports is pinned to one version (or comes with the
-// base image), and every pin is imported or needed at run time by a pinned package.
-func TestWorkerImagePinsWhatTheWorkerImports(t *testing.T) {
-	pins := workerPins(t)
+// TestPyprojectDeclaresWhatTheWorkerImports checks pyproject.toml's dependencies
+// against the worker's code: every package the worker imports is a dependency, and
+// every dependency is imported or needed at run time by another one.
+func TestPyprojectDeclaresWhatTheWorkerImports(t *testing.T) {
+	pins, _ := declaredPins(t)
 	imports := workerImports(t)
 	imported := map[string]bool{}
 	for module, files := range imports {
-		if baseImageModules[module] {
-			continue
-		}
 		dist := module
 		if d, ok := distributionOf[module]; ok {
 			dist = d
 		}
-		dist = strings.ToLower(dist)
+		dist = normalize(dist)
 		imported[dist] = true
 		if _, ok := pins[dist]; !ok {
-			t.Errorf("%s imports %s, but requirements.txt does not pin %s: add %s==<version>", strings.Join(files, ", "), module, dist, dist)
+			t.Errorf("%s imports %s, but pyproject.toml does not depend on %s: add %s==<version> and run hack/lock-python.sh",
+				strings.Join(files, ", "), module, dist, dist)
 		}
 	}
 	for dist := range pins {
 		if _, ok := runtimeOnly[dist]; !ok && !imported[dist] {
-			t.Errorf("requirements.txt pins %s, which the worker never imports: remove it, or say in this test which pinned package needs it", dist)
+			t.Errorf("pyproject.toml depends on %s, which the worker never imports: remove it, or say in this test which dependency needs it", dist)
 		}
 	}
 	for dist, why := range runtimeOnly {
 		if _, ok := pins[dist]; !ok {
-			t.Errorf("requirements.txt does not pin %s (%s)", dist, why)
+			t.Errorf("pyproject.toml does not depend on %s (%s)", dist, why)
 		}
 	}
-	for _, want := range []string{"grpcio", "protobuf", "transformers"} {
+	for _, want := range []string{"grpcio", "protobuf", "transformers", "torch"} {
 		if !imported[want] {
 			t.Errorf("found no import of %s in the worker: the import scan is broken", want)
 		}

@@ -40,6 +40,7 @@ import (
 	"github.com/espo-dev/espo-operator/config/policy"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/controlplane"
+	"github.com/espo-dev/espo-operator/test/repo"
 )
 
 // Env is a running control plane.
@@ -117,19 +118,4 @@ func (e *Env) Stop() error { return e.env.Stop() }
 
 // RepoRoot finds the repository root: the nearest folder above the working directory
 // that holds go.mod.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+func RepoRoot() (string, error) { return repo.Root() }

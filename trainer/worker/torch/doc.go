@@ -20,9 +20,9 @@ limitations under the License.
 // torch model: the Go trainer trains it through SFT and ESPO over gRPC, Generate's
 // log-probs equal LogProbs', and the gradient it applies equals the gradient of the
 // ESPO objective computed in torch from the formulas (a cross-language check of
-// espo.LossWeights). The tests need /usr/bin/python3 with Debian's python3-torch,
-// python3-grpcio and python3-protobuf (hack/setup-debian.sh installs them) and are
-// skipped, saying so, when they are missing.
+// espo.LossWeights). The tests run in the Python environment hack/setup-python.sh
+// builds from the worker's locks (requirements.txt, requirements-test.txt; see
+// test/pyenv), on first use, and fail without it.
 //
 // Run the worker with
 //

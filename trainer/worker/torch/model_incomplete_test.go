@@ -46,7 +46,6 @@ func (r *statusRecorder) Report(_ context.Context, s *trainingv1alpha1.TrainingS
 // sides agree on the protocol's marker) and ends the run with the ModelIncomplete
 // outcome and the worker's message.
 func TestTrainerEndsWithModelIncompleteOnAFolderMissingFiles(t *testing.T) {
-	needPython(t)
 	model := filepath.Join(t.TempDir(), "Qwen2.5-VL-3B-Instruct")
 	if err := os.MkdirAll(model, 0o755); err != nil {
 		t.Fatal(err)

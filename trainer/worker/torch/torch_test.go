@@ -18,6 +18,7 @@ package torch
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -37,6 +38,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/test/pyenv"
 	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/worker"
@@ -44,32 +46,20 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
 
-// python is the interpreter Debian's python3-torch, python3-grpcio and
-// python3-protobuf install into (not a pyenv or venv python on PATH).
-const python = "/usr/bin/python3"
+// python is the interpreter of the worker's test environment (test/pyenv), set by
+// TestMain.
+var python string
 
-// needPython skips the test, saying why, when python lacks torch or grpc.
-func needPython(t *testing.T) {
-	t.Helper()
-	if err := pythonImports(); err != nil {
-		t.Skipf("%s cannot import torch, grpc and google.protobuf (run hack/setup-debian.sh, which apt-get installs "+
-			"python3-torch python3-grpcio python3-protobuf): %v", python, err)
-	}
-}
-
-// pythonImports imports the worker's packages in python once per test binary (about
-// a CPU-second each time: torch's import) and says why it could not.
-var pythonImports = sync.OnceValue(func() error {
-	out, err := exec.Command(python, "-c", "import torch, grpc, google.protobuf").CombinedOutput()
+// TestMain finds (or builds, on first use) the worker's Python environment: the tests
+// of this package fail without it rather than skip.
+func TestMain(m *testing.M) {
+	p, err := pyenv.Python()
 	if err != nil {
-		return fmt.Errorf("%w: %s", err, lastLine(out))
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	return nil
-})
-
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return lines[len(lines)-1]
+	python = p
+	os.Exit(m.Run())
 }
 
 // pyEnv is the environment of the Python processes: one CPU thread for torch (the
@@ -179,7 +169,6 @@ func startWorkerEnv(t *testing.T, env []string, allowed string, args ...string) 
 // token, refuses Save and Load out of its --allow-path folder, and writes no token
 // to its standard error, gRPC's debug log included.
 func TestTorchWorkerNeedsTheTokenAndStaysInItsFolder(t *testing.T) {
-	needPython(t)
 	l := workertest.NewLayout(t)
 	w := startWorker(t, l.Allowed)
 	tiny := map[string]string{"pretrained": "tiny"}
@@ -193,7 +182,6 @@ func TestTorchWorkerNeedsTheTokenAndStaysInItsFolder(t *testing.T) {
 // TestTorchWorkerLoadsAnInlineState: ConfigureRequest.state restores a state as its
 // file does, and is refused when sent with a load path or when it is no state.
 func TestTorchWorkerLoadsAnInlineState(t *testing.T) {
-	needPython(t)
 	dir := t.TempDir()
 	workertest.CheckInlineState(t, startWorker(t, dir).Client(), dir, map[string]string{"pretrained": "tiny"})
 }
@@ -202,7 +190,6 @@ func TestTorchWorkerLoadsAnInlineState(t *testing.T) {
 // $ESPO_WORKER_TOKEN_FILE) or --insecure-no-auth the worker does not start, and says
 // which flag fixes it.
 func TestTorchWorkerRefusesToStartWithoutAToken(t *testing.T) {
-	needPython(t)
 	cmd := exec.Command(python, "-m", "espo_worker", "--listen", "127.0.0.1:0", "--model", "tiny", "--device", "cpu")
 	cmd.Env = append(pyEnv(), worker.EnvTokenFile+"=")
 	out, err := cmd.CombinedOutput()
@@ -211,16 +198,29 @@ func TestTorchWorkerRefusesToStartWithoutAToken(t *testing.T) {
 	}
 }
 
-// TestPythonUnitTests runs the Python package's own tests (tests/test_*.py).
+// TestPythonUnitTests runs the Python package's own tests (tests/test_*.py) with
+// pytest, as `python -m pytest` in this folder does.
 func TestPythonUnitTests(t *testing.T) {
-	needPython(t)
-	cmd := exec.Command(python, "-m", "unittest", "discover", "-s", "tests", "-t", ".", "-v")
+	cmd := exec.Command(python, "-m", "pytest", "-q", "-rs")
 	cmd.Env = pyEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("python -m unittest: %v\n%s", err, out)
+		t.Fatalf("python -m pytest: %v\n%s", err, out)
+	}
+	if bytes.Contains(out, []byte(" skipped")) {
+		t.Errorf("pytest skipped tests: every test must run here\n%s", out)
 	}
 	t.Logf("%s", out)
+}
+
+// TestRuffFindsNothing lints the package and its tests with ruff, configured in
+// pyproject.toml (make verify runs the same check).
+func TestRuffFindsNothing(t *testing.T) {
+	cmd := exec.Command(python, "-m", "ruff", "check", "--no-cache", ".")
+	cmd.Env = pyEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("ruff check: %v\n%s", err, out)
+	}
 }
 
 // smallRun is a run over a few synthetic episodes, enough for every split to get one:
@@ -241,7 +241,6 @@ func smallRun(t *testing.T) *trainer.Config {
 // through the SFT cold start and an ESPO epoch to Completed, with finite statistics,
 // under each protobuf implementation python offers (pure Python and the compiled one).
 func TestTrainerDrivesTheTorchWorker(t *testing.T) {
-	needPython(t)
 	for _, impl := range protobufImplementations(t) {
 		t.Run(impl, func(t *testing.T) { trainTorchWorker(t, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="+impl) })
 	}
@@ -336,7 +335,6 @@ func configuredTiny(t *testing.T, seed uint64, maxNew, maxPrompt, allowed string
 // TestGenerateLogProbsEqualLogProbs: the log-probs Generate reports are those LogProbs
 // returns for the same tokens, and equal the reference's right after a snapshot.
 func TestGenerateLogProbsEqualLogProbs(t *testing.T) {
-	needPython(t)
 	defer fatalOnPanic(t)
 	ctx := context.Background()
 	w := configuredTiny(t, 3, "24", "128", t.TempDir())
@@ -406,7 +404,6 @@ type lossConfig struct {
 // estimator, with current, sampling and reference policies all different and some
 // ratios clipped.
 func TestAppliedGradientIsTheESPOGradient(t *testing.T) {
-	needPython(t)
 	defer fatalOnPanic(t)
 	ctx := context.Background()
 	dir := t.TempDir()

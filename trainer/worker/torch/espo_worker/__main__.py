@@ -143,6 +143,7 @@ def main(argv=None):
     if args.procs > 1 and args.local_index < 0:
         return launch(args, argv)
     import torch
+
     from . import dist, policy, server
     k = max(args.local_index, 0)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")

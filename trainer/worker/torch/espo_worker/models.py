@@ -16,11 +16,9 @@ import contextlib
 import os
 
 import torch
-import torch.nn.functional as F
 
-from . import modelfiles
+from . import modelfiles, tiny
 from . import prompt as promptlib
-from . import tiny
 
 
 class Backend:

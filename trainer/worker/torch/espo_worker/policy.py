@@ -54,14 +54,14 @@ def _int(name, v):
     try:
         return int(v)
     except ValueError:
-        raise InvalidError("option %s=%r: want an integer" % (name, v))
+        raise InvalidError("option %s=%r: want an integer" % (name, v)) from None
 
 
 def _float(name, v):
     try:
         return float(v)
     except ValueError:
-        raise InvalidError("option %s=%r: want a number" % (name, v))
+        raise InvalidError("option %s=%r: want a number" % (name, v)) from None
 
 
 # Configure options: name -> parser. The trainer sends "pretrained" (spec.model.pretrained);
@@ -249,7 +249,7 @@ class Policy:
             for inputs, ids, w in work:
                 obj = self._weighted(self.backend.token_logprobs(inputs, ids), w)
                 (-obj).backward()
-                objective += float(obj)
+                objective += float(obj.detach())
                 tokens += len(ids)
             return objective, tokens
 
@@ -263,7 +263,7 @@ class Policy:
         logps = self.backend.token_logprobs_batch([(inputs, ids) for inputs, ids, _ in work])
         objs = [self._weighted(logp, w) for logp, (_, _, w) in zip(logps, work)]
         (-torch.stack(objs).sum()).backward()
-        return sum(float(o) for o in objs), sum(len(ids) for _, ids, _ in work)
+        return sum(float(o.detach()) for o in objs), sum(len(ids) for _, ids, _ in work)
 
     def flat_grad(self):
         return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).float().cpu()
@@ -353,7 +353,7 @@ class Policy:
                 except OSError:  # a missing file (NOT_FOUND), an unreadable one (DATA_LOSS)
                     raise
                 except Exception as e:  # noqa: BLE001 - any unreadable file is data loss
-                    raise IOError("load %s: %s" % (path, e))
+                    raise OSError("load %s: %s" % (path, e)) from e
             options = self.dist.broadcast_object(st.options if st else None)
             if self.backend is None or options != self.options:
                 self.build(options, seed)

@@ -16,9 +16,7 @@ an object with one method per rpc of the Worker service to a grpc server.
 import os
 
 import grpc
-from google.protobuf import descriptor_pb2
-from google.protobuf import descriptor_pool
-from google.protobuf import message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.internal import enum_type_wrapper
 
 DESCRIPTOR_SET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.binpb")

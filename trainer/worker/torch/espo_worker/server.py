@@ -10,8 +10,9 @@ that lacks files; Save and Load touch only paths
 under the allowed folders (folders.Folders) or answer PERMISSION_DENIED; errors map
 to INVALID_ARGUMENT (the request's fault), NOT_FOUND (a missing state file),
 DATA_LOSS (an unreadable one) and INTERNAL; Save writes atomically (temporary file in
-the same folder, fsync, rename); messages of up to 1 GiB pass both ways. The health service is answered by hand (two tiny messages),
-so no grpcio-health-checking package is needed.
+the same folder, fsync, rename); messages of up to 1 GiB pass both ways. The health
+service is answered by hand (two tiny messages), so no grpcio-health-checking package
+is needed.
 """
 
 import concurrent.futures
@@ -25,9 +26,8 @@ import traceback
 
 import grpc
 
-from . import auth
+from . import auth, modelfiles
 from . import folders as folderslib
-from . import modelfiles
 from . import policy as policylib
 from . import protocol as pb
 

@@ -7,7 +7,6 @@ train: the same protocol code paths as a Hugging Face model, at a size two CPU c
 train in seconds.
 """
 
-import torch
 from torch import nn
 
 BOS = 256

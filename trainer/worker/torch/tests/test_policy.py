@@ -110,9 +110,11 @@ class PolicyTest(unittest.TestCase):
             lp = p.backend.token_logprobs(inputs, p.backend.answer_ids(ANSWER))
             total = total + 0.25 * lp.sum()
         (-total).backward()
-        self.assertAlmostEqual(obj, float(total), places=4)
+        self.assertAlmostEqual(obj, float(total.detach()), places=4)
         self.assertEqual(tokens, 2 * (len(ANSWER) + 1))
-        self.assertTrue(torch.allclose(got, p.flat_grad(), rtol=1e-5, atol=1e-7))
+        want = p.flat_grad()
+        # float32 rounding of one batched pass against two single ones: ~1e-7 of the scale
+        self.assertTrue(torch.allclose(got, want, rtol=1e-5, atol=1e-6 * float(want.abs().max())))
 
     def test_batch_scores_each_answer_as_alone(self):
         """The tiny model's batched scoring (Backward's) gives each answer the log-probs

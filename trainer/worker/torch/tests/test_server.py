@@ -13,10 +13,9 @@ import unittest
 import grpc
 import torch
 
-from espo_worker import auth
+from espo_worker import auth, server
 from espo_worker import folders as folderslib
 from espo_worker import policy as policylib
-from espo_worker import server
 from espo_worker import protocol as pb
 
 TOKEN = "3f" * 32
@@ -182,7 +181,8 @@ class Layout:
         return {"../ out of the folder": a + "/../escaped", "../ to the outside folder": a + "/../outside/state",
                 "an absolute path elsewhere": os.path.join(self.outside, "state"), "the root": "/",
                 "the allowed folder itself": a, "a linked folder out of it": os.path.join(a, "out", "state"),
-                "a linked file out of it": os.path.join(a, "state-link"), "a dangling link out of it": os.path.join(a, "dangling"),
+                "a linked file out of it": os.path.join(a, "state-link"),
+                "a dangling link out of it": os.path.join(a, "dangling"),
                 "under a dangling link": os.path.join(a, "dangling", "state"), "a prefix of the folder's name": a + "x/state",
                 "a file of the system": "/etc/passwd"}
 

@@ -131,10 +131,12 @@ type ModelSpec struct {
 	GradientCheckpointing *bool `json:"gradientCheckpointing,omitempty"`
 
 	// AttnImplementation is the attention kernel transformers loads the model with:
-	// eager, sdpa (PyTorch's scaled_dot_product_attention), flash_attention_2 (needs
-	// a worker image with the flash-attn package and a model that supports it) or
-	// flex_attention (needs torch 2.5 or newer). Option attn_implementation. Unset:
-	// transformers' choice for the model (sdpa where the model supports it).
+	// eager, sdpa (PyTorch's scaled_dot_product_attention), flex_attention (PyTorch's
+	// flex attention), flash_attention_2 or flash_attention_3 (these two need a worker
+	// image with the flash-attn package, which the project's image does not hold, a
+	// GPU it supports (Hopper for 3) and a model that supports it). Option
+	// attn_implementation. Unset: transformers' choice for the model (sdpa where the
+	// model supports it).
 	// +optional
 	AttnImplementation AttnImplementation `json:"attnImplementation,omitempty"`
 
@@ -167,15 +169,16 @@ const (
 
 // AttnImplementation is a transformers attention implementation (the
 // attn_implementation argument of from_pretrained).
-// +kubebuilder:validation:Enum=eager;sdpa;flash_attention_2;flex_attention
+// +kubebuilder:validation:Enum=eager;sdpa;flex_attention;flash_attention_2;flash_attention_3
 type AttnImplementation string
 
 // The attention implementations.
 const (
 	AttnEager           AttnImplementation = "eager"
 	AttnSDPA            AttnImplementation = "sdpa"
-	AttnFlashAttention2 AttnImplementation = "flash_attention_2"
 	AttnFlexAttention   AttnImplementation = "flex_attention"
+	AttnFlashAttention2 AttnImplementation = "flash_attention_2"
+	AttnFlashAttention3 AttnImplementation = "flash_attention_3"
 )
 
 // LoRASpec configures LoRA adapters (peft): each targeted linear layer W gains a

@@ -6,7 +6,7 @@
 # and carry bin/espo along. Steps:
 #   1. environment: CUDA, versions
 #   2. a Qwen2-VL (ARCH=qwen2_5_vl: Qwen2.5-VL) from a small random config, no download
-#      (trainer/worker/torch/gpu/make_random_vlm.py)
+#      (trainer/worker/torch/tests/random_models.py)
 #   3. the in-process probe, full fine-tuning and LoRA: chat template with a screenshot,
 #      Generate vs LogProbs, Backward/Step, reference, Save/Load (gpu/probe.py)
 #   4. the Go trainer drives the worker over gRPC: SFT + ESPO on synthetic SmartSpot
@@ -49,8 +49,8 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,mem
 MODEL="${MODEL:-}"
 if [[ -z "$MODEL" ]]; then
   echo "== 2. random $ARCH" >&2
-  MODEL="$OUT/model-$ARCH"
-  "$PYTHON" "$pkg/gpu/make_random_vlm.py" "$MODEL" --arch "$ARCH" >&2
+  MODEL="$(cd "$OUT" && pwd)/model-$ARCH"
+  (cd "$pkg" && "$PYTHON" -m tests.random_models "$MODEL" --arch "$ARCH" >&2)
 fi
 
 if [[ "$MODEL" != tiny ]]; then

@@ -40,6 +40,7 @@ var runtimeOnly = map[string]string{
 	"accelerate":  "transformers loads a model with device_map and low_cpu_mem_usage through it",
 	"safetensors": "transformers reads model.safetensors weights through it",
 	"tokenizers":  "transformers' fast tokenizers (tokenizer.json) are its classes",
+	"torchvision": "transformers 5's Qwen2-VL image and video processors are built on it",
 }
 
 // lockEntry is one package of a lock: name==version followed by its hashes.

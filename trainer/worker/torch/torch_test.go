@@ -51,15 +51,21 @@ import (
 var python string
 
 // TestMain finds (or builds, on first use) the worker's Python environment: the tests
-// of this package fail without it rather than skip.
+// of this package fail without it rather than skip. The random Hugging Face models
+// (randomModel) live in one folder for the test binary, removed at the end.
 func TestMain(m *testing.M) {
 	p, err := pyenv.Python()
+	if err == nil {
+		python = p
+		modelsDir, err = os.MkdirTemp("", "espo-torch-models-")
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	python = p
-	os.Exit(m.Run())
+	code := m.Run()
+	_ = os.RemoveAll(modelsDir)
+	os.Exit(code)
 }
 
 // pyEnv is the environment of the Python processes: one CPU thread for torch (the
@@ -327,18 +333,51 @@ func fatalOnPanic(t *testing.T) {
 // tokens and prompts of up to maxPrompt, saving under allowed, and configures it
 // with seed.
 func configuredTiny(t *testing.T, seed uint64, maxNew, maxPrompt, allowed string) workerpb.WorkerClient {
+	return configured(t, "tiny", seed, maxNew, maxPrompt, allowed)
+}
+
+// configured is configuredTiny with model: "tiny", or an architecture of
+// randomModel, configured in float32.
+func configured(t *testing.T, model string, seed uint64, maxNew, maxPrompt, allowed string) workerpb.WorkerClient {
 	w := startWorker(t, allowed, "--max-new-tokens", maxNew, "--max-prompt-tokens", maxPrompt).Client()
-	must(w.Configure(context.Background(), &workerpb.ConfigureRequest{Seed: seed, Options: map[string]string{"pretrained": "tiny"}}))
+	opts := map[string]string{"pretrained": "tiny"}
+	if model != "tiny" {
+		opts = map[string]string{"pretrained": randomModel(t, model), "dtype": "float32"}
+	}
+	must(w.Configure(context.Background(), &workerpb.ConfigureRequest{Seed: seed, Options: opts}))
 	return w
+}
+
+// models are the models the protocol tests train: the tiny GRU, and a causal LM and a
+// vision-language model of real Hugging Face architectures (randomModel).
+var models = []string{"tiny", "qwen3", "qwen2_5_vl"}
+
+// modelPrompts is episodePrompts for model, each prompt with a screenshot for a
+// vision-language model.
+func modelPrompts(t *testing.T, model string, n int) []*workerpb.Prompt {
+	ps := episodePrompts(t, n)
+	if strings.HasSuffix(model, "_vl") {
+		shot := screenshot(t, 0)
+		for _, p := range ps {
+			p.ScreenshotPath = shot
+		}
+	}
+	return ps
 }
 
 // TestGenerateLogProbsEqualLogProbs: the log-probs Generate reports are those LogProbs
 // returns for the same tokens, and equal the reference's right after a snapshot.
 func TestGenerateLogProbsEqualLogProbs(t *testing.T) {
+	for _, model := range models {
+		t.Run(model, func(t *testing.T) { generateLogProbsEqualLogProbs(t, model) })
+	}
+}
+
+func generateLogProbsEqualLogProbs(t *testing.T, model string) {
 	defer fatalOnPanic(t)
 	ctx := context.Background()
-	w := configuredTiny(t, 3, "24", "128", t.TempDir())
-	ps := episodePrompts(t, 3)
+	w := configured(t, model, 3, "24", "128", t.TempDir())
+	ps := modelPrompts(t, model, 3)
 	must(w.Backward(ctx, &workerpb.BackwardRequest{Items: sft(t, ps)}))
 	must(w.Step(ctx, &workerpb.StepRequest{LearningRate: 0.01}))
 	must(w.SnapshotReference(ctx, &workerpb.SnapshotReferenceRequest{}))
@@ -404,11 +443,17 @@ type lossConfig struct {
 // estimator, with current, sampling and reference policies all different and some
 // ratios clipped.
 func TestAppliedGradientIsTheESPOGradient(t *testing.T) {
+	for _, model := range models {
+		t.Run(model, func(t *testing.T) { appliedGradientIsTheESPOGradient(t, model) })
+	}
+}
+
+func appliedGradientIsTheESPOGradient(t *testing.T, model string) {
 	defer fatalOnPanic(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	w := configuredTiny(t, 5, "16", "96", dir)
-	ps := episodePrompts(t, 2)
+	w := configured(t, model, 5, "16", "96", dir)
+	ps := modelPrompts(t, model, 2)
 	step := func(lr float64) {
 		must(w.Backward(ctx, &workerpb.BackwardRequest{Items: sft(t, ps)}))
 		must(w.Step(ctx, &workerpb.StepRequest{LearningRate: lr}))

@@ -17,7 +17,8 @@ image-text-to-text twin) and the chat template. So the folder needs:
   vocab.txt (WordPiece);
 - a chat template: chat_template.jinja, chat_template.json, or a "chat_template" in
   tokenizer_config.json or processor_config.json;
-- for a VLM, preprocessor_config.json (the image processor).
+- for a VLM, its image processor: preprocessor_config.json, or an "image_processor"
+  in processor_config.json (where transformers 5 saves it).
 
 A path that is not a folder is checked only when it is absolute: it then names a
 folder that does not exist; a relative one may be a model id in the Hugging Face
@@ -48,6 +49,19 @@ class ModelIncompleteError(Exception):
         self.missing = list(missing)
         super().__init__("%sthe model folder %s lacks %s: copy every file of the model's Hugging Face repository "
                          "into it" % (PREFIX, path, "; ".join(self.missing)))
+
+
+class ModelUnsupportedError(ModelIncompleteError):
+    """The model folder holds an architecture the worker cannot train (an encoder, a
+    classifier, ...): a restart reads the same folder. It crosses the protocol as a
+    ModelIncompleteError does, so the run ends with the ModelIncomplete outcome;
+    str(e) names the folder, what it holds and what is supported."""
+
+    def __init__(self, path, found, supported):
+        self.path = path
+        self.missing = []
+        Exception.__init__(self, "%sthe model folder %s holds %s, which the worker cannot train: it trains %s" %
+                           (PREFIX, path, found, supported))
 
 
 def _json(path):
@@ -83,6 +97,10 @@ def _has_chat_template(d, has):
     return any(_json(os.path.join(d, f)).get("chat_template") for f in CHAT_TEMPLATE_CONFIGS if has(f))
 
 
+def _has_image_processor(d, has):
+    return has("preprocessor_config.json") or "image_processor" in _json(os.path.join(d, "processor_config.json"))
+
+
 def missing_files(d):
     """The files folder d lacks for the worker to load its model, in the order the
     module's doc lists them; [] when none is missing."""
@@ -98,8 +116,9 @@ def missing_files(d):
     if not _has_chat_template(d, has):
         missing.append("a chat template (chat_template.jinja, chat_template.json, or chat_template in "
                        "tokenizer_config.json)")
-    if "vision_config" in _json(os.path.join(d, "config.json")) and not has("preprocessor_config.json"):
-        missing.append("preprocessor_config.json (the image processor of a vision-language model)")
+    if "vision_config" in _json(os.path.join(d, "config.json")) and not _has_image_processor(d, has):
+        missing.append("preprocessor_config.json, or an image_processor in processor_config.json (the image processor "
+                       "of a vision-language model)")
     return missing
 
 

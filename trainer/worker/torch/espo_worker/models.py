@@ -27,6 +27,9 @@ class Backend:
     device = "cpu"
     compute_dtype = torch.float32
     eos_ids = ()
+    # Token ids an answer may not hold (a VLM's image and video placeholders): Generate
+    # never samples them and LogProbs and Backward refuse them.
+    banned_ids = ()
     max_new_tokens = 256
     max_prompt_tokens = 0
 
@@ -139,30 +142,27 @@ class HFBackend(Backend):
         modelfiles.check(path)  # before transformers: every missing file named at once
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        import transformers  # only on the GPU image
+        import transformers
+        transformers.utils.logging.disable_progress_bar()
         self.device = device
         self.compute_dtype = getattr(torch, dtype)
         self.max_new_tokens = max_new_tokens
         self.max_prompt_tokens = max_prompt_tokens
         cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
-        self.vlm = hasattr(cfg, "vision_config")
-        kw = {"local_files_only": True, "torch_dtype": self.compute_dtype if lora_r > 0 else torch.float32}
+        self.vlm = model_class(cfg, path) == "image-text-to-text"
+        kw = {"local_files_only": True, "dtype": self.compute_dtype if lora_r > 0 else torch.float32}
         if attn_implementation:
             kw["attn_implementation"] = attn_implementation
         if self.vlm:
             self.processor = transformers.AutoProcessor.from_pretrained(path, local_files_only=True)
             self.tok = self.processor.tokenizer
-            cls = getattr(transformers, "AutoModelForImageTextToText", None) or transformers.AutoModelForVision2Seq
-            try:
-                model = cls.from_pretrained(path, **kw)
-            except ValueError:
-                model = transformers.AutoModelForVision2Seq.from_pretrained(path, **kw)
+            model = transformers.AutoModelForImageTextToText.from_pretrained(path, **kw)
         else:
             self.tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
             self.processor = None
             model = transformers.AutoModelForCausalLM.from_pretrained(path, **kw)
-        if gradient_checkpointing:
-            model.gradient_checkpointing_enable()
+        if gradient_checkpointing:  # transformers 5.23 renamed it activation checkpointing
+            (getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable)()
             if hasattr(model, "enable_input_require_grads"):
                 model.enable_input_require_grads()
         if lora_r > 0:
@@ -182,6 +182,7 @@ class HFBackend(Backend):
             elif v:
                 eos.update(int(x) for x in v)
         self.eos_ids = tuple(sorted(eos))
+        self.banned_ids = vision_token_ids(cfg)
         self.pad_id = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.eos_ids[0]
         self.name = "%s%s" % (os.path.basename(os.path.normpath(path)), " lora r=%d" % lora_r if lora_r else "")
 
@@ -233,6 +234,7 @@ class HFBackend(Backend):
         torch.manual_seed(seed)  # model.generate samples from the global generators
         ids = torch.tensor([inputs["ids"]], dtype=torch.long, device=self.device)
         kw = dict(do_sample=not greedy, max_new_tokens=cap, num_return_sequences=1 if greedy else n,
+                  suppress_tokens=list(self.banned_ids) or None,
                   pad_token_id=self.pad_id,
                   eos_token_id=list(self.eos_ids), attention_mask=torch.ones_like(ids))
         if not greedy:
@@ -241,6 +243,46 @@ class HFBackend(Backend):
             seqs = self.model.generate(input_ids=ids, **inputs["extra"], **kw)
         out = [self.strip_answer(row[ids.shape[1]:].tolist(), cap) for row in seqs]
         return out * n if greedy else out
+
+
+SUPPORTED = ("a causal language model (what AutoModelForCausalLM loads: Qwen2, Qwen3, Llama, Mistral, ...) or a "
+             "vision-language model (what AutoModelForImageTextToText loads: Qwen2-VL, Qwen2.5-VL, ...)")
+
+
+def model_class(cfg, path):
+    """Which of the two kinds of model the worker trains cfg (the folder's config.json)
+    is: "image-text-to-text" for a vision-language model (it has a vision_config),
+    "causal-lm" for a text one. Any other model, one whose model_type has no model of
+    that kind or whose saved architectures are another head (a masked LM, a
+    classifier), is refused with modelfiles.ModelUnsupportedError, naming what the
+    folder holds and what is supported, before its weights are read."""
+    from transformers.models.auto import modeling_auto as auto
+    kind = "image-text-to-text" if hasattr(cfg, "vision_config") else "causal-lm"
+    names = auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES if kind == "image-text-to-text" \
+        else auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    saved = list(getattr(cfg, "architectures", None) or [])
+    heads = set(names.values())
+    if cfg.model_type not in names or (saved and not any(a in heads for a in saved)):
+        found = ", ".join(saved) or "no architecture"
+        raise modelfiles.ModelUnsupportedError(path, "%s (model_type %s)" % (found, cfg.model_type), SUPPORTED)
+    return kind
+
+
+VISION_TOKENS = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "image_token_index",
+                 "video_token_index")
+
+
+def vision_token_ids(cfg):
+    """The ids of a VLM's image and video placeholder tokens (config.json's
+    image_token_id, vision_start_token_id, ...): the processor expands them into the
+    image's patches, so an answer that held one would no longer match its image."""
+    ids = set()
+    for c in (cfg, getattr(cfg, "text_config", None)):
+        for name in VISION_TOKENS:
+            v = getattr(c, name, None) if c is not None else None
+            if isinstance(v, int) and v >= 0:
+                ids.add(v)
+    return tuple(sorted(ids))
 
 
 def per_token_extended(extra, prompt_len, total_len):

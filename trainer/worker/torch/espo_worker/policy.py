@@ -152,6 +152,14 @@ class Policy:
     # -- scoring ---------------------------------------------------------------
 
     def answer_ids(self, answer):
+        ids = self._answer_ids(answer)
+        banned = set(self.backend.banned_ids)
+        if banned and banned.intersection(ids):
+            raise InvalidError("answer holds image or video placeholder tokens %s, which only a prompt may hold" %
+                               sorted(banned.intersection(ids)))
+        return ids
+
+    def _answer_ids(self, answer):
         if answer.token_ids:
             vocab = None
             emb = getattr(self.backend.model, "get_input_embeddings", None)

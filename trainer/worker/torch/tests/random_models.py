@@ -1,13 +1,14 @@
 # Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
-"""Writes a Qwen2-VL model with a small random config, and its processor, to a folder:
-a real VLM architecture with nothing to download (hack/gpu-check.sh trains it).
+"""Writes a Hugging Face model of a real architecture with a tiny random config, and
+its tokenizer (and, for a VLM, its processor), to a folder with save_pretrained: what
+the worker's tests, the local-mode end-to-end test and hack/gpu-check.sh load through
+the worker's own local-files-only path, with nothing to download.
 
-    python3 make_random_vlm.py OUT [--arch qwen2_vl|qwen2_5_vl]
+    python3 -m tests.random_models OUT [--arch qwen2_5_vl|qwen2_vl|qwen3|qwen2]
 
 The tokenizer is a byte-level BPE trained here on GUI-R1-style text, with Qwen's
-special tokens and a Qwen-style chat template; the image processor is Qwen2-VL's with
-a small pixel budget. Needs transformers (>= 4.45 for qwen2_vl, >= 4.49 for
-qwen2_5_vl) and tokenizers.
+special tokens and Qwen's chat template (the parts of it a system and a user turn,
+text and images, use); a VLM's image processor is Qwen2-VL's with a small pixel budget.
 """
 
 import argparse
@@ -58,29 +59,36 @@ def video_kwargs(tf):
     return {"video_processor": cls()} if cls is not None else {}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("out")
-    ap.add_argument("--arch", default="qwen2_vl", choices=["qwen2_vl", "qwen2_5_vl"])
-    a = ap.parse_args()
+ARCHS = ("qwen2_5_vl", "qwen2_vl", "qwen3", "qwen2")
+
+
+def build(out, arch, seed=0):
+    """Writes a random model of arch (one of ARCHS) to the folder out, the same weights
+    for the same seed, and returns its parameter count."""
     import torch
     import transformers as tf
-    tok = tokenizer(a.out)
+    torch.manual_seed(seed)
+    tok = tokenizer(out)
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIAL}
-    text = dict(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6]},  # 2 * 16 = head dim 32
-                bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+    common = dict(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                  bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+                  tie_word_embeddings=True)
+    text = dict(common, rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6]},  # 2 * 16 = head dim 32
                 vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-                image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"], tie_word_embeddings=True)
-    if a.arch == "qwen2_vl":
+                image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"])
+    proc = None
+    if arch in ("qwen3", "qwen2"):
+        cfg = (tf.Qwen3Config(head_dim=32, **common) if arch == "qwen3" else tf.Qwen2Config(**common))
+        model = tf.AutoModelForCausalLM.from_config(cfg)
+    elif arch == "qwen2_vl":
         vision = dict(depth=2, embed_dim=64, hidden_size=128, num_heads=4, mlp_ratio=2, patch_size=14,
                       spatial_merge_size=2, temporal_patch_size=2, in_channels=3)
         cfg = tf.Qwen2VLConfig(vision_config=vision, **text)
         model = tf.Qwen2VLForConditionalGeneration(cfg)
         ip = tf.Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=224 * 224)
         proc = tf.Qwen2VLProcessor(image_processor=ip, tokenizer=tok, chat_template=CHAT_TEMPLATE, **video_kwargs(tf))
-    else:
+    elif arch == "qwen2_5_vl":
         vision = dict(depth=2, hidden_size=64, out_hidden_size=128, num_heads=4, intermediate_size=128,
                       patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
                       fullatt_block_indexes=[1], in_channels=3)
@@ -88,14 +96,26 @@ def main():
         model = tf.Qwen2_5_VLForConditionalGeneration(cfg)
         ip = tf.Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=224 * 224)
         proc = tf.Qwen2_5_VLProcessor(image_processor=ip, tokenizer=tok, chat_template=CHAT_TEMPLATE, **video_kwargs(tf))
+    else:
+        raise ValueError("arch %r: want one of %s" % (arch, ", ".join(ARCHS)))
     model.generation_config.eos_token_id = [ids["<|im_end|>"]]
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
-    os.makedirs(a.out, exist_ok=True)
-    model.to(torch.float32).save_pretrained(a.out)
-    proc.save_pretrained(a.out)
-    tok.save_pretrained(a.out)
-    n = sum(p.numel() for p in model.parameters())
-    print("make_random_vlm: %s with %d parameters, vocabulary %d, in %s" % (a.arch, n, len(tok), a.out))
+    os.makedirs(out, exist_ok=True)
+    model.to(torch.float32).save_pretrained(out)
+    if proc is not None:
+        proc.save_pretrained(out)
+    tok.save_pretrained(out)
+    return sum(p.numel() for p in model.parameters())
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="python3 -m tests.random_models")
+    ap.add_argument("out")
+    ap.add_argument("--arch", default="qwen2_5_vl", choices=ARCHS)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    n = build(a.out, a.arch, a.seed)
+    print("random_models: %s with %d parameters in %s" % (a.arch, n, a.out))
 
 
 if __name__ == "__main__":

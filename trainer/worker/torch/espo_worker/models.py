@@ -3,16 +3,17 @@
 for Hugging Face causal LMs and VLMs loaded from a local path.
 
 A backend turns a protocol Prompt into model inputs (prompt_inputs), tokenizes and
-decodes answers (answer_ids, decode), scores answer tokens (token_logprobs: one
-log-prob per answer token at temperature 1, differentiable when grad is enabled) and
-samples answers (sample). Scoring is always done one answer at a time by the same
-function, so Generate's log-probs are bit-for-bit what LogProbs returns. Backward may
-score its answers together instead (token_logprobs_batch, where a backend has it: the
-tiny model, whose one-answer passes are mostly per-call overhead); a gradient is a sum,
-equal to rounding either way.
+decodes answers (answer_ids, decode), scores answer tokens and samples answers
+(sample). Scoring gives one log-prob per answer token at temperature 1, differentiable
+when grad is enabled: score_group scores the answers of one prompt together, in one
+forward pass over the sequences prompt + answer right-padded to the longest (the policy
+scores every Generate, LogProbs and Backward this way, so a prompt's candidates get the
+same log-probs from Generate and LogProbs, bit for bit); token_logprobs scores one
+answer alone, equal to the batch to float rounding (the tests' independent side).
 """
 
 import contextlib
+import inspect
 import os
 
 import torch
@@ -84,6 +85,9 @@ class TinyBackend(Backend):
         logits, _ = self.model(seq[:, :-1])
         logits = logits[0, len(p) - 1:].float()
         return torch.log_softmax(logits, -1).gather(-1, seq[0, len(p):, None])[:, 0]
+
+    def score_group(self, inputs, answers):
+        return self.token_logprobs_batch([(inputs, a) for a in answers])
 
     def token_logprobs_batch(self, pairs):
         """token_logprobs of each (inputs, answer) of pairs, from one forward pass over
@@ -183,6 +187,7 @@ class HFBackend(Backend):
                 eos.update(int(x) for x in v)
         self.eos_ids = tuple(sorted(eos))
         self.banned_ids = vision_token_ids(cfg)
+        self.keeps_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
         self.pad_id = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.eos_ids[0]
         self.name = "%s%s" % (os.path.basename(os.path.normpath(path)), " lora r=%d" % lora_r if lora_r else "")
 
@@ -219,13 +224,27 @@ class HFBackend(Backend):
         return self.tok.decode(ids, skip_special_tokens=True)
 
     def token_logprobs(self, inputs, answer):
-        p = inputs["ids"]
-        seq = torch.tensor([p + list(answer)], dtype=torch.long, device=self.device)
-        extra = per_token_extended(inputs["extra"], len(p), seq.shape[1])
+        return self.score_group(inputs, [answer])[0]
+
+    def score_group(self, inputs, answers):
+        """The per-token log-probs of each of answers after the prompt of inputs, from
+        one forward pass over the G sequences prompt + answer, right-padded to the
+        longest with an attention mask (a causal model's real tokens never attend to
+        the padding after them, and their positions do not move). A VLM's image goes
+        with each row, as a processor batches G samples of one image. Only the answer
+        positions' logits are computed where the model can (logits_to_keep)."""
+        p, width = inputs["ids"], max(len(a) for a in answers)
+        rows = [p + list(a) + [self.pad_id] * (width - len(a)) for a in answers]
+        seq = torch.tensor(rows, dtype=torch.long, device=self.device)
+        mask = torch.tensor([[1] * (len(p) + len(a)) + [0] * (width - len(a)) for a in answers], device=self.device)
+        kw = batched_extra(inputs["extra"], len(answers), len(p), seq.shape[1])
+        if self.keeps_logits:
+            kw["logits_to_keep"] = width + 1  # positions len(p)-1 .. end: each predicts the next token
         with self.autocast():
-            out = self.model(input_ids=seq, attention_mask=torch.ones_like(seq), use_cache=False, **extra)
-        logits = out.logits[0, len(p) - 1:-1].float()
-        return torch.log_softmax(logits, -1).gather(-1, seq[0, len(p):, None])[:, 0]
+            out = self.model(input_ids=seq, attention_mask=mask, use_cache=False, **kw)
+        logits = out.logits[:, -(width + 1):-1].float()
+        logp = torch.log_softmax(logits, -1).gather(-1, seq[:, len(p):, None])[..., 0]
+        return [logp[b, :len(a)] for b, a in enumerate(answers)]
 
     @torch.no_grad()
     def sample(self, inputs, n, temperature, greedy, generator, max_tokens):
@@ -285,13 +304,17 @@ def vision_token_ids(cfg):
     return tuple(sorted(ids))
 
 
-def per_token_extended(extra, prompt_len, total_len):
-    """The processor's extra inputs for prompt + answer: a per-token input of the prompt
-    (shape [1, prompt_len], such as transformers 5's mm_token_type_ids) is extended with
-    zeros (text tokens) over the answer; the others (pixel values, grids) stay."""
+def batched_extra(extra, n, prompt_len, total_len):
+    """The processor's extra inputs of one prompt for a batch of n rows of total_len
+    tokens: a per-token input of the prompt (shape [1, prompt_len], such as
+    transformers 5's mm_token_type_ids) is extended with zeros (text tokens) over the
+    answer and repeated per row; per-image inputs (pixel values, grids: one entry, or
+    one patch row, per image) are stacked n times, one image per row."""
     out = {}
     for k, v in extra.items():
         if torch.is_tensor(v) and v.dim() == 2 and v.shape[0] == 1 and v.shape[1] == prompt_len:
-            v = torch.cat([v, v.new_zeros((1, total_len - prompt_len))], dim=1)
+            v = torch.cat([v, v.new_zeros((1, total_len - prompt_len))], dim=1).expand(n, -1)
+        elif torch.is_tensor(v) and n > 1:
+            v = torch.cat([v] * n, dim=0)
         out[k] = v
     return out

@@ -175,9 +175,28 @@ class Policy:
             raise InvalidError("answer has neither token ids nor text")
         return self.backend.answer_ids(answer.text)
 
-    def _score(self, inputs, ids):
+    def _grouped(self, items):
+        """items, (prompt, token ids) pairs, as groups of the items that share a prompt,
+        in the order of first appearance: [(inputs, [(index, ids), ...]), ...]. Each
+        prompt is turned into model inputs (its image processed) once."""
+        groups = collections.OrderedDict()
+        for i, (prompt, ids) in enumerate(items):
+            key = prompt.SerializeToString(deterministic=True)
+            if key not in groups:
+                groups[key] = (self.backend.prompt_inputs(prompt), [])
+            groups[key][1].append((i, ids))
+        return list(groups.values())
+
+    def _scores(self, groups, n):
+        """The log-probs (lists of floats) of the n answers of groups, by index, each
+        group scored in one batch (Backend.score_group)."""
+        out = [None] * n
         with torch.no_grad():
-            return self.backend.token_logprobs(inputs, ids).double().cpu().tolist()
+            for inputs, members in groups:
+                logps = self.backend.score_group(inputs, [ids for _, ids in members])
+                for (i, _), lp in zip(members, logps):
+                    out[i] = lp.double().cpu().tolist()
+        return out
 
     def swap_reference(self):
         with torch.no_grad():
@@ -187,6 +206,8 @@ class Policy:
                 r.copy_(tmp)
 
     def generate(self, req):
+        """Samples req.samples answers of each prompt and their per-token log-probs, the
+        answers of a prompt scored together as LogProbs scores them."""
         with self.lock:
             self.need()
             n = max(req.samples, 1)
@@ -198,35 +219,36 @@ class Policy:
             for prompt in req.prompts:
                 inputs = self.backend.prompt_inputs(prompt)
                 g = torch.Generator().manual_seed(prompt_seed(req.seed, prompt))
+                answers = self.backend.sample(inputs, n, temperature, req.greedy, g, req.max_tokens)
                 cands = resp.candidates.add()
-                for ids in self.backend.sample(inputs, n, temperature, req.greedy, g, req.max_tokens):
+                for ids, lp in zip(answers, self._scores([(inputs, list(enumerate(answers)))], len(answers))):
                     s = cands.samples.add()
                     s.answer.text = self.backend.decode_answer(ids)
                     s.answer.token_ids.extend(ids)
-                    s.logprobs.extend(self._score(inputs, ids))
+                    s.logprobs.extend(lp)
             return resp
 
     def logprobs(self, req):
         """Token ids of each answer with their log-probs under the current policy (left
-        empty when req.reference_only) and, when req.reference, the reference policy."""
+        empty when req.reference_only) and, when req.reference, the reference policy.
+        The answers of one prompt are scored in one batch: the candidates of a prompt,
+        sent as Generate returned them, get Generate's log-probs bit for bit."""
         with self.lock:
             self.need()
             self.backend.model.eval()
-            work = []
+            ids = [self.answer_ids(it.answer) for it in req.items]
+            groups = self._grouped([(it.prompt, a) for it, a in zip(req.items, ids)])
             resp = pb.LogProbsResponse()
-            for it in req.items:
-                inputs = self.backend.prompt_inputs(it.prompt)
-                ids = self.answer_ids(it.answer)
-                work.append((inputs, ids))
-                r = resp.items.add()
-                r.token_ids.extend(ids)
-                if not req.reference_only:
-                    r.current.extend(self._score(inputs, ids))
+            for a in ids:
+                resp.items.add().token_ids.extend(a)
+            if not req.reference_only:
+                for r, lp in zip(resp.items, self._scores(groups, len(ids))):
+                    r.current.extend(lp)
             if req.reference:
                 self.swap_reference()
                 try:
-                    for (inputs, ids), r in zip(work, resp.items):
-                        r.reference.extend(self._score(inputs, ids))
+                    for r, lp in zip(resp.items, self._scores(groups, len(ids))):
+                        r.reference.extend(lp)
                 finally:
                     self.swap_reference()
             return resp
@@ -234,11 +256,13 @@ class Policy:
     # -- training --------------------------------------------------------------
 
     def backward(self, req):
+        """Accumulates the gradient of -sum_items sum_t w_t logp_t, the answers of a
+        prompt scored in one batch and differentiated together; returns the objective
+        sum w_t logp_t and the number of tokens."""
         with self.lock:
             self.need()
-            work = []
+            items, weights = [], []
             for i, it in enumerate(req.items):
-                inputs = self.backend.prompt_inputs(it.prompt)
                 ids = self.answer_ids(it.answer)
                 if it.token_weights:
                     if len(it.token_weights) != len(ids):
@@ -249,29 +273,22 @@ class Policy:
                     w = [it.sequence_weight] * len(ids)
                 if not all(math.isfinite(x) for x in w):
                     raise InvalidError("backward: item %d has a non-finite weight" % i)
-                work.append((inputs, ids, w))
+                items.append((it.prompt, ids))
+                weights.append(w)
+            groups = self._grouped(items)
             self.backend.model.train()
-            if hasattr(self.backend, "token_logprobs_batch") and work:
-                return self._backward_together(work)
             objective, tokens = 0.0, 0
-            for inputs, ids, w in work:
-                obj = self._weighted(self.backend.token_logprobs(inputs, ids), w)
+            for inputs, members in groups:
+                logps = self.backend.score_group(inputs, [ids for _, ids in members])
+                obj = torch.stack([self._weighted(lp, weights[i]) for (i, _), lp in zip(members, logps)]).sum()
                 (-obj).backward()
                 objective += float(obj.detach())
-                tokens += len(ids)
+                tokens += sum(len(ids) for _, ids in members)
             return objective, tokens
 
     @staticmethod
     def _weighted(logp, w):
         return (torch.tensor(w, dtype=torch.float64, device=logp.device) * logp.double()).sum()
-
-    def _backward_together(self, work):
-        """backward's sum of the items' weighted log-probs, scored in one batch and
-        differentiated once."""
-        logps = self.backend.token_logprobs_batch([(inputs, ids) for inputs, ids, _ in work])
-        objs = [self._weighted(logp, w) for logp, (_, _, w) in zip(logps, work)]
-        (-torch.stack(objs).sum()).backward()
-        return sum(float(o.detach()) for o in objs), sum(len(ids) for _, ids, _ in work)
 
     def flat_grad(self):
         return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).float().cpu()

@@ -84,8 +84,8 @@ def test_generate_logprobs_equal_logprobs(models, screenshots, arch):
         assert list(it.current) == list(s.logprobs), "Generate's log-probs are LogProbs'"
         assert list(it.reference) == list(s.logprobs), "the reference is the starting model"
     train(p, ps, 1)
-    moved = p.logprobs(pb.LogProbsRequest(reference=True, items=[pb.Scored(prompt=ps[0], answer=items[0][1].answer)]))
-    assert list(moved.items[0].reference) == list(items[0][1].logprobs), "the reference stays frozen"
+    moved = p.logprobs(pb.LogProbsRequest(reference=True, items=[pb.Scored(prompt=q, answer=s.answer) for q, s in items]))
+    assert [list(it.reference) for it in moved.items] == [list(s.logprobs) for _, s in items], "the reference stays frozen"
     assert list(moved.items[0].current) != list(items[0][1].logprobs), "a step moves the policy"
 
 
@@ -188,3 +188,28 @@ def test_an_answer_may_not_hold_image_placeholders(models, screenshots):
         p.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=q, answer=pb.Answer(token_ids=[banned[0], 10]))]))
     gen = p.generate(pb.GenerateRequest(prompts=[q], samples=8, seed=2, temperature=3.0))
     assert not set(banned) & {t for s in gen.candidates[0].samples for t in s.answer.token_ids}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_batch_scores_each_answer_as_alone(models, screenshots, arch):
+    """score_group's one padded pass gives each answer the log-probs, and the gradient,
+    that it gets scored alone, to float rounding, whatever the lengths of the others."""
+    p = hf_policy(models[arch], seed=3)
+    b = p.backend
+    inputs = b.prompt_inputs(prompts(arch, screenshots)[0])
+    answers = [b.answer_ids(ANSWER), b.answer_ids("<answer>[]</answer>"), b.answer_ids("ok")]
+    assert len({len(a) for a in answers}) == 3
+    with torch.no_grad():
+        together = b.score_group(inputs, answers)
+        alone = [b.token_logprobs(inputs, a) for a in answers]
+    for t, a in zip(together, alone):
+        assert t.shape == a.shape
+        assert torch.allclose(t, a, rtol=0, atol=1e-5), (t - a).abs().max()
+    grads = []
+    for scorer in (lambda: b.score_group(inputs, answers), lambda: [b.token_logprobs(inputs, a) for a in answers]):
+        for q in p.params:
+            q.grad = None
+        torch.stack([lp.sum() * (k + 1) for k, lp in enumerate(scorer())]).sum().backward()
+        grads.append(p.flat_grad())
+    scale = float(grads[1].abs().max())
+    assert scale > 0 and torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-5 * scale)

@@ -267,3 +267,39 @@ func TestPyprojectDeclaresWhatTheWorkerImports(t *testing.T) {
 		}
 	}
 }
+
+// cudaOnlyPattern is hack/setup-python.sh's list of the packages the tests'
+// environment leaves out.
+var cudaOnlyPattern = regexp.MustCompile(`(?m)^CUDA_ONLY=\(([^)]*)\)`)
+
+// TestTheTestEnvironmentLeavesOutOnlyLockedCUDAPackages: every package that
+// hack/setup-python.sh leaves out of the CPU tests' environment is in the lock (a
+// name that no longer is would leave nothing out, unseen), none is one the worker
+// imports or needs at run time, and the packages import torch needs stay in.
+func TestTheTestEnvironmentLeavesOutOnlyLockedCUDAPackages(t *testing.T) {
+	b, err := os.ReadFile(repoPath("hack", "setup-python.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cudaOnlyPattern.FindSubmatch(b)
+	if m == nil {
+		t.Fatal("hack/setup-python.sh has no CUDA_ONLY=(...) list")
+	}
+	lock := readLock(t, "requirements.txt")
+	runtime, _ := declaredPins(t)
+	left := map[string]bool{}
+	for _, name := range strings.Fields(string(m[1])) {
+		left[normalize(name)] = true
+		if _, ok := lock[normalize(name)]; !ok {
+			t.Errorf("hack/setup-python.sh leaves out %s, which requirements.txt does not hold: remove it from CUDA_ONLY", name)
+		}
+		if _, ok := runtime[normalize(name)]; ok {
+			t.Errorf("hack/setup-python.sh leaves out %s, a dependency of the worker", name)
+		}
+	}
+	for _, needed := range []string{"nvidia-cuda-runtime", "nvidia-cublas", "nvidia-cudnn-cu13", "nvidia-nccl-cu13"} {
+		if left[needed] {
+			t.Errorf("hack/setup-python.sh leaves out %s, which libtorch_cuda.so links: import torch fails without it", needed)
+		}
+	}
+}

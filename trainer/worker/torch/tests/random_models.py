@@ -4,7 +4,7 @@ its tokenizer (and, for a VLM, its processor), to a folder with save_pretrained:
 the worker's tests, the local-mode end-to-end test and hack/gpu-check.sh load through
 the worker's own local-files-only path, with nothing to download.
 
-    python3 -m tests.random_models OUT [--arch qwen2_5_vl|qwen2_vl|qwen3|qwen2]
+    python3 -m tests.random_models OUT [--arch qwen2_5_vl|qwen2_vl|qwen3|qwen2] [--hidden H] [--layers N]
 
 The tokenizer is a byte-level BPE trained here on GUI-R1-style text, with Qwen's
 special tokens and Qwen's chat template (the parts of it a system and a user turn,
@@ -62,16 +62,20 @@ def video_kwargs(tf):
 ARCHS = ("qwen2_5_vl", "qwen2_vl", "qwen3", "qwen2")
 
 
-def build(out, arch, seed=0):
+def build(out, arch, seed=0, hidden=128, layers=2):
     """Writes a random model of arch (one of ARCHS) to the folder out, the same weights
-    for the same seed, and returns its parameter count."""
+    for the same seed, and returns its parameter count. hidden (a multiple of 64: heads
+    of 32 dimensions, half as many key-value heads) and layers size the language model;
+    the defaults are the tests' tiny one (the step benchmark, bench/, takes a larger)."""
+    if hidden < 64 or hidden % 64:
+        raise ValueError("hidden %d: want a multiple of 64" % hidden)
     import torch
     import transformers as tf
     torch.manual_seed(seed)
     tok = tokenizer(out)
     ids = {t: tok.convert_tokens_to_ids(t) for t in SPECIAL}
-    common = dict(vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+    common = dict(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                  num_attention_heads=hidden // 32, num_key_value_heads=hidden // 64, max_position_embeddings=4096,
                   bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
                   tie_word_embeddings=True)
     text = dict(common, rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6]},  # 2 * 16 = head dim 32
@@ -82,14 +86,14 @@ def build(out, arch, seed=0):
         cfg = (tf.Qwen3Config(head_dim=32, **common) if arch == "qwen3" else tf.Qwen2Config(**common))
         model = tf.AutoModelForCausalLM.from_config(cfg)
     elif arch == "qwen2_vl":
-        vision = dict(depth=2, embed_dim=64, hidden_size=128, num_heads=4, mlp_ratio=2, patch_size=14,
+        vision = dict(depth=2, embed_dim=64, hidden_size=hidden, num_heads=4, mlp_ratio=2, patch_size=14,
                       spatial_merge_size=2, temporal_patch_size=2, in_channels=3)
         cfg = tf.Qwen2VLConfig(vision_config=vision, **text)
         model = tf.Qwen2VLForConditionalGeneration(cfg)
         ip = tf.Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=224 * 224)
         proc = tf.Qwen2VLProcessor(image_processor=ip, tokenizer=tok, chat_template=CHAT_TEMPLATE, **video_kwargs(tf))
     elif arch == "qwen2_5_vl":
-        vision = dict(depth=2, hidden_size=64, out_hidden_size=128, num_heads=4, intermediate_size=128,
+        vision = dict(depth=2, hidden_size=64, out_hidden_size=hidden, num_heads=4, intermediate_size=128,
                       patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
                       fullatt_block_indexes=[1], in_channels=3)
         cfg = tf.Qwen2_5_VLConfig(vision_config=vision, **text)
@@ -113,8 +117,10 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--arch", default="qwen2_5_vl", choices=ARCHS)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--hidden", type=int, default=128, help="hidden size, a multiple of 64 (default 128)")
+    ap.add_argument("--layers", type=int, default=2, help="decoder layers (default 2)")
     a = ap.parse_args()
-    n = build(a.out, a.arch, a.seed)
+    n = build(a.out, a.arch, a.seed, a.hidden, a.layers)
     print("random_models: %s with %d parameters in %s" % (a.arch, n, a.out))
 
 

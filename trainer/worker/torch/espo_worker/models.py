@@ -5,11 +5,12 @@ for Hugging Face causal LMs and VLMs loaded from a local path.
 A backend turns a protocol Prompt into model inputs (prompt_inputs), tokenizes and
 decodes answers (answer_ids, decode), scores answer tokens and samples answers
 (sample). Scoring gives one log-prob per answer token at temperature 1, differentiable
-when grad is enabled: score_group scores the answers of one prompt together, in one
-forward pass over the sequences prompt + answer right-padded to the longest (the policy
+when grad is enabled: score_group scores the answers of one prompt together (the policy
 scores every Generate, LogProbs and Backward this way, so a prompt's candidates get the
 same log-probs from Generate and LogProbs, bit for bit); token_logprobs scores one
-answer alone, equal to the batch to float rounding (the tests' independent side).
+answer alone in a plain forward pass, equal to the batch to float rounding (the tests'
+independent side). A Hugging Face model encodes the prompt, its image included, once
+for all of a prompt's answers, when scoring and when sampling (HFBackend.encode_prefix).
 """
 
 import contextlib
@@ -152,6 +153,7 @@ class HFBackend(Backend):
         self.compute_dtype = getattr(torch, dtype)
         self.max_new_tokens = max_new_tokens
         self.max_prompt_tokens = max_prompt_tokens
+        self.gradient_checkpointing = gradient_checkpointing
         cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
         self.vlm = model_class(cfg, path) == "image-text-to-text"
         kw = {"local_files_only": True, "dtype": self.compute_dtype if lora_r > 0 else torch.float32}
@@ -224,15 +226,48 @@ class HFBackend(Backend):
         return self.tok.decode(ids, skip_special_tokens=True)
 
     def token_logprobs(self, inputs, answer):
-        return self.score_group(inputs, [answer])[0]
+        """The per-token log-probs of answer after the prompt of inputs, from one plain
+        forward pass over prompt + answer: no cache, no padding, no batch (the tests'
+        independent side of score_group)."""
+        p = inputs["ids"]
+        seq = torch.tensor([p + list(answer)], dtype=torch.long, device=self.device)
+        kw = batched_extra(inputs["extra"], 1, len(p), seq.shape[1])
+        with self.autocast():
+            out = self.model(input_ids=seq, use_cache=False, **kw)
+        logits = out.logits[0, len(p) - 1:-1].float()
+        return torch.log_softmax(logits, -1).gather(-1, seq[0, len(p):, None])[:, 0]
 
     def score_group(self, inputs, answers):
-        """The per-token log-probs of each of answers after the prompt of inputs, from
-        one forward pass over the G sequences prompt + answer, right-padded to the
-        longest with an attention mask (a causal model's real tokens never attend to
-        the padding after them, and their positions do not move). A VLM's image goes
-        with each row, as a processor batches G samples of one image. Only the answer
-        positions' logits are computed where the model can (logits_to_keep)."""
+        """The per-token log-probs of each of answers after the prompt of inputs. The
+        prompt, its image included, is encoded once (score_shared_prefix) unless the
+        model recomputes its activations (gradient checkpointing, which keeps no cache);
+        then all rows go in one padded pass (score_padded)."""
+        if self.gradient_checkpointing and torch.is_grad_enabled():
+            return self.score_padded(inputs, answers)
+        return self.score_shared_prefix(inputs, answers)
+
+    def score_shared_prefix(self, inputs, answers):
+        """score_group in two passes: the prompt but its last token, with its image,
+        once, keeping its keys and values (encode_prefix: a cache that carries the
+        gradient back into the prompt's pass); then the G rows last prompt token + answer, right-padded to
+        the longest, attending to that cache repeated G times. A causal model's real
+        tokens never attend to the padding after them, so no padding mask is needed, and
+        the rows' positions follow the prompt's (for Qwen-VL's 3-D rope, the text
+        positions after the image, from the offset the first pass records)."""
+        p, width = inputs["ids"], max(len(a) for a in answers)
+        rows = torch.tensor([p[-1:] + list(a) + [self.pad_id] * (width - len(a)) for a in answers],
+                            dtype=torch.long, device=self.device)
+        with self.autocast():
+            cache = self.encode_prefix(inputs, len(answers))
+            out = self.model(input_ids=rows, past_key_values=cache, use_cache=True)
+        logp = torch.log_softmax(out.logits[:, :width].float(), -1).gather(-1, rows[:, 1:, None])[..., 0]
+        return [logp[b, :len(a)] for b, a in enumerate(answers)]
+
+    def score_padded(self, inputs, answers):
+        """score_group in one forward pass over the G sequences prompt + answer,
+        right-padded to the longest with an attention mask, the prompt's image with each
+        row (as a processor batches G samples of one image). Only the answer positions'
+        logits are computed where the model can (logits_to_keep)."""
         p, width = inputs["ids"], max(len(a) for a in answers)
         rows = [p + list(a) + [self.pad_id] * (width - len(a)) for a in answers]
         seq = torch.tensor(rows, dtype=torch.long, device=self.device)
@@ -248,20 +283,38 @@ class HFBackend(Backend):
 
     @torch.no_grad()
     def sample(self, inputs, n, temperature, greedy, generator, max_tokens):
+        """n answers of the prompt of inputs (one, repeated, when greedy), sampled by
+        the model's generate from the prompt's cache (encode_prefix): the prompt, its
+        image included, is encoded once for all n, not once a row."""
         cap = max_tokens or self.max_new_tokens
         seed = int(torch.randint(0, 2 ** 62, (1,), generator=generator))
         torch.manual_seed(seed)  # model.generate samples from the global generators
-        ids = torch.tensor([inputs["ids"]], dtype=torch.long, device=self.device)
-        kw = dict(do_sample=not greedy, max_new_tokens=cap, num_return_sequences=1 if greedy else n,
-                  suppress_tokens=list(self.banned_ids) or None,
-                  pad_token_id=self.pad_id,
-                  eos_token_id=list(self.eos_ids), attention_mask=torch.ones_like(ids))
+        rows = 1 if greedy else n
+        ids = torch.tensor([inputs["ids"]], dtype=torch.long, device=self.device).expand(rows, -1)
+        kw = dict(do_sample=not greedy, max_new_tokens=cap, suppress_tokens=list(self.banned_ids) or None,
+                  pad_token_id=self.pad_id, eos_token_id=list(self.eos_ids), attention_mask=torch.ones_like(ids))
         if not greedy:
             kw.update(temperature=temperature, top_p=1.0, top_k=0)
         with self.autocast():
-            seqs = self.model.generate(input_ids=ids, **inputs["extra"], **kw)
+            cache = self.encode_prefix(inputs, rows)
+            seqs = self.model.generate(input_ids=ids, past_key_values=cache, **kw)
         out = [self.strip_answer(row[ids.shape[1]:].tolist(), cap) for row in seqs]
         return out * n if greedy else out
+
+    def encode_prefix(self, inputs, rows):
+        """The cache (keys and values) of the prompt of inputs but its last token, with
+        its image, from one forward pass, repeated for rows rows; differentiable when
+        grad is enabled. A Qwen-VL model records in it the offset of the text positions
+        after the image, which the rows' pass then reads."""
+        p = inputs["ids"]
+        extra = {k: (v[:, :-1] if per_token(v, len(p)) else v) for k, v in inputs["extra"].items()}
+        reset_rope_offsets(self.model)
+        kw = {"logits_to_keep": 1} if self.keeps_logits else {}
+        cache = self.model(input_ids=torch.tensor([p[:-1]], device=self.device), use_cache=True, **extra,
+                           **kw).past_key_values
+        if rows > 1:
+            cache.batch_repeat_interleave(rows)
+        return cache
 
 
 SUPPORTED = ("a causal language model (what AutoModelForCausalLM loads: Qwen2, Qwen3, Llama, Mistral, ...) or a "
@@ -304,6 +357,20 @@ def vision_token_ids(cfg):
     return tuple(sorted(ids))
 
 
+def per_token(v, prompt_len):
+    """Whether a processor's extra input v has one entry per prompt token (shape
+    [1, prompt_len], such as transformers 5's mm_token_type_ids)."""
+    return torch.is_tensor(v) and v.dim() == 2 and v.shape[0] == 1 and v.shape[1] == prompt_len
+
+
+def reset_rope_offsets(model):
+    """Forgets the position offset a Qwen-VL model keeps from its last pass over an
+    image (rope_deltas), so that a prompt without an image does not inherit it."""
+    for m in model.modules():
+        if getattr(m, "rope_deltas", None) is not None:
+            m.rope_deltas = None
+
+
 def batched_extra(extra, n, prompt_len, total_len):
     """The processor's extra inputs of one prompt for a batch of n rows of total_len
     tokens: a per-token input of the prompt (shape [1, prompt_len], such as
@@ -312,7 +379,7 @@ def batched_extra(extra, n, prompt_len, total_len):
     one patch row, per image) are stacked n times, one image per row."""
     out = {}
     for k, v in extra.items():
-        if torch.is_tensor(v) and v.dim() == 2 and v.shape[0] == 1 and v.shape[1] == prompt_len:
+        if per_token(v, prompt_len):
             v = torch.cat([v, v.new_zeros((1, total_len - prompt_len))], dim=1).expand(n, -1)
         elif torch.is_tensor(v) and n > 1:
             v = torch.cat([v] * n, dim=0)

@@ -190,26 +190,70 @@ def test_an_answer_may_not_hold_image_placeholders(models, screenshots):
     assert not set(banned) & {t for s in gen.candidates[0].samples for t in s.answer.token_ids}
 
 
+@pytest.mark.parametrize("scorer", ["score_shared_prefix", "score_padded"])
 @pytest.mark.parametrize("arch", ARCHS)
-def test_a_batch_scores_each_answer_as_alone(models, screenshots, arch):
-    """score_group's one padded pass gives each answer the log-probs, and the gradient,
-    that it gets scored alone, to float rounding, whatever the lengths of the others."""
+def test_a_batch_scores_each_answer_as_alone(models, screenshots, arch, scorer):
+    """Both ways score_group scores a prompt's answers together (the prompt encoded
+    once, or every row in one padded pass) give each answer the log-probs, and the
+    gradient, of a plain forward pass over prompt + answer alone, to float rounding,
+    whatever the lengths of the others; for a VLM, also for a prompt without a
+    screenshot scored right after one with (no position offset carries over)."""
     p = hf_policy(models[arch], seed=3)
     b = p.backend
-    inputs = b.prompt_inputs(prompts(arch, screenshots)[0])
+    ps = prompts(arch, screenshots)
+    if arch.endswith("_vl"):
+        ps[1].screenshot_path = ""
     answers = [b.answer_ids(ANSWER), b.answer_ids("<answer>[]</answer>"), b.answer_ids("ok")]
     assert len({len(a) for a in answers}) == 3
-    with torch.no_grad():
-        together = b.score_group(inputs, answers)
-        alone = [b.token_logprobs(inputs, a) for a in answers]
-    for t, a in zip(together, alone):
-        assert t.shape == a.shape
-        assert torch.allclose(t, a, rtol=0, atol=1e-5), (t - a).abs().max()
-    grads = []
-    for scorer in (lambda: b.score_group(inputs, answers), lambda: [b.token_logprobs(inputs, a) for a in answers]):
-        for q in p.params:
-            q.grad = None
-        torch.stack([lp.sum() * (k + 1) for k, lp in enumerate(scorer())]).sum().backward()
-        grads.append(p.flat_grad())
-    scale = float(grads[1].abs().max())
-    assert scale > 0 and torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-5 * scale)
+    for q in ps:
+        inputs = b.prompt_inputs(q)
+        with torch.no_grad():
+            together = getattr(b, scorer)(inputs, answers)
+            alone = [b.token_logprobs(inputs, a) for a in answers]
+        for t, a in zip(together, alone):
+            assert t.shape == a.shape
+            assert torch.allclose(t, a, rtol=0, atol=1e-5), (t - a).abs().max()
+        grads = []
+        for together in (True, False):
+            for t in p.params:
+                t.grad = None
+            lps = getattr(b, scorer)(inputs, answers) if together else [b.token_logprobs(inputs, a) for a in answers]
+            torch.stack([lp.sum() * (k + 1) for k, lp in enumerate(lps)]).sum().backward()
+            grads.append(p.flat_grad())
+        scale = float(grads[1].abs().max())
+        assert scale > 0 and torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sampling_from_the_prompts_cache_is_plain_generate(models, screenshots, arch):
+    """sample generates from the prompt's cache, encoded once for all rows: greedy and
+    sampled (the same seed, hot enough that every token is drawn), it gives the tokens
+    of the model's plain generate from the whole prompt, for a VLM also for a prompt
+    without a screenshot sampled right after one with."""
+    b = hf_policy(models[arch], seed=4).backend
+    ps = prompts(arch, screenshots)
+    if arch.endswith("_vl"):
+        ps[1].screenshot_path = ""
+    for q in ps:
+        inputs = b.prompt_inputs(q)
+        ids = torch.tensor([inputs["ids"]])
+        # A random model's tokens barely depend on positions: its logits do. First for
+        # each prompt, so that a VLM's prompt without a screenshot follows a pass over one.
+        with torch.no_grad():
+            kw = dict(do_sample=False, max_new_tokens=6, output_logits=True, return_dict_in_generate=True,
+                      pad_token_id=b.pad_id, attention_mask=torch.ones_like(ids))
+            cached = b.model.generate(input_ids=ids, past_key_values=b.encode_prefix(inputs, 1), **kw)
+            plain = b.model.generate(input_ids=ids, **inputs["extra"], **kw)
+        for c, w in zip(cached.logits, plain.logits, strict=True):
+            assert torch.allclose(c, w, rtol=0, atol=1e-4), (c - w).abs().max()
+        for greedy in (True, False):
+            got = b.sample(inputs, 3, 2.0, greedy, torch.Generator().manual_seed(5), 12)
+            torch.manual_seed(int(torch.randint(0, 2 ** 62, (1,), generator=torch.Generator().manual_seed(5))))
+            kw = dict(do_sample=False) if greedy else dict(do_sample=True, temperature=2.0, top_p=1.0, top_k=0,
+                                                            num_return_sequences=3)
+            with torch.no_grad():
+                plain = b.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **inputs["extra"],
+                                         max_new_tokens=12, suppress_tokens=list(b.banned_ids) or None,
+                                         pad_token_id=b.pad_id, eos_token_id=list(b.eos_ids), **kw)
+            want = [b.strip_answer(row[ids.shape[1]:].tolist(), 12) for row in plain]
+            assert got == (want * 3 if greedy else want) and len(want[0]) > 1, (greedy, got, want)

@@ -21,10 +21,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -73,7 +77,55 @@ func (e *Env) createBoundRole(user string, role *rbacv1.ClusterRole) ([]client.O
 			return nil, err
 		}
 	}
-	return objs, nil
+	return objs, e.waitUntilAuthorized(user, role.Rules)
+}
+
+// rbacTimeout bounds the wait for the API server's authorizer to apply a new binding:
+// it reads roles and bindings from its informers, so a request right after the
+// create may still be refused, longer on a loaded machine.
+const rbacTimeout = 30 * time.Second
+
+// waitUntilAuthorized waits until the authorizer allows user every verb of rules on
+// every resource (and subresource, and the first resource name) and non-resource URL
+// they name, asking it with SubjectAccessReviews; wildcards are asked as they are.
+func (e *Env) waitUntilAuthorized(user string, rules []rbacv1.PolicyRule) error {
+	var reviews []authorizationv1.SubjectAccessReviewSpec
+	for _, r := range rules {
+		for _, verb := range r.Verbs {
+			for _, url := range r.NonResourceURLs {
+				reviews = append(reviews, authorizationv1.SubjectAccessReviewSpec{User: user,
+					NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: url, Verb: verb}})
+			}
+			for _, group := range r.APIGroups {
+				for _, res := range r.Resources {
+					attrs := &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: res}
+					attrs.Resource, attrs.Subresource, _ = strings.Cut(res, "/")
+					if len(r.ResourceNames) > 0 {
+						attrs.Name = r.ResourceNames[0]
+					}
+					reviews = append(reviews, authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: attrs})
+				}
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rbacTimeout)
+	defer cancel()
+	for _, spec := range reviews {
+		var last string
+		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			review := &authorizationv1.SubjectAccessReview{Spec: spec}
+			if err := e.Client.Create(ctx, review); err != nil {
+				return false, err
+			}
+			last = review.Status.Reason
+			return review.Status.Allowed, nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s was not allowed %+v%+v within %s of its binding (%s): %w",
+				user, spec.ResourceAttributes, spec.NonResourceAttributes, rbacTimeout, last, err)
+		}
+	}
+	return nil
 }
 
 // UserWithRules binds user to a ClusterRole of its own name holding rules, until the

@@ -151,7 +151,7 @@ func BenchmarkESPOStepBesideTRL(b *testing.B) {
 	row("prompts", strconv.Itoa(espoSide.prompts), strconv.Itoa(trl.Prompts))
 	row("candidates", strconv.Itoa(espoSide.candidates), strconv.Itoa(trl.Candidates))
 	row("prompt tokens", strconv.Itoa(trl.PromptTokens), strconv.Itoa(trl.PromptTokens))
-	row("  per pass over the candidates", strconv.Itoa(s.G*trl.PromptTokens), strconv.Itoa(trl.PaddedTokens)+" padded")
+	row("  encoded per pass over the candidates", strconv.Itoa(trl.PromptTokens)+" once", strconv.Itoa(trl.PaddedTokens)+" padded")
 	row("generated tokens", f0(espoTokens), f0(trlTokens))
 	row("ms per generated token", f3(1000*espoSecs/espoTokens), f3(1000*trlSecs/trlTokens))
 	row("mean reward", f3(median(e, func(x espoStep) float64 { return x.MeanReward })), f3(median(t, func(x trlStep) float64 { return x.MeanReward })))

@@ -41,7 +41,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
-	"github.com/espo-dev/espo-operator/config/policy"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/test/builders"
 	"github.com/espo-dev/espo-operator/test/testenv"
@@ -184,7 +183,7 @@ func deletePolicyBinding(t *testing.T) (restore func()) {
 	var once sync.Once
 	restore = func() {
 		once.Do(func() {
-			if err := policy.Install(context.Background(), env.Client); err != nil {
+			if err := testenv.InstallTrainerStatusPolicy(env.Config, env.Client); err != nil {
 				t.Error(err)
 			}
 		})

@@ -40,7 +40,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/espo-dev/espo-operator/config/policy"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/controlplane"
 	"github.com/espo-dev/espo-operator/internal/localcluster"
@@ -101,7 +100,7 @@ func run(m *testing.M) int {
 	controlPlane = cp
 	admin, err := client.New(cp.Config, client.Options{Scheme: controllers.NewScheme()})
 	if err == nil {
-		reader, err = admin, policy.Install(context.Background(), admin)
+		reader, err = admin, testenv.InstallTrainerStatusPolicy(cp.Config, admin)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

@@ -22,7 +22,6 @@ limitations under the License.
 package gang_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +29,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/espo-dev/espo-operator/config/policy"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/controlplane"
 	"github.com/espo-dev/espo-operator/test/testenv"
@@ -72,7 +70,7 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := policy.Install(context.Background(), c); err != nil {
+	if err := testenv.InstallTrainerStatusPolicy(cp.Config, c); err != nil {
 		return 0, err
 	}
 	env = &testenv.Env{Config: cp.Config, Client: c, Scheme: s, RepoRoot: root}

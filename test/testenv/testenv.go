@@ -25,7 +25,6 @@ limitations under the License.
 package testenv
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/espo-dev/espo-operator/config/policy"
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/controlplane"
 	"github.com/espo-dev/espo-operator/test/repo"
@@ -104,7 +102,7 @@ func Start() (*Env, error) {
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err == nil {
-		err = policy.Install(context.Background(), c)
+		err = InstallTrainerStatusPolicy(cfg, c)
 	}
 	if err != nil {
 		_ = te.Stop()

@@ -49,6 +49,7 @@ const (
 	stopTimeout         = 60 * time.Second
 	progressInterval    = 2 * time.Second
 	pollEvery           = 200 * time.Millisecond
+	crdEstablishTimeout = 60 * time.Second
 )
 
 // Files of the state folder.
@@ -121,7 +122,7 @@ func (l *Local) Up(ctx context.Context) error {
 	if _, err := l.kubectl(ctx, "apply", "--server-side", "-f", l.CRDDir); err != nil {
 		return fmt.Errorf("installing the CRDs: %w", err)
 	}
-	if _, err := l.kubectl(ctx, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
+	if err := l.waitForCRDsEstablished(ctx); err != nil {
 		return err
 	}
 	if _, err := l.kubectl(ctx, "apply", "--server-side", "-f", l.PolicyFile); err != nil {
@@ -528,6 +529,42 @@ func (l *Local) kubectl(ctx context.Context, args ...string) (string, error) {
 		return "", fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// crdsEstablishedJSONPath prints one line per CRD: its name and the status of its
+// Established condition, empty when the API server has not written one yet.
+const crdsEstablishedJSONPath = `jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Established")].status}{"\n"}{end}`
+
+// waitForCRDsEstablished waits until every CRD of the cluster is Established. A CRD
+// whose status has no conditions yet is waited for like one whose condition is False
+// ("kubectl wait --for=condition" fails on it instead).
+func (l *Local) waitForCRDsEstablished(ctx context.Context) error {
+	var pending []string
+	err := l.waitFor(ctx, crdEstablishTimeout, func() (bool, error) {
+		out, err := l.kubectl(ctx, "get", "crd", "-o", crdsEstablishedJSONPath)
+		if err != nil {
+			return false, err
+		}
+		pending = notEstablished(out)
+		return len(pending) == 0, nil
+	})
+	if errors.Is(err, errTimedOut) {
+		return fmt.Errorf("the CRDs %s were not Established within %s: see kubectl describe crd", strings.Join(pending, ", "), crdEstablishTimeout)
+	}
+	return err
+}
+
+// notEstablished returns the names of the CRDs in out (crdsEstablishedJSONPath's
+// lines) whose Established condition is not True, missing included.
+func notEstablished(out string) []string {
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, status, _ := strings.Cut(strings.TrimSpace(line), " ")
+		if name != "" && strings.TrimSpace(status) != "True" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // waitFor polls done every pollEvery until it reports true, fails, or timeout

@@ -17,6 +17,7 @@ limitations under the License.
 package localcluster
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,6 +120,22 @@ func TestTail(t *testing.T) {
 	} {
 		if got := string(tail([]byte(tc.in), tc.lines, tc.bytes)); got != tc.want {
 			t.Errorf("tail(%q, %d, %d) = %q, want %q", tc.in, tc.lines, tc.bytes, got, tc.want)
+		}
+	}
+}
+
+// TestNotEstablished: a CRD whose status has no Established condition yet (the API
+// server has not written its conditions) is waited for, as one whose condition is
+// False is; an empty cluster has none to wait for.
+func TestNotEstablished(t *testing.T) {
+	for out, want := range map[string][]string{
+		"a.x True\nb.x True\n": nil,
+		"a.x True\nb.x \n":     {"b.x"},
+		"a.x False\nb.x\n":     {"a.x", "b.x"},
+		"":                     nil,
+	} {
+		if got := notEstablished(out); !slices.Equal(got, want) {
+			t.Errorf("notEstablished(%q) = %q, want %q", out, got, want)
 		}
 	}
 }

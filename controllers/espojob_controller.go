@@ -214,11 +214,18 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (_ c
 		return ctrl.Result{}, nil
 	}
 
-	// 7. Past its deadline the job fails; before, wake up at the deadline.
+	// 7. Past its deadline the job fails; before, wake up at the deadline. A running
+	//    attempt without progress for progressDeadlineSeconds is taken as hung and
+	//    restarts as a failed one (progress_deadline.go); before, wake up then.
 	wake := applyDeadlinePolicy(u)
 	if job.IsFinished() {
 		return ctrl.Result{}, nil
 	}
+	stall, stalled := applyProgressDeadlinePolicy(u)
+	if stalled {
+		return ctrl.Result{}, nil
+	}
+	wake = sooner(wake, stall)
 
 	// 8. A gang built from an older spec (a suspend and resume too quick to observe):
 	//    delete it, without counting a restart; the next reconciles recreate it from

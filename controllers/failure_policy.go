@@ -190,7 +190,7 @@ func applyFailurePolicy(u *statusUpdate, f *podFailure) {
 		st.Restarts++
 		st.Disruptions++
 		st.ConsecutiveFailures = 0
-		startRestart(u, fmt.Sprintf("%s; restarting the gang, not counted against backoffLimit (disruption %d%s)",
+		startRestart(u, trainingv1alpha1.ReasonPodFailed, fmt.Sprintf("%s; restarting the gang, not counted against backoffLimit (disruption %d%s)",
 			f, st.Disruptions, ofAtMost(u.job.Spec.RunPolicy.MaxDisruptions)))
 		return
 	}
@@ -198,6 +198,16 @@ func applyFailurePolicy(u *statusUpdate, f *podFailure) {
 	if f.Disruption != nil {
 		cause += fmt.Sprintf(", counted as a failure past maxDisruptions %d", *u.job.Spec.RunPolicy.MaxDisruptions)
 	}
+	restartOrFail(u, trainingv1alpha1.ReasonPodFailed, cause)
+}
+
+// restartOrFail restarts the gang after a failed attempt, cause saying what failed
+// and reason the Restarting condition's, or fails the job with BackoffLimitExceeded
+// once the restarts counted against the backoff limit (restarts - disruptions) have
+// reached it. The restart counts one more failed attempt in a row, after a reset when
+// the attempt ran long enough, and its message says how long it waits.
+func restartOrFail(u *statusUpdate, reason, cause string) {
+	st := u.status()
 	limit := backoffLimit(u.job)
 	if failures := st.Restarts - st.Disruptions; failures >= limit {
 		finish(u, false, trainingv1alpha1.ReasonBackoffLimitExceeded,
@@ -209,7 +219,7 @@ func applyFailurePolicy(u *statusUpdate, f *podFailure) {
 		st.ConsecutiveFailures = 0
 	}
 	st.ConsecutiveFailures++
-	startRestart(u, fmt.Sprintf("restart %d of at most %d in %s after %s",
+	startRestart(u, reason, fmt.Sprintf("restart %d of at most %d in %s after %s",
 		st.Restarts-st.Disruptions, limit, restartBackoff(st.ConsecutiveFailures), cause))
 }
 
@@ -240,16 +250,16 @@ func ranLongEnough(u *statusUpdate) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && !u.now.Before(c.LastTransitionTime.Add(backoffResetAfter))
 }
 
-// startRestart sets the Restarting condition True with message, its
+// startRestart sets the Restarting condition True with reason and message, its
 // lastTransitionTime now even when it was True already (a pod of an attempt still
 // being created failed; the warning event is then queued here): the backoff counts
 // from it.
-func startRestart(u *statusUpdate, message string) {
+func startRestart(u *statusUpdate, reason, message string) {
 	again := u.isTrue(trainingv1alpha1.ConditionRestarting)
-	u.setCondition(trainingv1alpha1.ConditionRestarting, true, trainingv1alpha1.ReasonPodFailed, message)
+	u.setCondition(trainingv1alpha1.ConditionRestarting, true, reason, message)
 	meta.FindStatusCondition(u.status().Conditions, trainingv1alpha1.ConditionRestarting).LastTransitionTime = metav1.NewTime(u.now)
 	if again {
-		u.events = append(u.events, event{Type: corev1.EventTypeWarning, Reason: trainingv1alpha1.ReasonPodFailed,
+		u.events = append(u.events, event{Type: corev1.EventTypeWarning, Reason: reason,
 			Message: trainingv1alpha1.BoundMessage(message)})
 	}
 }

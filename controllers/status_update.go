@@ -46,20 +46,21 @@ var quietReasons = map[string]bool{trainingv1alpha1.ReasonPodsPending: true}
 
 // warningReasons are emitted as Warning events; all others as Normal.
 var warningReasons = map[string]bool{
-	trainingv1alpha1.ReasonCreateFailed:         true,
-	trainingv1alpha1.ReasonPodsUnschedulable:    true,
-	trainingv1alpha1.ReasonImagePullFailed:      true,
-	trainingv1alpha1.ReasonVolumeUnavailable:    true,
-	trainingv1alpha1.ReasonPodFailed:            true,
-	trainingv1alpha1.ReasonRewardCollapsed:      true,
-	trainingv1alpha1.ReasonNonFiniteLoss:        true,
-	trainingv1alpha1.ReasonCheckpointMismatch:   true,
-	trainingv1alpha1.ReasonDatasetInvalid:       true,
-	trainingv1alpha1.ReasonSplitEmpty:           true,
-	trainingv1alpha1.ReasonModelIncomplete:      true,
-	trainingv1alpha1.ReasonTrainerError:         true,
-	trainingv1alpha1.ReasonBackoffLimitExceeded: true,
-	trainingv1alpha1.ReasonDeadlineExceeded:     true,
+	trainingv1alpha1.ReasonCreateFailed:             true,
+	trainingv1alpha1.ReasonPodsUnschedulable:        true,
+	trainingv1alpha1.ReasonImagePullFailed:          true,
+	trainingv1alpha1.ReasonVolumeUnavailable:        true,
+	trainingv1alpha1.ReasonPodFailed:                true,
+	trainingv1alpha1.ReasonRewardCollapsed:          true,
+	trainingv1alpha1.ReasonNonFiniteLoss:            true,
+	trainingv1alpha1.ReasonCheckpointMismatch:       true,
+	trainingv1alpha1.ReasonDatasetInvalid:           true,
+	trainingv1alpha1.ReasonSplitEmpty:               true,
+	trainingv1alpha1.ReasonModelIncomplete:          true,
+	trainingv1alpha1.ReasonTrainerError:             true,
+	trainingv1alpha1.ReasonBackoffLimitExceeded:     true,
+	trainingv1alpha1.ReasonDeadlineExceeded:         true,
+	trainingv1alpha1.ReasonProgressDeadlineExceeded: true,
 }
 
 // statusUpdate is the status being recomputed in one reconcile, with the clock

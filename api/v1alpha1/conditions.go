@@ -118,6 +118,10 @@ const (
 	// ReasonDeadlineExceeded: the job ran longer than runPolicy.activeDeadlineSeconds
 	// (Failed).
 	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonProgressDeadlineExceeded: the trainer reported no progress for
+	// spec.runPolicy.progressDeadlineSeconds; the gang restarts (or, past
+	// backoffLimit, the job fails).
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	// ReasonPodGroupUnavailable: spec.trainer.scheduling.gang names a gang scheduler
 	// whose PodGroup kind the cluster does not serve (Created=False); the message
 	// names the kind and what to install or enable. No pods are created until it is.

@@ -83,6 +83,7 @@ type ESPOJobList struct {
 // +kubebuilder:validation:XValidation:rule="oldSelf.runPolicy.suspend || self.runPolicy.suspend || self.trainer == oldSelf.trainer",message="trainer may change only while the job is suspended (spec.runPolicy.suspend: true)"
 // +kubebuilder:validation:XValidation:rule="oldSelf.runPolicy.suspend || self.runPolicy.suspend || (has(self.checkpoint) == has(oldSelf.checkpoint) && (!has(self.checkpoint) || self.checkpoint == oldSelf.checkpoint))",message="checkpoint may change only while the job is suspended (spec.runPolicy.suspend: true)"
 // +kubebuilder:validation:XValidation:rule="oldSelf.runPolicy.suspend || self.runPolicy.suspend || (has(self.earlyStopping) == has(oldSelf.earlyStopping) && (!has(self.earlyStopping) || self.earlyStopping == oldSelf.earlyStopping))",message="earlyStopping may change only while the job is suspended (spec.runPolicy.suspend: true)"
+// +kubebuilder:validation:XValidation:rule="!has(self.runPolicy) || !has(self.runPolicy.progressDeadlineSeconds) || !has(self.trainer) || !has(self.trainer.statusInterval) || self.runPolicy.progressDeadlineSeconds > 2 * duration(self.trainer.statusInterval).getSeconds()",message="runPolicy.progressDeadlineSeconds must be more than twice trainer.statusInterval, the longest a moving job goes between two progress reports: raise it or lower statusInterval",fieldPath=".runPolicy.progressDeadlineSeconds"
 type ESPOJobSpec struct {
 	// Datasets are the sources of episodes (SmartSpot JSONL) and how they are split
 	// into train, validation and test sets. Immutable.
@@ -353,6 +354,23 @@ type RunPolicy struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// ProgressDeadlineSeconds is how long a running job may go without progress
+	// before it is taken as hung: no report from its trainer (a step, a change of
+	// stage or epoch, an evaluation, a checkpoint) for this long, counted from the
+	// later of the last report and the moment every pod of the attempt ran. Then the
+	// job gets the Restarting condition with reason ProgressDeadlineExceeded, naming
+	// the last progress and when it was, and the gang restarts from its newest
+	// checkpoint as after a failed pod: counted against backoffLimit, after its
+	// backoff. The trainer also fails a call to a policy worker that does not return
+	// within half of it, naming the worker, the call and the wait, so that a hung
+	// worker is named before the watchdog restarts the gang. It must be more than twice
+	// spec.trainer.statusInterval (a moving job reports at least that often) and
+	// should exceed the longest step, model load or evaluation. Unset: no watchdog, so
+	// that a slow first load of a large model is never taken for a hang.
+	// +optional
+	// +kubebuilder:validation:Minimum=5
+	ProgressDeadlineSeconds *int64 `json:"progressDeadlineSeconds,omitempty"`
 
 	// TTLSecondsAfterFinished deletes the job (and so its children) this many seconds
 	// after it succeeded or failed. Unset: kept until deleted by hand.

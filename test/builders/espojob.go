@@ -344,6 +344,12 @@ func (w *ESPOJobWrapper) ActiveDeadlineSeconds(s int64) *ESPOJobWrapper {
 	return w
 }
 
+// ProgressDeadlineSeconds sets the watchdog's deadline for progress.
+func (w *ESPOJobWrapper) ProgressDeadlineSeconds(s int64) *ESPOJobWrapper {
+	w.Spec.RunPolicy.ProgressDeadlineSeconds = &s
+	return w
+}
+
 // TTLSecondsAfterFinished sets the time to keep a finished job.
 func (w *ESPOJobWrapper) TTLSecondsAfterFinished(s int32) *ESPOJobWrapper {
 	w.Spec.RunPolicy.TTLSecondsAfterFinished = &s

@@ -211,7 +211,9 @@ func workerToken(path string) (string, error) {
 // workers (for the cpu worker kind), whose Save and Load may touch the trainer's own
 // folders (localFolders), and the remote workers of the config, in that order,
 // dialed through pods (nil: as gRPC resolves and dials; the local mode's pod network
-// otherwise) and sent token with every call. Closing the gang closes its connections.
+// otherwise) and sent token with every call, each call bounded by
+// workerCallTimeout when spec.runPolicy.progressDeadlineSeconds is set. Closing the gang closes its
+// connections.
 func connectWorkers(cfg *trainer.Config, pods *podnet.Network, token string) (*worker.Gang, error) {
 	var members []worker.Member
 	var closers closeAll
@@ -230,6 +232,9 @@ func connectWorkers(cfg *trainer.Config, pods *podnet.Network, token string) (*w
 			closers.Close()
 			return nil, fmt.Errorf("worker %s: %w", addr, err)
 		}
+		if d := cfg.Spec.RunPolicy.ProgressDeadlineSeconds; d != nil {
+			r.SetCallTimeout(workerCallTimeout(*d))
+		}
 		members, closers = append(members, r), append(closers, r)
 	}
 	if len(members) == 0 {
@@ -237,6 +242,14 @@ func connectWorkers(cfg *trainer.Config, pods *podnet.Network, token string) (*w
 	}
 	return worker.NewGang(members...), nil
 }
+
+// workerCallTimeout is the deadline of each call to a remote worker under a
+// progress deadline of seconds: half of it, so that a hung call fails the attempt in
+// the trainer, which names the worker and the call, before the controller's watchdog
+// (which knows only that no progress came) takes the gang down. The trainer reports
+// at least every spec.trainer.statusInterval, which the API holds under half the
+// deadline, so a call starts within that of the last report.
+func workerCallTimeout(seconds int64) time.Duration { return time.Duration(seconds) * time.Second / 2 }
 
 // localFolders are the folders of the run config the trainer's in-process workers
 // may save to and load from: the checkpoint, initial-checkpoint and output folders,

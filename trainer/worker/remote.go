@@ -20,9 +20,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
@@ -45,6 +49,8 @@ type Remote struct {
 	addr   string
 	conn   *grpc.ClientConn
 	client workerpb.WorkerClient
+	// callTimeout bounds every call (SetCallTimeout); 0 leaves them unbounded.
+	callTimeout time.Duration
 }
 
 // Dial returns the worker at addr (host:port, or any gRPC target) as a Member, over
@@ -64,6 +70,8 @@ func Dial(addr string, dial DialFunc, token string) (*Remote, error) {
 		}
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer(token)))
 	}
+	r := &Remote{addr: addr}
+	opts = append(opts, grpc.WithChainUnaryInterceptor(r.boundCall))
 	target := addr
 	if dial != nil {
 		target = "passthrough:///" + addr
@@ -73,7 +81,53 @@ func Dial(addr string, dial DialFunc, token string) (*Remote, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Remote{addr: addr, conn: conn, client: workerpb.NewWorkerClient(conn)}, nil
+	r.conn, r.client = conn, workerpb.NewWorkerClient(conn)
+	return r, nil
+}
+
+// SetCallTimeout bounds every later call to the worker but Configure and Info by d
+// (0: unbounded): a call that has not returned by then fails with a
+// *CallTimeoutError. Configure waits for a worker that is still starting, in a pod of
+// its own, and loads its model: the trainer bounds that wait itself (and reports it),
+// and Info is its probe. Set it before the first call.
+func (r *Remote) SetCallTimeout(d time.Duration) { r.callTimeout = d }
+
+// CallTimeoutError is the error of a call to a worker that did not return within the
+// call timeout: a hung worker (a collective that never completes, a stuck device or
+// a wedged process). It wraps the gRPC DeadlineExceeded error.
+type CallTimeoutError struct {
+	Addr    string        // the worker's address
+	Call    string        // the protocol method: Generate, Backward, ...
+	Timeout time.Duration // how long the trainer waited
+	Err     error
+}
+
+func (e *CallTimeoutError) Error() string {
+	return fmt.Sprintf("worker %s: %s did not return within %s (half of spec.runPolicy.progressDeadlineSeconds): the worker "+
+		"is hung or far slower than the deadline allows", e.Addr, e.Call, e.Timeout)
+}
+
+func (e *CallTimeoutError) Unwrap() error { return e.Err }
+
+// boundCall is the client interceptor that puts the call timeout on each call and
+// names a call that ran out of it.
+func (r *Remote) boundCall(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+	invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if call := path.Base(method); r.callTimeout <= 0 || call == "Configure" || call == "Info" {
+		return invoke(ctx, method, req, reply, cc, opts...)
+	}
+	deadline := time.Now().Add(r.callTimeout)
+	if d, ok := ctx.Deadline(); ok && !d.After(deadline) {
+		return invoke(ctx, method, req, reply, cc, opts...) // the caller's own deadline comes first
+	}
+	bounded, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	err := invoke(bounded, method, req, reply, cc, opts...)
+	// The worker, sent the deadline, may end the call a moment before the timer here.
+	if status.Code(err) == codes.DeadlineExceeded && ctx.Err() == nil {
+		return &CallTimeoutError{Addr: r.addr, Call: path.Base(method), Timeout: r.callTimeout, Err: err}
+	}
+	return err
 }
 
 // Client returns the protocol client the member calls, for tests that drive a

@@ -17,7 +17,6 @@ limitations under the License.
 package torch
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -517,50 +516,7 @@ func startBenchWorker(b *testing.B, s benchSettings, dir, stats string) string {
 		"--drain-quiet", "0.5", "--token-file", token, "--allow-path", dir)
 	cmd.Env = append(pyEnv(), "OMP_NUM_THREADS="+strconv.Itoa(s.Threads), "ESPO_WORKER_STATS="+stats,
 		"HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1", "TOKENIZERS_PARALLELISM=false")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil && !sent {
-				addr <- m[1] + ":" + m[2]
-				sent = true
-				continue
-			}
-			b.Logf("worker: %s", sc.Text())
-		}
-		if !sent {
-			close(addr)
-		}
-	}()
-	select {
-	case a, ok := <-addr:
-		if !ok {
-			b.Fatal("the torch worker exited before serving")
-		}
-		return a
-	case <-time.After(60 * time.Second):
-		b.Fatal("the torch worker did not start serving within 60s")
-	}
-	return ""
+	return serveProcess(b, cmd, func(string) {})
 }
 
 // timedMember is a worker.Member that adds up the time spent inside the calls of a

@@ -113,14 +113,34 @@ func startWorkerEnv(t *testing.T, env []string, allowed string, args ...string) 
 		"--device", "cpu", "--threads", "4", "--drain-quiet", "0.5", "--token-file", workertest.WriteToken(t), "--allow-path", allowed}, args...)...)
 	cmd.Env = append(append(pyEnv(), "GRPC_VERBOSITY=debug"), env...)
 	w := &torchWorker{}
-	stderr, err := cmd.StderrPipe()
+	a := serveProcess(t, cmd, func(line string) {
+		w.mu.Lock()
+		w.stderr.WriteString(line + "\n")
+		w.mu.Unlock()
+	})
+	r, err := worker.Dial(a, nil, workertest.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { r.Close() })
+	w.Remote, w.addr = r, a
+	return w
+}
+
+// serveProcess starts cmd, a worker process, and returns the address it says it
+// serves on (servingRE, on its standard error); every line of its standard error goes
+// to seen and, but that one, to the test's log. The process is interrupted at the end
+// of the test and killed if it has not exited 10 s later.
+func serveProcess(tb testing.TB, cmd *exec.Cmd, seen func(line string)) string {
+	tb.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
@@ -137,37 +157,28 @@ func startWorkerEnv(t *testing.T, env []string, allowed string, args ...string) 
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
-			w.mu.Lock()
-			w.stderr.WriteString(line + "\n")
-			w.mu.Unlock()
+			seen(line)
 			if m := servingRE.FindStringSubmatch(line); m != nil && !sent {
 				addr <- m[1] + ":" + m[2]
 				sent = true
 				continue
 			}
-			t.Logf("worker: %s", line)
+			tb.Logf("worker: %s", line)
 		}
 		if !sent {
 			close(addr)
 		}
 	}()
-	var a string
 	select {
-	case v, ok := <-addr:
+	case a, ok := <-addr:
 		if !ok {
-			t.Fatal("the torch worker exited before serving")
+			tb.Fatal("the torch worker exited before serving")
 		}
-		a = v
+		return a
 	case <-time.After(60 * time.Second):
-		t.Fatal("the torch worker did not start serving within 60s")
+		tb.Fatal("the torch worker did not start serving within 60s")
 	}
-	r, err := worker.Dial(a, nil, workertest.Token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	w.Remote, w.addr = r, a
-	return w
+	return ""
 }
 
 // TestTorchWorkerNeedsTheTokenAndStaysInItsFolder: the worker process refuses every

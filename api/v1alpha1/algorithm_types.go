@@ -342,10 +342,13 @@ const (
 // set, else with no credentials.
 type EmbedderSpec struct {
 	// Endpoint is the URL the trainer POSTs to, http or https, typically a Service in
-	// the cluster: "http://embeddings.ml.svc:8080/v1/embeddings".
+	// the cluster: "http://embeddings.ml.svc:8080/v1/embeddings"; a port of 1-65535,
+	// and no credentials in it (apiKeySecretRef holds a key).
 	// +required
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="endpoint must be an http or https URL with a host, such as http://embeddings.ml.svc:8080/v1/embeddings"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^:/?#]+://[^/?#]*@')",message="endpoint must not hold credentials (user:password@host): the trainer copies the endpoint into its run config, events and logs; put the key in a Secret and name it in apiKeySecretRef"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^:/?#]+://[^/?#@]*:[0-9]*([/?#]|$)') || self.matches('^[^:/?#]+://[^/?#@]*:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])([/?#]|$)')",message="the port of endpoint must be between 1 and 65535"
 	Endpoint string `json:"endpoint"`
 
 	// Model is sent as the request's "model"; empty omits it (for a service that

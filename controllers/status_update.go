@@ -57,6 +57,7 @@ var warningReasons = map[string]bool{
 	trainingv1alpha1.ReasonDatasetInvalid:           true,
 	trainingv1alpha1.ReasonSplitEmpty:               true,
 	trainingv1alpha1.ReasonModelIncomplete:          true,
+	trainingv1alpha1.ReasonConfigInvalid:            true,
 	trainingv1alpha1.ReasonTrainerError:             true,
 	trainingv1alpha1.ReasonBackoffLimitExceeded:     true,
 	trainingv1alpha1.ReasonDeadlineExceeded:         true,

@@ -46,7 +46,7 @@ func finalFailure(outcome trainingv1alpha1.TrainingOutcome) bool {
 	switch outcome {
 	case trainingv1alpha1.OutcomeNonFiniteLoss, trainingv1alpha1.OutcomeRewardCollapsed,
 		trainingv1alpha1.OutcomeCheckpointMismatch, trainingv1alpha1.OutcomeDatasetInvalid,
-		trainingv1alpha1.OutcomeSplitEmpty, trainingv1alpha1.OutcomeModelIncomplete:
+		trainingv1alpha1.OutcomeSplitEmpty, trainingv1alpha1.OutcomeModelIncomplete, trainingv1alpha1.OutcomeConfigInvalid:
 		return true
 	}
 	return false

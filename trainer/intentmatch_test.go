@@ -375,12 +375,18 @@ func fileConfig(t *testing.T, drop func(i int) bool) *Config {
 	return c
 }
 
+// TestSlotsMatchWithoutPreferencesFailsAtStart: New refuses match slots on data with
+// an episode without preferences, naming the field and the fix, with the outcome
+// ConfigInvalid: the job fails at once, since a restart reads the same spec and data.
 func TestSlotsMatchWithoutPreferencesFailsAtStart(t *testing.T) {
 	c := fileConfig(t, func(i int) bool { return i == 5 })
 	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchSlots
 	_, err := New(c, Options{Workers: cpuGang(1)})
 	if err == nil {
 		t.Fatal("New accepted match slots with an episode without preferences")
+	}
+	if got := PermanentOutcome(err); got != trainingv1alpha1.OutcomeConfigInvalid {
+		t.Errorf("outcome %q, want ConfigInvalid (no restart)", got)
 	}
 	for _, want := range []string{"spec.rewards.intent.match", "no preferences", "set spec.rewards.intent.match to auto"} {
 		if !strings.Contains(err.Error(), want) {

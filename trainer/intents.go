@@ -123,9 +123,10 @@ func checkSlotsHavePreferences(rc espo.RewardConfig, splits ...[]dataset.Episode
 	for _, eps := range splits {
 		for e := range eps {
 			if ep := &eps[e]; len(ep.Preferences) == 0 && hasPoolStep(ep) {
-				return fmt.Errorf("%s: slots, but episode %s has an item-pool step and no preferences to judge its intent by; "+
-					"give every episode its preferences (slot: value), or set %s to auto (slots where there are preferences, "+
-					"embedding elsewhere) or embedding", matchField, ep.ID, matchField)
+				return invalidInput(trainingv1alpha1.OutcomeConfigInvalid, fmt.Errorf(
+					"%s: slots, but episode %s has an item-pool step and no preferences to judge its intent by; "+
+						"give every episode its preferences (slot: value), or set %s to auto (slots where there are preferences, "+
+						"embedding elsewhere) or embedding", matchField, ep.ID, matchField))
 			}
 		}
 	}

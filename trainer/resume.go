@@ -117,8 +117,9 @@ func (t *Trainer) resumePoint() (string, error) {
 		return "", nil
 	}
 	c, err := checkpoint.Verify(t.cfg.InitialCheckpoint)
-	if err != nil {
-		return "", fmt.Errorf("spec.model.initialCheckpoint (%s): %w", t.cfg.InitialCheckpoint, err)
+	if err != nil { // the same claim on every restart: no restart helps
+		return "", inPodPaths(invalidInput(trainingv1alpha1.OutcomeConfigInvalid,
+			fmt.Errorf("spec.model.initialCheckpoint (%s): %w", t.cfg.InitialCheckpoint, err)), t.opts.PodRoot)
 	}
 	t.opts.Log.Info("starting from an initial checkpoint", "dir", c.Dir, "itsStep", c.Step)
 	return filepath.Join(c.Dir, workerStateFile), nil

@@ -306,9 +306,20 @@ func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
 		t.Error("the second run's workers do not start from the initial checkpoint's state")
 	}
 
-	second.InitialCheckpoint = t.TempDir() // no manifest
-	tr, _ = New(second, Options{Workers: cpuGang(1), Log: logr.Discard()})
-	if err := tr.start(context.Background()); err == nil || !strings.Contains(err.Error(), "spec.model.initialCheckpoint") {
-		t.Errorf("start from an empty folder: %v, want an error naming spec.model.initialCheckpoint", err)
+	// No manifest, in a pod whose files the local node keeps under podRoot: the
+	// message names the field and the folder as the pod sees it, and fails the job
+	// at once (ConfigInvalid): a restart mounts the same folder.
+	podRoot := t.TempDir()
+	second.InitialCheckpoint = filepath.Join(podRoot, "init", "ckpt")
+	if err := os.MkdirAll(second.InitialCheckpoint, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tr, _ = New(second, Options{Workers: cpuGang(1), Log: logr.Discard(), PodRoot: podRoot})
+	err = tr.start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "spec.model.initialCheckpoint (/init/ckpt)") || strings.Contains(err.Error(), podRoot) {
+		t.Errorf("start from an empty folder: %v, want an error naming spec.model.initialCheckpoint at /init/ckpt", err)
+	}
+	if got := PermanentOutcome(err); got != trainingv1alpha1.OutcomeConfigInvalid {
+		t.Errorf("outcome %q, want ConfigInvalid (no restart)", got)
 	}
 }

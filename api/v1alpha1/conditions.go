@@ -108,6 +108,9 @@ const (
 	ReasonSplitEmpty = string(OutcomeSplitEmpty)
 	// ReasonModelIncomplete: the model folder lacks files the model needs (Failed).
 	ReasonModelIncomplete = string(OutcomeModelIncomplete)
+	// ReasonConfigInvalid: the trainer found that the spec cannot run on its data or
+	// volumes as written (Failed at once, no restart).
+	ReasonConfigInvalid = string(OutcomeConfigInvalid)
 	// ReasonTrainerError: the trainer reported an error it cannot recover from
 	// (Failed).
 	ReasonTrainerError = "TrainerError"

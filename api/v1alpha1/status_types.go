@@ -157,7 +157,7 @@ const (
 )
 
 // TrainingOutcome is how the trainer ended the run.
-// +kubebuilder:validation:Enum=Completed;TargetReached;RewardCollapsed;NonFiniteLoss;CheckpointMismatch;DatasetInvalid;SplitEmpty;ModelIncomplete;Error
+// +kubebuilder:validation:Enum=Completed;TargetReached;RewardCollapsed;NonFiniteLoss;CheckpointMismatch;DatasetInvalid;SplitEmpty;ModelIncomplete;ConfigInvalid;Error
 type TrainingOutcome string
 
 // The training outcomes. The controller turns them into the Succeeded or Failed
@@ -189,6 +189,12 @@ const (
 	// the folder as the worker's pod sees it and every missing file. A restart reads
 	// the same folder, so the job fails at once.
 	OutcomeModelIncomplete TrainingOutcome = "ModelIncomplete"
+	// OutcomeConfigInvalid: the spec cannot run as written on the data and volumes it
+	// names (spec.rewards.intent.match slots on episodes without preferences, a
+	// spec.model.initialCheckpoint folder that holds no checkpoint); Message names the
+	// field, what is wrong, paths as the pod sees them, and the fix. A restart reads
+	// the same spec and data, so the job fails at once.
+	OutcomeConfigInvalid TrainingOutcome = "ConfigInvalid"
 	// OutcomeError: the trainer stopped on an error it cannot recover from (a bad
 	// dataset, an unreachable worker); Message says which.
 	OutcomeError TrainingOutcome = "Error"

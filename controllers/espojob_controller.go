@@ -126,7 +126,7 @@ func (r *ESPOJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	u := newStatusUpdate(job, r.opts.Clock.Now())
 	result, err := r.reconcile(ctx, u)
-	err = errors.Join(err, findMissingSource(ctx, r.apiReader, u))
+	err = errors.Join(err, findMissingReference(ctx, r.apiReader, u))
 	summarize(u)
 	if werr := r.writeStatus(ctx, job, u.job); werr != nil {
 		if err == nil && apierrors.IsConflict(werr) {

@@ -74,9 +74,9 @@ type statusUpdate struct {
 	// listed tells whether the list succeeded.
 	pods   []corev1.Pod
 	listed bool
-	// missingSource names a dataset source that does not exist while a pod waits
-	// for it (findMissingSource); empty otherwise.
-	missingSource string
+	// missing is an object the job names that does not exist while a pod waits
+	// for it (findMissingReference); nil otherwise.
+	missing *missingReference
 }
 
 // newStatusUpdate starts recomputing the status of a copy of job at now.

@@ -77,8 +77,8 @@ func updatePodStatus(u *statusUpdate, pods *podSet) {
 		u.setCondition(trainingv1alpha1.ConditionRunning, true, reason, msg)
 	default:
 		reason, msg := pendingProblem(pods.ranks())
-		if reason == "" && u.missingSource != "" {
-			reason, msg = trainingv1alpha1.ReasonVolumeUnavailable, u.missingSource
+		if reason == "" && u.missing != nil {
+			reason, msg = u.missing.reason, u.missing.message
 		}
 		if reason == "" {
 			reason, msg = trainingv1alpha1.ReasonPodsPending, podsRunning(running, n)

@@ -368,6 +368,39 @@ func TestMissingServiceAccountKeepsPodPending(t *testing.T) {
 		condition(corev1.PodReadyToStartContainers), HaveField("Message", ContainSubstring(`serviceaccounts "absent" not found`))))
 }
 
+// TestMissingSecretKeyIsACreateContainerConfigError: a container whose environment
+// names a Secret that does not exist waits, as under a kubelet, with reason
+// CreateContainerConfigError and the cause in its message; another container of the
+// pod keeps waiting in ContainerCreating. Once the Secret is there, the pod runs.
+func TestMissingSecretKeyIsACreateContainerConfigError(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	pod := shPod(ns, "nosecret", `test "$KEY" = s3cret`)
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "KEY", ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Key: "key"}}}}
+	other := pod.Spec.Containers[0]
+	other.Name, other.Env, other.Command = "other", nil, []string{"/bin/sh", "-c", "exit 0"}
+	pod.Spec.Containers = append(pod.Spec.Containers, other)
+	create(g, pod, client.CoreV1().Pods(ns).Create)
+	waiting := func(name string) func(*corev1.Pod) *corev1.ContainerStateWaiting {
+		return func(p *corev1.Pod) *corev1.ContainerStateWaiting {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.Name == name {
+					return cs.State.Waiting
+				}
+			}
+			return nil
+		}
+	}
+	g.Eventually(getPod(ns, "nosecret"), podStartTimeout, pollInterval).Should(And(
+		WithTransform(waiting(pod.Spec.Containers[0].Name), And(Not(BeNil()),
+			HaveField("Reason", "CreateContainerConfigError"), HaveField("Message", ContainSubstring(`"absent" not found`)))),
+		WithTransform(waiting("other"), And(Not(BeNil()), HaveField("Reason", "ContainerCreating")))))
+	create(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "absent", Namespace: ns},
+		Data: map[string][]byte{"key": []byte("s3cret")}}, client.CoreV1().Secrets(ns).Create)
+	g.Eventually(getPod(ns, "nosecret"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodSucceeded)))
+}
+
 func TestGPURequestsAreScheduledWithinAllocatable(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)

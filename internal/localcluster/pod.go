@@ -81,13 +81,20 @@ type containerRun struct {
 	proc     *process
 }
 
-// prepError is why a pod cannot start yet: an event reason and the error.
+// prepError is why a pod cannot start yet: an event reason and the error, and the
+// container it is about when it is one container's (CreateContainerConfigError).
 type prepError struct {
-	reason string
-	err    error
+	reason    string
+	err       error
+	container string
 }
 
-func (e *prepError) Error() string { return e.err.Error() }
+func (e *prepError) Error() string {
+	if e.container != "" {
+		return fmt.Sprintf("container %q: %v", e.container, e.err)
+	}
+	return e.err.Error()
+}
 
 func newPodRun(node *provider, pod *corev1.Pod, dir, ip string) *podRun {
 	ctx, cancel := context.WithCancel(context.Background())

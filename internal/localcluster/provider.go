@@ -311,12 +311,12 @@ func (p *provider) prepare(ctx context.Context, r *podRun) error {
 	vm := &volumeMaker{client: p.client, stateDir: p.cfg.StateDir, pod: pod, podDir: r.dir, rewrite: rewrite}
 	dirs, err := vm.make(ctx)
 	if err != nil {
-		return &prepError{reasonFailedMount, err}
+		return &prepError{reason: reasonFailedMount, err: err}
 	}
 	sa := &serviceAccount{client: p.client, api: p.api, pod: pod, podDir: r.dir}
 	saDir, kubeconfig, err := sa.make(ctx, rewrite.Path(ServiceAccountMountPath))
 	if err != nil {
-		return &prepError{reasonFailedMount, err}
+		return &prepError{reason: reasonFailedMount, err: err}
 	}
 	if saDir != "" {
 		const saVolume = "\x00serviceaccount" // no real volume name has a NUL
@@ -324,12 +324,12 @@ func (p *provider) prepare(ctx context.Context, r *podRun) error {
 		pod = withMount(pod, saVolume, ServiceAccountMountPath)
 	}
 	if err := mountAll(root, pod, dirs); err != nil {
-		return &prepError{reasonFailedMount, err}
+		return &prepError{reason: reasonFailedMount, err: err}
 	}
 	for _, c := range append(append([]*containerRun{}, r.inits...), r.containers...) {
 		l, err := p.launchOf(ctx, pod, r, c, rewrite, kubeconfig)
 		if err != nil {
-			return &prepError{reasonConfigError, fmt.Errorf("container %q: %w", c.spec.Name, err)}
+			return &prepError{reason: reasonConfigError, err: err, container: c.spec.Name}
 		}
 		r.mu.Lock()
 		c.launch = l

@@ -46,9 +46,11 @@ func (r *podRun) statusLocked() corev1.PodStatus {
 	st.ContainerStatuses = containerStatuses(r.containers, true)
 	st.Phase = podPhase(r.pod.Spec.RestartPolicy, st.InitContainerStatuses, st.ContainerStatuses, r.started)
 	if r.waiting != nil {
-		for i := range st.ContainerStatuses {
-			if w := st.ContainerStatuses[i].State.Waiting; w != nil {
-				w.Message = bounded(r.waiting.Error())
+		for _, statuses := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+			for i := range statuses {
+				if w := statuses[i].State.Waiting; w != nil {
+					w.Reason, w.Message = r.waiting.containerWaiting(statuses[i].Name, w.Reason)
+				}
 			}
 		}
 	}
@@ -60,6 +62,18 @@ func (r *podRun) statusLocked() corev1.PodStatus {
 	setCondition(&st, corev1.ContainersReady, ready, r.waitingReason(), r.waitingMessage(), now)
 	setCondition(&st, corev1.PodReady, ready, r.waitingReason(), r.waitingMessage(), now)
 	return st
+}
+
+// containerWaiting is the waiting reason and message of the container name while the
+// pod cannot start for e, as a kubelet gives them: a container whose configuration
+// cannot be made (a missing Secret, ConfigMap or key of its environment) waits with
+// reason CreateContainerConfigError and the cause, "secret \"x\" not found"; the
+// others keep reason, ContainerCreating, with why the pod cannot start.
+func (e *prepError) containerWaiting(name, reason string) (string, string) {
+	if e.reason == reasonConfigError && e.container == name {
+		return reasonConfigError, bounded(e.err.Error())
+	}
+	return reason, bounded(e.Error())
 }
 
 func (r *podRun) waitingReason() string {

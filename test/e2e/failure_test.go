@@ -70,3 +70,26 @@ func TestMissingConfigMapIsNamedInTheRunningCondition(t *testing.T) {
 			ns + `: create it, or name an existing one in spec.datasets.sources[0].configMap.name`))
 	}).WithTimeout(trainingStarts).WithPolling(poll).Should(Succeed())
 }
+
+// TestMissingAPIKeySecretIsNamedInTheRunningCondition: the embedder's apiKeySecretRef
+// naming a Secret that does not exist leaves the trainer container waiting, as under a
+// kubelet, with reason CreateContainerConfigError; the job's Running condition names
+// the field, the Secret and the key, not only "the trainer pod is not running yet".
+func TestMissingAPIKeySecretIsNamedInTheRunningCondition(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-missing-secret")
+	const name = "missing-secret"
+	createEdited(t, ns, "job-small.yaml", name, func(job *trainingv1alpha1.ESPOJob) {
+		job.Spec.Rewards.Intent.Embedder = &trainingv1alpha1.EmbedderSpec{Endpoint: "http://embeddings.invalid:8080/v1/embeddings",
+			APIKeySecretRef: &trainingv1alpha1.SecretKeyRef{Name: "e2e-no-such-secret", Key: "api-key"}}
+	})
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getJob(g, ns, name).Status.Conditions, trainingv1alpha1.ConditionRunning)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(trainingv1alpha1.ReasonPodsPending))
+		g.Expect(c.Message).To(HavePrefix(`pod missing-secret-trainer-0, container trainer: cannot read key "api-key" of Secret ` +
+			`"e2e-no-such-secret" (spec.rewards.intent.embedder.apiKeySecretRef), which must exist in namespace ` + ns +
+			`: CreateContainerConfigError: `))
+	}).WithTimeout(trainingStarts).WithPolling(poll).Should(Succeed())
+}

@@ -18,9 +18,11 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,28 +47,43 @@ func podOn(node string) corev1.Pod {
 		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
 }
 
-func TestFindMissingSourceNamesTheConfigMapAScheduledPodWaitsFor(t *testing.T) {
+// withServiceAccount is job running its trainer pods as the service account sa.
+func withServiceAccount(job *trainingv1alpha1.ESPOJob, sa string) *trainingv1alpha1.ESPOJob {
+	job.Spec.Trainer.ServiceAccountName = sa
+	return job
+}
+
+func TestFindMissingReferenceNamesWhatAScheduledPodWaitsFor(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "here"}}).Build()
-	want := `spec.datasets.sources[1] (src-gone): ConfigMap "gone" does not exist in namespace ns: ` +
-		`create it, or name an existing one in spec.datasets.sources[1].configMap.name`
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "here"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "runner"}}).Build()
+	gone := &missingReference{trainingv1alpha1.ReasonVolumeUnavailable,
+		`spec.datasets.sources[1] (src-gone): ConfigMap "gone" does not exist in namespace ns: ` +
+			`create it, or name an existing one in spec.datasets.sources[1].configMap.name`}
+	noSA := &missingReference{trainingv1alpha1.ReasonPodsPending,
+		`spec.trainer.serviceAccountName: ServiceAccount "absent" does not exist in namespace ns: create it (allowed to ` +
+			`patch this job's status), or leave the field unset for the job's own identity`}
 	for name, tc := range map[string]struct {
 		pod  corev1.Pod
 		job  *trainingv1alpha1.ESPOJob
-		want string
+		want *missingReference
 	}{
-		"a scheduled pending pod, one ConfigMap missing":  {pod: podOn("node-1"), job: jobOnConfigMaps("here", "gone"), want: want},
+		"a scheduled pending pod, one ConfigMap missing":  {pod: podOn("node-1"), job: jobOnConfigMaps("here", "gone"), want: gone},
 		"every ConfigMap exists":                          {pod: podOn("node-1"), job: jobOnConfigMaps("here")},
 		"the pod is not scheduled yet: nothing looked up": {pod: podOn(""), job: jobOnConfigMaps("gone")},
+		"the service account is missing":                  {pod: podOn("node-1"), job: withServiceAccount(jobOnConfigMaps("here"), "absent"), want: noSA},
+		"the service account exists":                      {pod: podOn("node-1"), job: withServiceAccount(jobOnConfigMaps("here"), "runner")},
+		"a missing ConfigMap is named first": {pod: podOn("node-1"), job: withServiceAccount(jobOnConfigMaps("gone"), "absent"),
+			want: &missingReference{gone.reason, strings.ReplaceAll(gone.message, "[1]", "[0]")}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			u := newStatusUpdate(tc.job, time.Unix(0, 0))
 			u.pods = []corev1.Pod{tc.pod}
-			if err := findMissingSource(context.Background(), c, u); err != nil {
+			if err := findMissingReference(context.Background(), c, u); err != nil {
 				t.Fatal(err)
 			}
-			if u.missingSource != tc.want {
-				t.Errorf("missingSource = %q, want %q", u.missingSource, tc.want)
+			if diff := cmp.Diff(tc.want, u.missing, cmp.AllowUnexported(missingReference{})); diff != "" {
+				t.Errorf("missing (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -75,12 +92,12 @@ func TestFindMissingSourceNamesTheConfigMapAScheduledPodWaitsFor(t *testing.T) {
 func TestRunningConditionNamesAMissingSource(t *testing.T) {
 	job := jobOnConfigMaps("gone")
 	u := newStatusUpdate(job, time.Unix(0, 0))
-	u.missingSource = "spec.datasets.sources[0] (src-gone): ConfigMap \"gone\" does not exist"
+	u.missing = &missingReference{trainingv1alpha1.ReasonVolumeUnavailable, "spec.datasets.sources[0] (src-gone): ConfigMap \"gone\" does not exist"}
 	pod := podOn("node-1")
 	pod.Labels = map[string]string{LabelRole: RoleTrainer}
 	updatePodStatus(u, splitPods(u.job, []corev1.Pod{pod}))
 	c := meta.FindStatusCondition(u.status().Conditions, trainingv1alpha1.ConditionRunning)
-	if c == nil || c.Reason != trainingv1alpha1.ReasonVolumeUnavailable || c.Message != u.missingSource {
+	if c == nil || c.Reason != trainingv1alpha1.ReasonVolumeUnavailable || c.Message != u.missing.message {
 		t.Fatalf("Running condition %+v, want reason VolumeUnavailable and the missing source", c)
 	}
 }

@@ -93,3 +93,22 @@ func TestMissingAPIKeySecretIsNamedInTheRunningCondition(t *testing.T) {
 			`: CreateContainerConfigError: `))
 	}).WithTimeout(trainingStarts).WithPolling(poll).Should(Succeed())
 }
+
+// TestMissingServiceAccountIsNamedInTheRunningCondition: trainer pods that run as a
+// service account that does not exist wait (a real cluster refuses to create them);
+// the job's Running condition names the field and the account.
+func TestMissingServiceAccountIsNamedInTheRunningCondition(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-missing-sa")
+	const name = "missing-sa"
+	createEdited(t, ns, "job-small.yaml", name, func(job *trainingv1alpha1.ESPOJob) {
+		job.Spec.Trainer.ServiceAccountName = "e2e-no-such-sa"
+	})
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(getJob(g, ns, name).Status.Conditions, trainingv1alpha1.ConditionRunning)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(trainingv1alpha1.ReasonPodsPending))
+		g.Expect(c.Message).To(HavePrefix(`spec.trainer.serviceAccountName: ServiceAccount "e2e-no-such-sa" does not exist in namespace ` + ns))
+	}).WithTimeout(trainingStarts).WithPolling(poll).Should(Succeed())
+}

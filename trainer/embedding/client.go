@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -152,11 +153,23 @@ func spellings(key string) []string {
 }
 
 // CheckEndpoint returns an error unless s is an absolute http or https URL with a
-// host: the rule the API server applies to spec.rewards.intent.embedder.endpoint.
+// host, a port of 1-65535 if any, and no credentials: the rules the API server applies
+// to spec.rewards.intent.embedder.endpoint. The error never quotes credentials.
 func CheckEndpoint(s string) error {
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+	switch {
+	case err == nil && u.User != nil:
+		bare := *u
+		bare.User = nil
+		return fmt.Errorf("the endpoint of host %s holds credentials (user:password@host), which would be copied into the run "+
+			"config, events and logs; put the key in a Secret and name it in apiKeySecretRef", bare.Host)
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "":
 		return fmt.Errorf("%q is not an http or https URL with a host; use one such as http://embeddings.ml.svc:8080/v1/embeddings", s)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q: the port must be between 1 and 65535", s)
+		}
 	}
 	return nil
 }

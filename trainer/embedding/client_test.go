@@ -396,9 +396,18 @@ func TestCheckEndpoint(t *testing.T) {
 		"http://embeddings.ml.svc:8080/v1/embeddings\n":          false,
 		"grpc://embeddings.ml.svc:8080":                          false,
 		"https://embeddings.ml.svc/v1/embeddings?dimensions=512": true,
+		"http://user:secret@embeddings.ml.svc:8080/v1":           false,
+		"https://sk-abc@embeddings.example/v1":                   false,
+		"http://embeddings.ml.svc:0/v1":                          false,
+		"http://embeddings.ml.svc:65536/v1":                      false,
+		"http://embeddings.ml.svc:65535/v1":                      true,
 	} {
-		if err := CheckEndpoint(s); (err == nil) != ok {
+		err := CheckEndpoint(s)
+		if (err == nil) != ok {
 			t.Errorf("CheckEndpoint(%q) = %v, want ok %v", s, err, ok)
+		}
+		if err != nil && (strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "sk-abc")) {
+			t.Errorf("CheckEndpoint(%q) quotes the credentials: %v", s, err)
 		}
 	}
 }

@@ -142,8 +142,9 @@ func checkDropout(v float64) error {
 }
 
 // checkEmbedder applies to spec.rewards.intent.embedder, when set and defaulted, the
-// rules the API server applies: an http or https endpoint with a host, a port of 1-65535 and no credentials, the bounds of
-// timeoutSeconds and batchSize, and an apiKeySecretRef with a name and a key.
+// rules the API server applies: an http or https endpoint with a host, a port of
+// 1-65535 if any and no credentials, the bounds of timeoutSeconds and batchSize, and
+// an apiKeySecretRef with a name and a key.
 func checkEmbedder(e *trainingv1alpha1.EmbedderSpec) error {
 	if e == nil {
 		return nil

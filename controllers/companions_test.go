@@ -172,7 +172,7 @@ func BenchmarkCompanionsInLine(b *testing.B) {
 // companionsOf are the desired companions of job, with testToken as a new token.
 func companionsOf(tb testing.TB, job *trainingv1alpha1.ESPOJob, np NetworkPolicyOptions) [][]companion {
 	tb.Helper()
-	runConfig, err := runConfigYAML(job)
+	runConfig, err := runConfigYAML(job, trainingv1alpha1.RunProvenance{})
 	if err != nil {
 		tb.Fatal(err)
 	}

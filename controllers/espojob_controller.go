@@ -45,6 +45,8 @@ import (
 // Options configure the ESPOJob reconciler.
 type Options struct {
 	PodOptions
+	// OperatorVersion is the operator's version, recorded in each run's provenance.
+	OperatorVersion string
 	// NetworkPolicy says whether each job's pods get a NetworkPolicy and who may
 	// scrape their metrics.
 	NetworkPolicy NetworkPolicyOptions

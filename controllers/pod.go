@@ -189,14 +189,7 @@ func baseContainer(job *trainingv1alpha1.ESPOJob, rank int32, name, image string
 // the job's resources.
 func workerContainer(job *trainingv1alpha1.ESPOJob, rank int32, o PodOptions) corev1.Container {
 	m := &job.Spec.Model
-	image := m.Image
-	if image == "" && m.Worker == trainingv1alpha1.WorkerCUDA {
-		image = o.CUDAWorkerImage
-	}
-	if image == "" {
-		image = trainerImage(job, o)
-	}
-	c := baseContainer(job, rank, ContainerWorker, image)
+	c := baseContainer(job, rank, ContainerWorker, workerImage(job, o))
 	c.Command = m.Command
 	if len(c.Command) == 0 && m.Worker != trainingv1alpha1.WorkerCUDA {
 		c.Command = []string{"espo", "worker", "--device", "cpu"} // it listens on $ESPO_WORKER_LISTEN
@@ -250,6 +243,19 @@ func workerPaths(job *trainingv1alpha1.ESPOJob, rank int32) []string {
 }
 
 // trainerImage is the image of the trainer (and of the CPU workers).
+// workerImage is the image of the job's worker containers: spec.model.image, else
+// the cuda worker image for cuda, else the trainer's.
+func workerImage(job *trainingv1alpha1.ESPOJob, o PodOptions) string {
+	m := &job.Spec.Model
+	switch {
+	case m.Image != "":
+		return m.Image
+	case m.Worker == trainingv1alpha1.WorkerCUDA && o.CUDAWorkerImage != "":
+		return o.CUDAWorkerImage
+	}
+	return trainerImage(job, o)
+}
+
 func trainerImage(job *trainingv1alpha1.ESPOJob, o PodOptions) string {
 	if job.Spec.Trainer.Image != "" {
 		return job.Spec.Trainer.Image

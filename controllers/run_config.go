@@ -32,10 +32,11 @@ import (
 
 // buildRunConfig resolves the job into the trainer's run config: the job's name and
 // UID (which the trainer binds its checkpoints to), its spec with every default
-// applied, where the datasets, checkpoints and output are mounted, and the addresses
-// of the remote policy workers. spec.runPolicy.suspend is left out (false):
-// it is not the trainer's business, and suspending must not rewrite the config.
-func buildRunConfig(job *trainingv1alpha1.ESPOJob) *trainingv1alpha1.RunConfig {
+// applied, where the datasets, checkpoints and output are mounted, the addresses of
+// the remote policy workers, and prov, the operator's part of the run's provenance.
+// spec.runPolicy.suspend is left out (false): it is not the trainer's business, and
+// suspending must not rewrite the config.
+func buildRunConfig(job *trainingv1alpha1.ESPOJob, prov trainingv1alpha1.RunProvenance) *trainingv1alpha1.RunConfig {
 	spec := job.Spec.DeepCopy()
 	spec.Default()
 	spec.RunPolicy.Suspend = false
@@ -43,8 +44,9 @@ func buildRunConfig(job *trainingv1alpha1.ESPOJob) *trainingv1alpha1.RunConfig {
 		Job:       trainingv1alpha1.JobRef{Namespace: job.Namespace, Name: job.Name, UID: job.UID},
 		Spec:      *spec,
 		DataRoot:  DataRoot,
-		Workers:   workerAddresses(job),
-		OutputDir: OutputDir,
+		Workers:    workerAddresses(job),
+		OutputDir:  OutputDir,
+		Provenance: prov,
 	}
 	if spec.Checkpoint != nil {
 		rc.CheckpointDir = path.Join(CheckpointMountPath, spec.Checkpoint.PersistentVolumeClaim.Path)
@@ -93,10 +95,21 @@ func podFQDN(job *trainingv1alpha1.ESPOJob, rank int32) string {
 // replicas is the number of trainer pods (at least 1, whether or not defaulted).
 func replicas(job *trainingv1alpha1.ESPOJob) int32 { return max(job.Spec.Trainer.Replicas, 1) }
 
+// runProvenance is the operator's part of a job's provenance: its version and the
+// images of the job's trainer and worker containers (none for an external worker,
+// which the job does not run).
+func runProvenance(job *trainingv1alpha1.ESPOJob, o Options) trainingv1alpha1.RunProvenance {
+	p := trainingv1alpha1.RunProvenance{OperatorVersion: o.OperatorVersion, TrainerImage: trainerImage(job, o.PodOptions)}
+	if job.Spec.Model.Worker != trainingv1alpha1.WorkerExternal {
+		p.WorkerImage = workerImage(job, o.PodOptions)
+	}
+	return p
+}
+
 // runConfigYAML is the job's run config (buildRunConfig) as YAML, as the ConfigMap
 // holds it. It fails only if the config cannot be marshalled.
-func runConfigYAML(job *trainingv1alpha1.ESPOJob) (string, error) {
-	raw, err := yaml.Marshal(buildRunConfig(job))
+func runConfigYAML(job *trainingv1alpha1.ESPOJob, prov trainingv1alpha1.RunProvenance) (string, error) {
+	raw, err := yaml.Marshal(buildRunConfig(job, prov))
 	if err != nil {
 		return "", fmt.Errorf("marshalling the run config: %w", err)
 	}
@@ -128,8 +141,9 @@ type memoizedRunConfig struct {
 }
 
 // yaml returns the job's run config as YAML (runConfigYAML), marshalled again only
-// if the job's UID or generation changed since the last call.
-func (m *runConfigMemo) yaml(job *trainingv1alpha1.ESPOJob) (string, error) {
+// if the job's UID or generation changed since the last call (prov, which follows
+// from the spec and the operator's options, changes with them).
+func (m *runConfigMemo) yaml(job *trainingv1alpha1.ESPOJob, prov trainingv1alpha1.RunProvenance) (string, error) {
 	key := client.ObjectKeyFromObject(job)
 	m.mu.Lock()
 	e, ok := m.byJob[key]
@@ -137,7 +151,7 @@ func (m *runConfigMemo) yaml(job *trainingv1alpha1.ESPOJob) (string, error) {
 	if ok && e.uid == job.UID && e.generation == job.Generation {
 		return e.yaml, nil
 	}
-	raw, err := runConfigYAML(job)
+	raw, err := runConfigYAML(job, prov)
 	if err != nil {
 		return "", err
 	}

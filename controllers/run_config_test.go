@@ -75,10 +75,11 @@ func TestBuildRunConfig(t *testing.T) {
 			spec := tc.job.Spec.DeepCopy()
 			spec.Default()
 			spec.RunPolicy.Suspend = false
+			prov := trainingv1alpha1.RunProvenance{OperatorVersion: "v1.2.3 (commit abc)", TrainerImage: "espo:v1.2.3"}
 			want := &trainingv1alpha1.RunConfig{Job: trainingv1alpha1.JobRef{Namespace: "ns", Name: "demo", UID: "uid-1"}, Spec: *spec,
-				DataRoot: "/data", OutputDir: "/var/run/espo/output"}
+				DataRoot: "/data", OutputDir: "/var/run/espo/output", Provenance: prov}
 			tc.want(want)
-			if diff := cmp.Diff(want, buildRunConfig(tc.job)); diff != "" {
+			if diff := cmp.Diff(want, buildRunConfig(tc.job, prov)); diff != "" {
 				t.Errorf("buildRunConfig (-want +got):\n%s", diff)
 			}
 		})
@@ -88,7 +89,7 @@ func TestBuildRunConfig(t *testing.T) {
 func TestDesiredConfigMapHoldsTheRunConfigAsYAML(t *testing.T) {
 	// Built without Obj(): the spec's defaults are applied by the builder.
 	w := makeJob().Replicas(2)
-	runConfig, err := runConfigYAML(&w.ESPOJob)
+	runConfig, err := runConfigYAML(&w.ESPOJob, trainingv1alpha1.RunProvenance{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestDesiredConfigMapHoldsTheRunConfigAsYAML(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(cm.Data[trainingv1alpha1.RunConfigKey]), got); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(buildRunConfig(w.Obj()), got); diff != "" {
+	if diff := cmp.Diff(buildRunConfig(w.Obj(), trainingv1alpha1.RunProvenance{}), got); diff != "" {
 		t.Errorf("run.yaml (-want +got):\n%s", diff)
 	}
 	if got.Spec.Algorithm.GroupSize != 5 {
@@ -114,30 +115,55 @@ func TestDesiredConfigMapHoldsTheRunConfigAsYAML(t *testing.T) {
 func TestRunConfigMemo(t *testing.T) {
 	var m runConfigMemo
 	job := makeJob().Replicas(2).Obj()
-	first, err := m.yaml(job)
+	first, err := m.yaml(job, trainingv1alpha1.RunProvenance{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := runConfigYAML(job); first != want {
+	if want, _ := runConfigYAML(job, trainingv1alpha1.RunProvenance{}); first != want {
 		t.Fatalf("yaml = %q, want runConfigYAML's %q", first, want)
 	}
 	changed := job.DeepCopy()
 	changed.Spec.Trainer.Replicas = 3
-	if got, _ := m.yaml(changed); got != first {
+	if got, _ := m.yaml(changed, trainingv1alpha1.RunProvenance{}); got != first {
 		t.Errorf("same UID and generation: marshalled again")
 	}
 	changed.Generation++
-	if got, _ := m.yaml(changed); got == first {
+	if got, _ := m.yaml(changed, trainingv1alpha1.RunProvenance{}); got == first {
 		t.Errorf("a new generation: the old run config")
 	}
 	other := changed.DeepCopy()
 	other.UID = "uid-2"
 	other.Spec.Trainer.Replicas = 2
-	if got, _ := m.yaml(other); got == first {
+	if got, _ := m.yaml(other, trainingv1alpha1.RunProvenance{}); got == first {
 		t.Errorf("another UID: the old job's run config")
 	}
 	m.forget(client.ObjectKeyFromObject(job))
 	if len(m.byJob) != 0 {
 		t.Errorf("after forget: %d entries", len(m.byJob))
+	}
+}
+
+// TestRunProvenanceNamesTheOperatorAndTheImages: the operator's part of a run's
+// provenance is its version, the trainer image (the job's or the operator's) and the
+// worker image (the job's model.image, the cuda worker image, or the trainer's for the
+// cpu worker), none for an external worker.
+func TestRunProvenanceNamesTheOperatorAndTheImages(t *testing.T) {
+	o := Options{OperatorVersion: "v1.2.3 (commit abc)", PodOptions: PodOptions{TrainerImage: "espo:v1", CUDAWorkerImage: "espo-torch:v1"}}
+	for name, tc := range map[string]struct {
+		job                   *trainingv1alpha1.ESPOJob
+		trainerImage, workers string
+	}{
+		"cpu":                   {makeJob().Obj(), "espo:v1", "espo:v1"},
+		"cuda":                  {makeJob().CUDA("m").Obj(), "espo:v1", "espo-torch:v1"},
+		"cuda, the job's image": {makeJob().CUDA("m").WorkerImage("mine:2").Obj(), "espo:v1", "mine:2"},
+		"a trainer image":       {makeJob().Image("trainer:3").Obj(), "trainer:3", "trainer:3"},
+		"external":              {makeJob().External("w.example:9000").Obj(), "espo:v1", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			want := trainingv1alpha1.RunProvenance{OperatorVersion: "v1.2.3 (commit abc)", TrainerImage: tc.trainerImage, WorkerImage: tc.workers}
+			if diff := cmp.Diff(want, runProvenance(tc.job, o)); diff != "" {
+				t.Errorf("runProvenance (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -51,7 +51,7 @@ func (r *ESPOJobReconciler) applyCompanions(ctx context.Context, job *trainingv1
 			return nil, err
 		}
 	}
-	runConfig, err := r.runConfigs.yaml(job)
+	runConfig, err := r.runConfigs.yaml(job, runProvenance(job, r.opts))
 	if err != nil {
 		return nil, err
 	}

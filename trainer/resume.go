@@ -29,9 +29,9 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
 
-// newStore returns the run's checkpoint store, bound to the run (runBinding); nil
-// when the config has no checkpoint folder.
-func newStore(cfg *Config, data *Splits, log logr.Logger) (*checkpoint.Store, error) {
+// newStore returns the run's checkpoint store, bound to the run (b, runBinding's);
+// nil when the config has no checkpoint folder.
+func newStore(cfg *Config, b checkpoint.Binding, log logr.Logger) (*checkpoint.Store, error) {
 	if cfg.CheckpointDir == "" {
 		return nil, nil
 	}
@@ -39,11 +39,17 @@ func newStore(cfg *Config, data *Splits, log logr.Logger) (*checkpoint.Store, er
 	if cfg.Spec.Checkpoint != nil {
 		keep = int(cfg.Spec.Checkpoint.Keep)
 	}
-	b, err := runBinding(cfg, data)
-	if err != nil {
-		return nil, err
-	}
 	return checkpoint.NewStore(cfg.CheckpointDir, keep, b, log)
+}
+
+// provenance is what reproduces the run (status.training.provenance): the operator's
+// part from the run config, the digests of the run's binding b, the seed and the
+// trainer's version.
+func provenance(cfg *Config, b checkpoint.Binding, version string) *trainingv1alpha1.RunProvenance {
+	p := cfg.Provenance
+	p.Datasets, p.Model, p.Algorithm, p.Rewards = b.Parts["datasets"], b.Parts["model"], b.Parts["algorithm"], b.Parts["rewards"]
+	p.Seed, p.TrainerVersion = cfg.Spec.Algorithm.Seed, version
+	return &p
 }
 
 // runBinding is what the run's checkpoints belong to: its job (by UID; a job deleted

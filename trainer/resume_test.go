@@ -21,10 +21,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -205,5 +208,49 @@ func TestACPUModelWithoutItsSectionBindsAsItsDefaults(t *testing.T) {
 	}
 	if other := binding(func(m *trainingv1alpha1.ModelSpec) { m.CPU = &trainingv1alpha1.CPUPolicySpec{HiddenSize: 16} }); other == bare {
 		t.Error("hiddenSize 16 binds as the default 32")
+	}
+}
+
+// TestEveryReportCarriesTheRunsProvenance: every status report holds the run's
+// provenance: the operator's part from the run config, the digests that bind its
+// checkpoints, the seed and the trainer's version. The same config and data give the
+// same provenance; other episodes under the same spec change the datasets digest
+// alone, another seed the algorithm digest and the seed.
+func TestEveryReportCarriesTheRunsProvenance(t *testing.T) {
+	provenanceOf := func(edit func(*Config)) *trainingv1alpha1.RunProvenance {
+		c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
+		c.Provenance = trainingv1alpha1.RunProvenance{OperatorVersion: "v9 (commit op)", TrainerImage: "espo:v9", WorkerImage: "espo:v9"}
+		edit(c)
+		rec := &recorder{}
+		run(t, c, Options{Workers: cpuGang(1), Reporter: rec, Version: "v9 (commit tr)"})
+		first := rec.reports[0].Provenance
+		for i, r := range rec.reports {
+			if diff := cmp.Diff(first, r.Provenance); diff != "" {
+				t.Fatalf("report %d's provenance differs from the first's (-first +report):\n%s", i, diff)
+			}
+		}
+		return first
+	}
+	base := provenanceOf(func(*Config) {})
+	for _, d := range []string{base.Datasets, base.Model, base.Algorithm, base.Rewards} {
+		if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(d) {
+			t.Errorf("digest %q: want 64 hexadecimal digits", d)
+		}
+	}
+	want := trainingv1alpha1.RunProvenance{Datasets: base.Datasets, Model: base.Model, Algorithm: base.Algorithm, Rewards: base.Rewards,
+		Seed: 11, TrainerVersion: "v9 (commit tr)", OperatorVersion: "v9 (commit op)", TrainerImage: "espo:v9", WorkerImage: "espo:v9"}
+	if diff := cmp.Diff(&want, base); diff != "" {
+		t.Errorf("provenance (-want +got):\n%s", diff)
+	}
+	if again := provenanceOf(func(*Config) {}); !reflect.DeepEqual(again, base) {
+		t.Errorf("the same run again: %+v, want %+v", again, base)
+	}
+	otherData := provenanceOf(func(c *Config) { c.Spec.Datasets.Sources[0].Synthetic.Seed = 4 })
+	if otherData.Datasets == base.Datasets || otherData.Model != base.Model || otherData.Algorithm != base.Algorithm {
+		t.Errorf("other episodes: %+v, want only the datasets digest changed from %+v", otherData, base)
+	}
+	otherSeed := provenanceOf(func(c *Config) { c.Spec.Algorithm.Seed = 12 })
+	if otherSeed.Algorithm == base.Algorithm || otherSeed.Seed != 12 || otherSeed.Datasets != base.Datasets {
+		t.Errorf("another seed: %+v, want the algorithm digest and the seed changed from %+v", otherSeed, base)
 	}
 }

@@ -92,6 +92,8 @@ type Options struct {
 	// mode's $ESPO_POD_ROOT), empty in a cluster: the errors of the datasets name
 	// their files as the pod sees them, without it.
 	PodRoot string
+	// Version is the trainer binary's version, recorded in the run's provenance.
+	Version string
 
 	// embeddingRetryWait waits before a retry of the embedding service
 	// (spec.rewards.intent.embedder) and returns early with ctx's error; nil waits on
@@ -160,7 +162,12 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	t := &Trainer{cfg: cfg, res: res, data: data, plan: p, opts: opts, intents: intents,
 		slots: dataset.SlotVocab(data.Train, data.Validation, data.Test)}
 	t.state.BestRecommendationAccuracy = -1
-	if t.store, err = newStore(cfg, data, opts.Log.WithName("checkpoint")); err != nil {
+	b, err := runBinding(cfg, data)
+	if err != nil {
+		return nil, err
+	}
+	t.status.Provenance = provenance(cfg, b, opts.Version)
+	if t.store, err = newStore(cfg, b, opts.Log.WithName("checkpoint")); err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -48,6 +48,11 @@ type RunConfig struct {
 	// OutputDir receives the final report, report.json.
 	// +optional
 	OutputDir string `json:"outputDir,omitempty"`
+	// Provenance is what the operator knows of the run's provenance: its version and
+	// the images it runs the trainer and the workers with. The trainer adds the rest
+	// and reports it in status.training.provenance.
+	// +optional
+	Provenance RunProvenance `json:"provenance,omitempty"`
 }
 
 // JobRef identifies an ESPOJob.

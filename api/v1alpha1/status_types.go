@@ -200,6 +200,44 @@ const (
 	OutcomeError TrainingOutcome = "Error"
 )
 
+// RunProvenance is what reproduces a run. Two runs whose digests, seed, versions and
+// images are all equal trained the same policy on the same episodes the same way
+// (up to the floating-point nondeterminism of their devices); the first field that
+// differs says what changed. The operator fills in its version and the images (in
+// the run config), the trainer the rest.
+type RunProvenance struct {
+	// Datasets is the SHA-256 (hex) of spec.datasets and of every episode the run
+	// loaded, split by split: files changed under the same path differ.
+	// +optional
+	Datasets string `json:"datasets,omitempty"`
+	// Model is the SHA-256 of spec.model as the workers run it (the CPU policy's
+	// defaults written out).
+	// +optional
+	Model string `json:"model,omitempty"`
+	// Algorithm is the SHA-256 of spec.algorithm.
+	// +optional
+	Algorithm string `json:"algorithm,omitempty"`
+	// Rewards is the SHA-256 of spec.rewards.
+	// +optional
+	Rewards string `json:"rewards,omitempty"`
+	// Seed is spec.algorithm.seed.
+	// +optional
+	Seed int64 `json:"seed,omitempty"`
+	// TrainerVersion is the version of the trainer binary, with its commit.
+	// +optional
+	TrainerVersion string `json:"trainerVersion,omitempty"`
+	// OperatorVersion is the version of the operator that wrote the run config.
+	// +optional
+	OperatorVersion string `json:"operatorVersion,omitempty"`
+	// TrainerImage is the image of the trainer container.
+	// +optional
+	TrainerImage string `json:"trainerImage,omitempty"`
+	// WorkerImage is the image of the worker containers; empty for an external
+	// worker, which the job does not run.
+	// +optional
+	WorkerImage string `json:"workerImage,omitempty"`
+}
+
 // TrainingStatus is the trainer's progress report. Every metric is a Decimal with
 // MetricDigits digits after the point (written with NewMetric): accuracies and rates
 // as fractions in [0, 1] ("0.286"), rewards as they are ("-0.125").
@@ -226,6 +264,12 @@ type TrainingStatus struct {
 	// LastUpdateTime is when the trainer last wrote this report.
 	// +optional
 	LastUpdateTime *metav1.Time `json:"lastUpdateTime,omitempty"`
+
+	// Provenance is what reproduces the run and tells two runs apart: the digests of
+	// the spec sections and data it trained on, its seed, and the versions and images
+	// that ran it.
+	// +optional
+	Provenance *RunProvenance `json:"provenance,omitempty"`
 
 	// MeanStepReward is the mean step reward R_step over the candidates of the
 	// latest training steps.

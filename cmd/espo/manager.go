@@ -209,6 +209,7 @@ func runManager(ctx context.Context, cfg *rest.Config, o managerOptions) error {
 	podOptions := controllers.PodOptions{TrainerImage: o.trainerImage, CUDAWorkerImage: o.cudaWorkerImage}
 	ropts := controllers.Options{
 		PodOptions:              podOptions,
+		OperatorVersion:         fullVersion(),
 		MaxConcurrentReconciles: o.concurrentReconciles,
 		PodEventBatchPeriod:     o.podEventBatchPeriod,
 		NetworkPolicy:           controllers.NetworkPolicyOptions{Disabled: !o.networkPolicy, MetricsNamespaces: o.metricsNamespaces},

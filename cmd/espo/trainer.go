@@ -148,7 +148,7 @@ func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, lo
 	}
 	defer stopMetrics()
 	t, err := trainer.New(cfg, trainer.Options{Workers: workers, Reporter: reporter, Metrics: trainer.NewMetrics(reg), Log: log, Drain: drain,
-		PodRoot: os.Getenv(podenv.PodRoot)})
+		PodRoot: os.Getenv(podenv.PodRoot), Version: fullVersion()})
 	if err != nil {
 		return trainer.ReportSetupError(ctx, reporter, err)
 	}

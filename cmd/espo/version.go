@@ -29,6 +29,10 @@ var (
 	commit  = "unknown"
 )
 
+// fullVersion is the binary's version with its commit, as runs record it
+// (status.training.provenance).
+func fullVersion() string { return version + " (commit " + commit + ")" }
+
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",

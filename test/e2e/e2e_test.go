@@ -75,6 +75,19 @@ func TestSampleJobSucceedsWithTheReportsAccuracies(t *testing.T) {
 	}
 	g.Expect(job.Status.Training.Evaluation).To(Equal(report.Status.Evaluation))
 	g.Expect(job.Status.Restarts).To(BeZero())
+
+	// what reproduces the run, as kubectl shows it
+	var prov trainingv1alpha1.RunProvenance
+	g.Expect(json.Unmarshal([]byte(mustKubectl(g, "get", "espojob", name, "-n", ns, "-o", "jsonpath={.status.training.provenance}")),
+		&prov)).To(Succeed())
+	for part, digest := range map[string]string{"datasets": prov.Datasets, "model": prov.Model, "algorithm": prov.Algorithm, "rewards": prov.Rewards} {
+		g.Expect(digest).To(MatchRegexp(`^[0-9a-f]{64}$`), "the %s digest", part)
+	}
+	g.Expect(prov.Seed).To(Equal(job.Spec.Algorithm.Seed))
+	g.Expect(prov.TrainerVersion).To(MatchRegexp(`^\S+ \(commit \S+\)$`))
+	g.Expect(prov.OperatorVersion).To(Equal(prov.TrainerVersion), "one binary runs the operator and the trainer here")
+	g.Expect(prov.TrainerImage).To(Equal(pods[0].Spec.Containers[0].Image))
+	g.Expect(prov.WorkerImage).NotTo(BeEmpty())
 }
 
 // The API server rejects an invalid job, and kubectl says which field is wrong.

@@ -252,6 +252,7 @@ func (t *Trainer) start(ctx context.Context) error {
 	}
 	t.opts.Log.Info("workers ready", "workers", t.opts.Workers.Size(), "model", d.Model,
 		"device", d.Device, "parameters", d.Parameters)
+	t.status.Provenance.ModelConfig = d.ModelConfigSHA256
 	return t.prepareRewards(ctx)
 }
 

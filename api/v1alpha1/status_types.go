@@ -220,6 +220,11 @@ type RunProvenance struct {
 	// Rewards is the SHA-256 of spec.rewards.
 	// +optional
 	Rewards string `json:"rewards,omitempty"`
+	// ModelConfig is the SHA-256 of the config.json of the model folder the workers
+	// loaded (spec.model.pretrained), once they are configured; empty for a model
+	// without one (the CPU policy, the tiny model).
+	// +optional
+	ModelConfig string `json:"modelConfig,omitempty"`
 	// Seed is spec.algorithm.seed.
 	// +optional
 	Seed int64 `json:"seed,omitempty"`

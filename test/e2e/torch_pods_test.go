@@ -17,6 +17,8 @@ limitations under the License.
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -195,6 +197,11 @@ func trainTorchJob(t *testing.T, ns, pythonPath, model, name string, replicas, p
 	}
 	t.Logf("%s: %s, %s evaluation: GUI %s, intent %s, recommendation %s", name, done.Status.Phase, ev.Split,
 		ev.GUITypeAccuracy, ev.IntentAccuracy, ev.RecommendationAccuracy)
+	config, err := os.ReadFile(filepath.Join(model, "config.json"))
+	g.Expect(err).NotTo(HaveOccurred())
+	sum := sha256.Sum256(config)
+	g.Expect(training(done).Provenance).To(HaveField("ModelConfig", hex.EncodeToString(sum[:])),
+		"the provenance names the model folder's config.json, as the workers read it")
 	cp := training(done).LastCheckpoint
 	g.Expect(cp).NotTo(BeNil())
 	// cp.Path is where the trainer saw it, under its pod's mount of the claim

@@ -81,6 +81,9 @@ type Description struct {
 	// ReducesGradients is true when the policy's workers all-reduce gradients
 	// among themselves inside Step.
 	ReducesGradients bool
+	// ModelConfigSHA256 is the SHA-256 (hex) of the loaded model folder's
+	// config.json; empty for a model without one.
+	ModelConfigSHA256 string
 }
 
 // SampleOptions are the options of Generate, as GenerateRequest gives them. A

@@ -76,12 +76,12 @@ func tokenLogProbsOf(ms []*workerpb.TokenLogProbs) []TokenLogProbs {
 
 func infoMsg(d Description) *workerpb.InfoResponse {
 	return &workerpb.InfoResponse{Model: d.Model, Device: d.Device, Parameters: d.Parameters,
-		ReducesGradients: d.ReducesGradients, Steps: d.Steps}
+		ReducesGradients: d.ReducesGradients, Steps: d.Steps, ModelConfigSha256: d.ModelConfigSHA256}
 }
 
 func descriptionOf(m *workerpb.InfoResponse) Description {
 	return Description{Model: m.GetModel(), Device: m.GetDevice(), Parameters: m.GetParameters(),
-		ReducesGradients: m.GetReducesGradients(), Steps: m.GetSteps()}
+		ReducesGradients: m.GetReducesGradients(), Steps: m.GetSteps(), ModelConfigSHA256: m.GetModelConfigSha256()}
 }
 
 func sampleOptionsOf(m *workerpb.GenerateRequest) SampleOptions {

@@ -650,8 +650,12 @@ type InfoResponse struct {
 	// trainer gathers Gradients, averages them and passes the average to Step.
 	ReducesGradients bool  `protobuf:"varint,4,opt,name=reduces_gradients,json=reducesGradients,proto3" json:"reduces_gradients,omitempty"`
 	Steps            int64 `protobuf:"varint,5,opt,name=steps,proto3" json:"steps,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// SHA-256 (hex) of the config.json of the model folder the worker loaded; empty for a
+	// model without one (the tiny model, the CPU policy). The trainer records it in the
+	// run's provenance.
+	ModelConfigSha256 string `protobuf:"bytes,6,opt,name=model_config_sha256,json=modelConfigSha256,proto3" json:"model_config_sha256,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *InfoResponse) Reset() {
@@ -717,6 +721,13 @@ func (x *InfoResponse) GetSteps() int64 {
 		return x.Steps
 	}
 	return 0
+}
+
+func (x *InfoResponse) GetModelConfigSha256() string {
+	if x != nil {
+		return x.ModelConfigSha256
+	}
+	return ""
 }
 
 type HealthRequest struct {
@@ -2038,7 +2049,7 @@ const file_worker_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
 	"\x11ConfigureResponse\x120\n" +
 	"\x04info\x18\x01 \x01(\v2\x1c.espo.worker.v1.InfoResponseR\x04info\"\r\n" +
-	"\vInfoRequest\"\x9f\x01\n" +
+	"\vInfoRequest\"\xcf\x01\n" +
 	"\fInfoResponse\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x16\n" +
 	"\x06device\x18\x02 \x01(\tR\x06device\x12\x1e\n" +
@@ -2046,7 +2057,8 @@ const file_worker_proto_rawDesc = "" +
 	"parameters\x18\x03 \x01(\x03R\n" +
 	"parameters\x12+\n" +
 	"\x11reduces_gradients\x18\x04 \x01(\bR\x10reducesGradients\x12\x14\n" +
-	"\x05steps\x18\x05 \x01(\x03R\x05steps\"\x0f\n" +
+	"\x05steps\x18\x05 \x01(\x03R\x05steps\x12.\n" +
+	"\x13model_config_sha256\x18\x06 \x01(\tR\x11modelConfigSha256\"\x0f\n" +
 	"\rHealthRequest\"*\n" +
 	"\x0eHealthResponse\x12\x18\n" +
 	"\aserving\x18\x01 \x01(\bR\aserving\"\xca\x01\n" +

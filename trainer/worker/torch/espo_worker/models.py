@@ -14,6 +14,7 @@ for all of a prompt's answers, when scoring and when sampling (HFBackend.encode_
 """
 
 import contextlib
+import hashlib
 import inspect
 import os
 
@@ -34,6 +35,8 @@ class Backend:
     banned_ids = ()
     max_new_tokens = 256
     max_prompt_tokens = 0
+    # SHA-256 (hex) of the model folder's config.json; "" for a model without one.
+    config_sha256 = ""
 
     def autocast(self):
         if self.device.startswith("cuda") and self.compute_dtype != torch.float32:
@@ -145,6 +148,8 @@ class HFBackend(Backend):
                  lora_targets="", max_new_tokens=256, max_prompt_tokens=0, gradient_checkpointing=False,
                  attn_implementation=""):
         modelfiles.check(path)  # before transformers: every missing file named at once
+        with open(os.path.join(path, "config.json"), "rb") as f:
+            self.config_sha256 = hashlib.sha256(f.read()).hexdigest()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import transformers

@@ -143,7 +143,8 @@ class Policy:
             model=b.name if b else "torch worker (not configured)",
             device=self.device + (" x%d ranks" % self.dist.world if self.dist.world > 1 else ""),
             parameters=sum(p.numel() for p in self.params),
-            reduces_gradients=self.dist.world > 1, steps=self.steps)
+            reduces_gradients=self.dist.world > 1, steps=self.steps,
+            model_config_sha256=b.config_sha256 if b else "")
 
     def need(self):
         if self.backend is None:

@@ -155,6 +155,19 @@ def test_bf16_and_gradient_checkpointing_run(models, screenshots):
     assert torch.allclose(plain.flat_grad(), ckpt.flat_grad(), rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_info_names_the_model_configs_digest(models, arch):
+    """Info carries the SHA-256 of the model folder's config.json, which the trainer
+    records in the run's provenance; the tiny model has none."""
+    import hashlib
+    with open(os.path.join(models[arch], "config.json"), "rb") as f:
+        want = hashlib.sha256(f.read()).hexdigest()
+    assert hf_policy(models[arch]).describe().model_config_sha256 == want
+    tiny = policylib.Policy({"pretrained": "tiny", "dtype": "float32"})
+    tiny.configure(1, {})
+    assert tiny.describe().model_config_sha256 == ""
+
+
 def test_a_folder_missing_a_file_is_refused_naming_it(models, tmp_path):
     for name, want in (("tokenizer.json", "a tokenizer"), ("model.safetensors", "the weights")):
         d = str(tmp_path / name)

@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -62,13 +63,9 @@ func TestMissingConfigMapIsNamedInTheRunningCondition(t *testing.T) {
 	ns := newNamespace(t, "e2e-missing-cm")
 	name := apply(g, ns, testdata("job-missing-configmap.yaml"))
 
-	g.Eventually(func(g Gomega) {
-		c := meta.FindStatusCondition(getJob(g, ns, name).Status.Conditions, trainingv1alpha1.ConditionRunning)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(trainingv1alpha1.ReasonVolumeUnavailable))
-		g.Expect(c.Message).To(Equal(`spec.datasets.sources[0] (web): ConfigMap "e2e-no-such-configmap" does not exist in namespace ` +
-			ns + `: create it, or name an existing one in spec.datasets.sources[0].configMap.name`))
-	}).WithTimeout(trainingStarts).WithPolling(poll).Should(Succeed())
+	waitForRunningCondition(t, ns, name, trainingv1alpha1.ReasonVolumeUnavailable, Equal(`spec.datasets.sources[0] (web): `+
+		`ConfigMap "e2e-no-such-configmap" does not exist in namespace `+ns+`: create it, or name an existing one in `+
+		`spec.datasets.sources[0].configMap.name`))
 }
 
 // TestMissingAPIKeySecretIsNamedInTheRunningCondition: the embedder's apiKeySecretRef
@@ -77,21 +74,15 @@ func TestMissingConfigMapIsNamedInTheRunningCondition(t *testing.T) {
 // the field, the Secret and the key, not only "the trainer pod is not running yet".
 func TestMissingAPIKeySecretIsNamedInTheRunningCondition(t *testing.T) {
 	t.Parallel()
-	g := NewWithT(t)
 	ns := newNamespace(t, "e2e-missing-secret")
 	const name = "missing-secret"
 	createEdited(t, ns, "job-small.yaml", name, func(job *trainingv1alpha1.ESPOJob) {
 		job.Spec.Rewards.Intent.Embedder = &trainingv1alpha1.EmbedderSpec{Endpoint: "http://embeddings.invalid:8080/v1/embeddings",
 			APIKeySecretRef: &trainingv1alpha1.SecretKeyRef{Name: "e2e-no-such-secret", Key: "api-key"}}
 	})
-	g.Eventually(func(g Gomega) {
-		c := meta.FindStatusCondition(getJob(g, ns, name).Status.Conditions, trainingv1alpha1.ConditionRunning)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(trainingv1alpha1.ReasonPodsPending))
-		g.Expect(c.Message).To(HavePrefix(`pod missing-secret-trainer-0, container trainer: cannot read key "api-key" of Secret ` +
-			`"e2e-no-such-secret" (spec.rewards.intent.embedder.apiKeySecretRef), which must exist in namespace ` + ns +
-			`: CreateContainerConfigError: `))
-	}).WithTimeout(trainingStarts).WithPolling(poll).Should(Succeed())
+	waitForRunningCondition(t, ns, name, trainingv1alpha1.ReasonPodsPending, HavePrefix(`pod missing-secret-trainer-0, `+
+		`container trainer: cannot read key "api-key" of Secret "e2e-no-such-secret" `+
+		`(spec.rewards.intent.embedder.apiKeySecretRef), which must exist in namespace `+ns+`: CreateContainerConfigError: `))
 }
 
 // TestMissingServiceAccountIsNamedInTheRunningCondition: trainer pods that run as a
@@ -99,16 +90,23 @@ func TestMissingAPIKeySecretIsNamedInTheRunningCondition(t *testing.T) {
 // the job's Running condition names the field and the account.
 func TestMissingServiceAccountIsNamedInTheRunningCondition(t *testing.T) {
 	t.Parallel()
-	g := NewWithT(t)
 	ns := newNamespace(t, "e2e-missing-sa")
 	const name = "missing-sa"
 	createEdited(t, ns, "job-small.yaml", name, func(job *trainingv1alpha1.ESPOJob) {
 		job.Spec.Trainer.ServiceAccountName = "e2e-no-such-sa"
 	})
-	g.Eventually(func(g Gomega) {
+	waitForRunningCondition(t, ns, name, trainingv1alpha1.ReasonPodsPending,
+		HavePrefix(`spec.trainer.serviceAccountName: ServiceAccount "e2e-no-such-sa" does not exist in namespace `+ns))
+}
+
+// waitForRunningCondition waits until the job's Running condition has reason and a
+// message that message matches.
+func waitForRunningCondition(t *testing.T, ns, name, reason string, message types.GomegaMatcher) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
 		c := meta.FindStatusCondition(getJob(g, ns, name).Status.Conditions, trainingv1alpha1.ConditionRunning)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(trainingv1alpha1.ReasonPodsPending))
-		g.Expect(c.Message).To(HavePrefix(`spec.trainer.serviceAccountName: ServiceAccount "e2e-no-such-sa" does not exist in namespace ` + ns))
+		g.Expect(c.Reason).To(Equal(reason))
+		g.Expect(c.Message).To(message)
 	}).WithTimeout(trainingStarts).WithPolling(poll).Should(Succeed())
 }

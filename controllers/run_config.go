@@ -41,9 +41,9 @@ func buildRunConfig(job *trainingv1alpha1.ESPOJob, prov trainingv1alpha1.RunProv
 	spec.Default()
 	spec.RunPolicy.Suspend = false
 	rc := &trainingv1alpha1.RunConfig{
-		Job:       trainingv1alpha1.JobRef{Namespace: job.Namespace, Name: job.Name, UID: job.UID},
-		Spec:      *spec,
-		DataRoot:  DataRoot,
+		Job:        trainingv1alpha1.JobRef{Namespace: job.Namespace, Name: job.Name, UID: job.UID},
+		Spec:       *spec,
+		DataRoot:   DataRoot,
 		Workers:    workerAddresses(job),
 		OutputDir:  OutputDir,
 		Provenance: prov,

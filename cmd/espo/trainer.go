@@ -211,8 +211,8 @@ func workerToken(path string) (string, error) {
 // workers (for the cpu worker kind), whose Save and Load may touch the trainer's own
 // folders (localFolders), and the remote workers of the config, in that order,
 // dialed through pods (nil: as gRPC resolves and dials; the local mode's pod network
-// otherwise) and sent token with every call, each call bounded by
-// workerCallTimeout when spec.runPolicy.progressDeadlineSeconds is set. Closing the gang closes its
+// otherwise) and sent token with every call, each call bounded by workerCallTimeout
+// when spec.runPolicy.progressDeadlineSeconds is set. Closing the gang closes its
 // connections.
 func connectWorkers(cfg *trainer.Config, pods *podnet.Network, token string) (*worker.Gang, error) {
 	var members []worker.Member

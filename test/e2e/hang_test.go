@@ -17,8 +17,6 @@ limitations under the License.
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -29,29 +27,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
 )
-
-// createEdited creates the job of the testdata manifest file, named name and changed
-// by edit, in namespace ns.
-func createEdited(t *testing.T, ns, file, name string, edit func(*trainingv1alpha1.ESPOJob)) {
-	t.Helper()
-	g := NewWithT(t)
-	raw, err := os.ReadFile(filepath.Join(repoRoot, testdata(file)))
-	g.Expect(err).NotTo(HaveOccurred())
-	job := &trainingv1alpha1.ESPOJob{}
-	g.Expect(yaml.UnmarshalStrict(raw, job)).To(Succeed())
-	job.Name = name
-	edit(job)
-	doc, err := yaml.Marshal(job)
-	g.Expect(err).NotTo(HaveOccurred())
-	path := filepath.Join(t.TempDir(), name+".yaml")
-	g.Expect(os.WriteFile(path, doc, 0o600)).To(Succeed())
-	mustKubectl(g, "create", "-n", ns, "-f", path)
-}
 
 // watchdog sets a progress deadline of seconds, reports every second, and a short
 // grace period: a hung process does not answer SIGTERM, and the next attempt's pods

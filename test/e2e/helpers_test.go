@@ -37,6 +37,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
@@ -347,4 +348,22 @@ func callWorker(addr, bearer string) error {
 	}
 	_, err = workerpb.NewWorkerClient(conn).Info(ctx, &workerpb.InfoRequest{})
 	return err
+}
+
+// createEdited creates the job of the testdata manifest file, named name and changed
+// by edit, in namespace ns.
+func createEdited(t *testing.T, ns, file, name string, edit func(*trainingv1alpha1.ESPOJob)) {
+	t.Helper()
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join(repoRoot, testdata(file)))
+	g.Expect(err).NotTo(HaveOccurred())
+	job := &trainingv1alpha1.ESPOJob{}
+	g.Expect(yaml.UnmarshalStrict(raw, job)).To(Succeed())
+	job.Name = name
+	edit(job)
+	doc, err := yaml.Marshal(job)
+	g.Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(t.TempDir(), name+".yaml")
+	g.Expect(os.WriteFile(path, doc, 0o600)).To(Succeed())
+	mustKubectl(g, "create", "-n", ns, "-f", path)
 }

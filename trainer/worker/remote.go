@@ -113,7 +113,7 @@ func (e *CallTimeoutError) Unwrap() error { return e.Err }
 // names a call that ran out of it.
 func (r *Remote) boundCall(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
 	invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if call := path.Base(method); r.callTimeout <= 0 || call == "Configure" || call == "Info" {
+	if r.callTimeout <= 0 || method == workerpb.Worker_Configure_FullMethodName || method == workerpb.Worker_Info_FullMethodName {
 		return invoke(ctx, method, req, reply, cc, opts...)
 	}
 	deadline := time.Now().Add(r.callTimeout)

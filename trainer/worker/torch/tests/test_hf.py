@@ -3,6 +3,7 @@
 Qwen2.5-VL, tiny and random (tests.random_models), saved with save_pretrained and loaded
 only through the worker's own from_pretrained(local_files_only=True) path."""
 
+import hashlib
 import os
 import shutil
 
@@ -159,7 +160,6 @@ def test_bf16_and_gradient_checkpointing_run(models, screenshots):
 def test_info_names_the_model_configs_digest(models, arch):
     """Info carries the SHA-256 of the model folder's config.json, which the trainer
     records in the run's provenance; the tiny model has none."""
-    import hashlib
     with open(os.path.join(models[arch], "config.json"), "rb") as f:
         want = hashlib.sha256(f.read()).hexdigest()
     assert hf_policy(models[arch]).describe().model_config_sha256 == want

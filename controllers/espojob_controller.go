@@ -237,9 +237,16 @@ func (r *ESPOJobReconciler) reconcile(ctx context.Context, u *statusUpdate) (_ c
 	}
 
 	// 9. Create the missing pods of the current attempt once the stale ones are gone
-	//    and the restart backoff has passed (woken when it has).
+	//    and the restart backoff has passed (woken when it has), and while the service
+	//    account they run as exists (the API server refuses them otherwise; checked
+	//    again every missingReferenceRecheck).
 	if left := restartWaitLeft(u); len(pods.stale) > 0 || left > 0 {
 		return ctrl.Result{RequeueAfter: sooner(wake, left)}, nil
+	}
+	if len(pods.missingRanks(job)) > 0 {
+		if u.missing, err = missingServiceAccount(ctx, r.apiReader, job); err != nil || u.missing != nil {
+			return ctrl.Result{RequeueAfter: sooner(wake, missingReferenceRecheck)}, err
+		}
 	}
 	return ctrl.Result{RequeueAfter: wake}, r.createPods(ctx, u, pods)
 }

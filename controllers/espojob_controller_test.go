@@ -542,6 +542,23 @@ func TestBadInputGivesAReadableConditionWithoutAHotLoop(t *testing.T) {
 	quiet(g, job)
 }
 
+// TestPodsWaitForTheirServiceAccount: a job whose trainer runs as a service account
+// that does not exist creates no pods (a cluster's ServiceAccount admission plugin
+// would refuse them) and names the field in its Running condition; once the account
+// exists the pods are created.
+func TestPodsWaitForTheirServiceAccount(t *testing.T) {
+	ctx, g, ns := setup(t)
+	job := create(g, builders.MakeESPOJob("nosa", ns).Replicas(2).ServiceAccountName("runner").Obj())
+	g.Eventually(condition(g, job, trainingv1alpha1.ConditionRunning), reconcileTimeout, poll).Should(And(Not(BeNil()),
+		HaveField("Reason", trainingv1alpha1.ReasonPodsPending),
+		HaveField("Message", HavePrefix(`spec.trainer.serviceAccountName: ServiceAccount "runner" does not exist in namespace `+ns))))
+	g.Expect(pods(g, job)).To(BeEmpty())
+
+	g.Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "runner", Namespace: ns}})).To(Succeed())
+	g.Eventually(func() int { return len(pods(g, job)) }, reconcileTimeout, poll).Should(Equal(2))
+	g.Expect(pod(g, job, 0).Spec.ServiceAccountName).To(Equal("runner"))
+}
+
 // finishDeletions removes the pods that are being deleted, as kubelet (or the pod
 // garbage collector) would: a delete request cut short by the stopping controller can
 // leave a pod with a deletion timestamp, which envtest never completes.

@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,13 +29,20 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
-// An object the job names that does not exist leaves its pod scheduled but waiting:
-// a ConfigMap dataset source in ContainerCreating (the kubelet says FailedMount in an
-// event only, never in the pod's status), a service account the local node cannot
-// mint a token for (a real cluster's admission refuses such a pod, and the pod's
-// creation fails with that message). While a pod waits so, the controller looks up
-// each by name (its metadata, uncached: the controller caches no ConfigMaps or
-// service accounts of users) and names the missing one in the Running condition.
+// An object the job names that does not exist leaves its pods waiting, and the
+// controller names it in the Running condition (looking up each by name, its metadata
+// only and uncached: the controller caches no ConfigMaps or service accounts of users):
+//
+//   - a ConfigMap dataset source leaves a scheduled pod in ContainerCreating (the
+//     kubelet says FailedMount in an event only, never in the pod's status), so it is
+//     looked up while a pod waits so (findMissingReference);
+//   - a service account makes the API server's ServiceAccount admission plugin refuse
+//     the pods, so it is looked up before they are created, which waits for it
+//     (missingServiceAccount).
+
+// missingReferenceRecheck is how often a job whose pods wait for a missing object
+// that the controller does not watch looks for it again.
+const missingReferenceRecheck = 5 * time.Second
 
 // missingReference is an object the job names that does not exist: the Running
 // condition's reason and message.
@@ -42,10 +50,9 @@ type missingReference struct {
 	reason, message string
 }
 
-// findMissingReference sets u.missing to the first object the job names that does not
-// exist (the ConfigMap dataset sources in order, then spec.trainer.serviceAccountName),
-// when a listed pod is scheduled and pending; it looks nothing up otherwise. An error
-// other than NotFound is returned, u left as it is.
+// findMissingReference sets u.missing to the first ConfigMap dataset source that does
+// not exist, in order, when a listed pod is scheduled and pending; it looks nothing up
+// otherwise. An error other than NotFound is returned, u left as it is.
 func findMissingReference(ctx context.Context, r client.Reader, u *statusUpdate) error {
 	if !anyScheduledPending(u.pods) {
 		return nil
@@ -67,19 +74,25 @@ func findMissingReference(ctx context.Context, r client.Reader, u *statusUpdate)
 			return nil
 		}
 	}
-	if sa := job.Spec.Trainer.ServiceAccountName; sa != "" {
-		missing, err := notFound(ctx, r, "ServiceAccount", job.Namespace, sa)
-		if err != nil {
-			return err
-		}
-		if missing {
-			u.missing = &missingReference{trainingv1alpha1.ReasonPodsPending, fmt.Sprintf(
-				"spec.trainer.serviceAccountName: ServiceAccount %q does not exist in namespace %s: create it (allowed to "+
-					"patch this job's status), or leave the field unset for the job's own identity", sa, job.Namespace)}
-			return nil
-		}
-	}
 	return nil
+}
+
+// missingServiceAccount is spec.trainer.serviceAccountName when it names a service
+// account that does not exist, else nil (also when the field is unset: the job's own
+// identity is applied before its pods).
+func missingServiceAccount(ctx context.Context, r client.Reader, job *trainingv1alpha1.ESPOJob) (*missingReference, error) {
+	sa := job.Spec.Trainer.ServiceAccountName
+	if sa == "" {
+		return nil, nil
+	}
+	missing, err := notFound(ctx, r, "ServiceAccount", job.Namespace, sa)
+	if err != nil || !missing {
+		return nil, err
+	}
+	return &missingReference{trainingv1alpha1.ReasonPodsPending, fmt.Sprintf(
+		"spec.trainer.serviceAccountName: ServiceAccount %q does not exist in namespace %s: create it (allowed to "+
+			"patch this job's status), or leave the field unset for the job's own identity; the trainer pods are "+
+			"created once it exists", sa, job.Namespace)}, nil
 }
 
 // notFound looks up the metadata of the object of kind (a core kind) ns/name and

@@ -55,14 +55,10 @@ func withServiceAccount(job *trainingv1alpha1.ESPOJob, sa string) *trainingv1alp
 
 func TestFindMissingReferenceNamesWhatAScheduledPodWaitsFor(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "here"}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "runner"}}).Build()
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "here"}}).Build()
 	gone := &missingReference{trainingv1alpha1.ReasonVolumeUnavailable,
 		`spec.datasets.sources[1] (src-gone): ConfigMap "gone" does not exist in namespace ns: ` +
 			`create it, or name an existing one in spec.datasets.sources[1].configMap.name`}
-	noSA := &missingReference{trainingv1alpha1.ReasonPodsPending,
-		`spec.trainer.serviceAccountName: ServiceAccount "absent" does not exist in namespace ns: create it (allowed to ` +
-			`patch this job's status), or leave the field unset for the job's own identity`}
 	for name, tc := range map[string]struct {
 		pod  corev1.Pod
 		job  *trainingv1alpha1.ESPOJob
@@ -71,9 +67,7 @@ func TestFindMissingReferenceNamesWhatAScheduledPodWaitsFor(t *testing.T) {
 		"a scheduled pending pod, one ConfigMap missing":  {pod: podOn("node-1"), job: jobOnConfigMaps("here", "gone"), want: gone},
 		"every ConfigMap exists":                          {pod: podOn("node-1"), job: jobOnConfigMaps("here")},
 		"the pod is not scheduled yet: nothing looked up": {pod: podOn(""), job: jobOnConfigMaps("gone")},
-		"the service account is missing":                  {pod: podOn("node-1"), job: withServiceAccount(jobOnConfigMaps("here"), "absent"), want: noSA},
-		"the service account exists":                      {pod: podOn("node-1"), job: withServiceAccount(jobOnConfigMaps("here"), "runner")},
-		"a missing ConfigMap is named first": {pod: podOn("node-1"), job: withServiceAccount(jobOnConfigMaps("gone"), "absent"),
+		"the first missing ConfigMap is named": {pod: podOn("node-1"), job: jobOnConfigMaps("gone", "here", "gone2"),
 			want: &missingReference{gone.reason, strings.ReplaceAll(gone.message, "[1]", "[0]")}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -83,6 +77,33 @@ func TestFindMissingReferenceNamesWhatAScheduledPodWaitsFor(t *testing.T) {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, u.missing, cmp.AllowUnexported(missingReference{})); diff != "" {
+				t.Errorf("missing (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMissingServiceAccountNamesTheField(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "runner"}}).Build()
+	noSA := &missingReference{trainingv1alpha1.ReasonPodsPending,
+		`spec.trainer.serviceAccountName: ServiceAccount "absent" does not exist in namespace ns: create it (allowed to ` +
+			`patch this job's status), or leave the field unset for the job's own identity; the trainer pods are ` +
+			`created once it exists`}
+	for name, tc := range map[string]struct {
+		sa   string
+		want *missingReference
+	}{
+		"unset: the job's own identity": {},
+		"it exists":                     {sa: "runner"},
+		"it is missing":                 {sa: "absent", want: noSA},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := missingServiceAccount(context.Background(), c, withServiceAccount(jobOnConfigMaps(), tc.sa))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(missingReference{})); diff != "" {
 				t.Errorf("missing (-want +got):\n%s", diff)
 			}
 		})

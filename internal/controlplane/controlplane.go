@@ -17,26 +17,32 @@ limitations under the License.
 package controlplane
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // ControlPlane is a running etcd and kube-apiserver, started with controller-runtime's
-// envtest from the binaries hack/setup-envtest.sh builds: RBAC authorization,
-// service-account tokens signed by keys of its own (TokenRequest works), and no
-// kube-controller-manager or kubelet; kube-scheduler only when StartKubeScheduler
-// starts it.
+// envtest from the binaries hack/setup-envtest.sh builds: RBAC authorization, the
+// admission plugins kube-apiserver enables by default (ServiceAccount included, which
+// envtest turns off), service-account tokens signed by keys of its own (TokenRequest
+// works), and of kube-controller-manager only what gives every namespace its default
+// service account and root CA ConfigMap (see namespaceDefaults), without which the
+// ServiceAccount plugin refuses pods. No kubelet; kube-scheduler only when
+// StartKubeScheduler starts it.
 type ControlPlane struct {
 	// Config reaches the API server as a cluster administrator.
-	Config  *rest.Config
-	env     *envtest.Environment
-	admin   *envtest.AuthenticatedUser
-	certDir string // kube-apiserver's certificates and keys, kept across RestartAPIServer
+	Config       *rest.Config
+	env          *envtest.Environment
+	admin        *envtest.AuthenticatedUser
+	certDir      string // kube-apiserver's certificates and keys, kept across RestartAPIServer
+	stopDefaults context.CancelFunc
 }
 
 // Start starts etcd and kube-apiserver from the folder assets (see Assets) and
@@ -82,8 +88,13 @@ func StartWithPodGroups(assets string, crdDirs ...string) (*ControlPlane, error)
 	return start(env)
 }
 
+// newEnvironment is envtest's environment with kube-apiserver's default admission
+// plugins: envtest passes --disable-admission-plugins=ServiceAccount, which this
+// drops.
 func newEnvironment(assets string, crdDirs []string) *envtest.Environment {
-	return &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0}
+	env.ControlPlane.GetAPIServer().Configure().Disable("disable-admission-plugins")
+	return env
 }
 
 // start starts env with kube-apiserver's certificates in a folder of its own, which
@@ -100,10 +111,20 @@ func start(env *envtest.Environment) (*ControlPlane, error) {
 		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
-	c := &ControlPlane{Config: cfg, env: env, certDir: certDir}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &ControlPlane{Config: cfg, env: env, certDir: certDir, stopDefaults: cancel}
 	if c.admin, err = env.AddUser(envtest.User{Name: "espo-local-admin", Groups: []string{"system:masters"}}, nil); err != nil {
 		_ = c.Stop()
 		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	if err := newNamespaceDefaults(client, cfg.CAData).start(ctx); err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("giving the namespaces their default service account and root CA: %w", err)
 	}
 	return c, nil
 }
@@ -113,5 +134,6 @@ func (c *ControlPlane) AdminKubeconfig() ([]byte, error) { return c.admin.KubeCo
 
 // Stop stops kube-apiserver and etcd and removes their data.
 func (c *ControlPlane) Stop() error {
+	c.stopDefaults()
 	return errors.Join(c.env.Stop(), os.RemoveAll(c.certDir))
 }

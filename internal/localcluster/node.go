@@ -26,10 +26,10 @@ limitations under the License.
 // Each pod has a folder <state>/pods/<namespace>/<name>-<uid> holding:
 //
 //	root/            the pod's file tree: every volume mount at root/<mountPath>
-//	                 (a symbolic link to the volume), the service-account token at
+//	                 (a symbolic link to the volume), so the service-account token
+//	                 volume the ServiceAccount admission plugin adds is at
 //	                 root/var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt,namespace}
-//	volumes/<name>/  emptyDir, configMap and secret volumes
-//	serviceaccount/  the token, CA and namespace
+//	volumes/<name>/  emptyDir, configMap, secret, downwardAPI and projected volumes
 //	kubeconfig       the pod's service account's kubeconfig (its token, not admin's)
 //	containers/<c>/  <run>.log (stdout and stderr of run 0, 1, ...) and pid
 //

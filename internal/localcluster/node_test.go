@@ -37,6 +37,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/espo-dev/espo-operator/internal/controlplane"
 )
 
 // Named timeouts of the tests that wait on the cluster.
@@ -45,9 +47,13 @@ const (
 	podStopTimeout  = 20 * time.Second
 	pollInterval    = 50 * time.Millisecond
 	gcTimeout       = 10 * time.Second
+	// namespaceDefaultsTimeout bounds the wait for a new namespace's default service
+	// account and root CA ConfigMap, which the control plane makes asynchronously.
+	namespaceDefaultsTimeout = 30 * time.Second
 )
 
-// newNamespace creates a namespace for one test.
+// newNamespace creates a namespace for one test and waits until it has its default
+// service account and root CA ConfigMap, as a cluster's end-to-end tests do.
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "localnode-"}}
@@ -55,6 +61,14 @@ func newNamespace(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	NewWithT(t).Eventually(func() error {
+		ctx := context.Background()
+		if _, err := client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, controlplane.DefaultServiceAccount, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		_, err := client.CoreV1().ConfigMaps(ns.Name).Get(ctx, controlplane.RootCAConfigMap, metav1.GetOptions{})
+		return err
+	}, namespaceDefaultsTimeout, pollInterval).Should(Succeed())
 	return ns.Name
 }
 
@@ -357,15 +371,67 @@ func TestServiceAccountKubeconfigAuthenticatesAsThePod(t *testing.T) {
 	g.Expect(string(b)).To(ContainSubstring("list configmaps: <nil>\n"))
 }
 
-func TestMissingServiceAccountKeepsPodPending(t *testing.T) {
+// TestPodOfAMissingServiceAccountIsRefused: the API server runs the ServiceAccount
+// admission plugin, as a real one does, so a pod naming a service account that does
+// not exist is refused at creation, naming it.
+func TestPodOfAMissingServiceAccountIsRefused(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	pod := shPod(ns, "nosa", "exit 0")
-	pod.Spec.AutomountServiceAccountToken = nil
 	pod.Spec.ServiceAccountName = "absent"
+	_, err := client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "creating a pod of a missing service account: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring(`serviceaccount "absent" not found`))
+}
+
+// TestAdmittedPodMountsItsServiceAccountVolume: the admission plugin gives a pod the
+// projected token volume (token, the namespace's kube-root-ca.crt as ca.crt, the
+// namespace), and the node materialises it at the service-account path: the files
+// are there, the CA is the API server's, and the token authenticates as the pod's
+// service account (TestServiceAccountKubeconfigAuthenticatesAsThePod).
+func TestAdmittedPodMountsItsServiceAccountVolume(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	pod := shPod(ns, "mounted", "cd /var/run/secrets/kubernetes.io/serviceaccount && test -s token && cat namespace ca.crt")
+	pod.Spec.AutomountServiceAccountToken = nil
+	pod = create(g, pod, client.CoreV1().Pods(ns).Create)
+	g.Expect(pod.Spec.ServiceAccountName).To(Equal(controlplane.DefaultServiceAccount))
+	g.Expect(pod.Spec.Volumes).To(ContainElement(HaveField("Projected", Not(BeNil()))), "the admission plugin added no token volume")
+
+	g.Eventually(getPod(ns, "mounted"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodSucceeded)))
+	out, err := kubectl(t, "logs", "-n", ns, "mounted")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(Equal(ns + string(cp.Config.CAData)))
+}
+
+// TestProjectedAndDownwardAPIVolumes: a projected volume of a ConfigMap item, a
+// Secret and the pod's annotations, and a downwardAPI volume of its name, are files as
+// kubelet writes them.
+func TestProjectedAndDownwardAPIVolumes(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	create(g, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"a": "from-configmap", "b": "left-out"}},
+		client.CoreV1().ConfigMaps(ns).Create)
+	create(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cred", Namespace: ns}, Data: map[string][]byte{"key": []byte("from-secret")}},
+		client.CoreV1().Secrets(ns).Create)
+	pod := shPod(ns, "projected", "cd /etc/all && cat conf/a cred/key && echo && cat annotations && echo && cat /etc/name/name")
+	pod.Annotations = map[string]string{"z": "last", "app": `say "hi"`}
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "all", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}, Items: []corev1.KeyToPath{{Key: "a", Path: "conf/a"}}}},
+			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cred"}, Items: []corev1.KeyToPath{{Key: "key", Path: "cred/key"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}}}}},
+		}}}},
+		{Name: "name", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+			{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
+	}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "all", MountPath: "/etc/all"}, {Name: "name", MountPath: "/etc/name"}}
 	create(g, pod, client.CoreV1().Pods(ns).Create)
-	g.Eventually(getPod(ns, "nosa"), podStartTimeout, pollInterval).Should(WithTransform(
-		condition(corev1.PodReadyToStartContainers), HaveField("Message", ContainSubstring(`serviceaccounts "absent" not found`))))
+
+	g.Eventually(getPod(ns, "projected"), podStartTimeout, pollInterval).Should(WithTransform(phase, Equal(corev1.PodSucceeded)))
+	out, err := kubectl(t, "logs", "-n", ns, "projected")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(Equal("from-configmapfrom-secret\napp=\"say \\\"hi\\\"\"\nz=\"last\"\nprojected"))
 }
 
 // TestMissingSecretKeyIsACreateContainerConfigError: a container whose environment

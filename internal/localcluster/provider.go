@@ -307,21 +307,18 @@ func (p *provider) prepare(ctx context.Context, r *podRun) error {
 	pod := r.pod.DeepCopy()
 	r.mu.Unlock()
 	root := r.rootDir()
-	rewrite := newPathRewriter(root, append(mountPaths(pod), ServiceAccountMountPath))
+	rewrite := newPathRewriter(root, mountPaths(pod))
 	vm := &volumeMaker{client: p.client, stateDir: p.cfg.StateDir, pod: pod, podDir: r.dir, rewrite: rewrite}
 	dirs, err := vm.make(ctx)
 	if err != nil {
 		return &prepError{reason: reasonFailedMount, err: err}
 	}
-	sa := &serviceAccount{client: p.client, api: p.api, pod: pod, podDir: r.dir}
-	saDir, kubeconfig, err := sa.make(ctx, rewrite.Path(ServiceAccountMountPath))
-	if err != nil {
-		return &prepError{reason: reasonFailedMount, err: err}
-	}
-	if saDir != "" {
-		const saVolume = "\x00serviceaccount" // no real volume name has a NUL
-		dirs[saVolume] = saDir
-		pod = withMount(pod, saVolume, ServiceAccountMountPath)
+	var kubeconfig string
+	if mountsServiceAccount(pod) {
+		kubeconfig = filepath.Join(r.dir, "kubeconfig")
+		if err := writePodKubeconfig(kubeconfig, p.api, pod.Namespace, rewrite.Path(ServiceAccountMountPath)); err != nil {
+			return &prepError{reason: reasonFailedMount, err: err}
+		}
 	}
 	if err := mountAll(root, pod, dirs); err != nil {
 		return &prepError{reason: reasonFailedMount, err: err}
@@ -336,15 +333,6 @@ func (p *provider) prepare(ctx context.Context, r *podRun) error {
 		r.mu.Unlock()
 	}
 	return nil
-}
-
-// withMount returns a copy of pod whose containers all mount volume at path.
-func withMount(pod *corev1.Pod, volume, path string) *corev1.Pod {
-	pod = pod.DeepCopy()
-	for _, c := range allContainers(pod) {
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: path, ReadOnly: true})
-	}
-	return pod
 }
 
 // launchOf computes a container's argv, environment and working folder. The

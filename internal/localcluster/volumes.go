@@ -34,6 +34,9 @@ import (
 //
 //	emptyDir               <pod dir>/volumes/<volume>
 //	configMap, secret      <pod dir>/volumes/<volume>, one file per key (or item)
+//	downwardAPI            <pod dir>/volumes/<volume>, one file per item
+//	projected              <pod dir>/volumes/<volume>, the files of each source
+//	                       (see projected)
 //	persistentVolumeClaim  <state dir>/pvc/<namespace>/<claim>; the claim must exist
 //	hostPath               the path itself
 //
@@ -74,8 +77,12 @@ func (m *volumeMaker) makeOne(ctx context.Context, v *corev1.Volume) (string, er
 		return m.claim(ctx, v.PersistentVolumeClaim.ClaimName)
 	case v.HostPath != nil:
 		return v.HostPath.Path, nil
+	case v.Projected != nil:
+		return dir, m.projected(ctx, dir, v.Projected)
+	case v.DownwardAPI != nil:
+		return dir, m.downwardAPI(dir, v.DownwardAPI.Items, v.DownwardAPI.DefaultMode)
 	}
-	return "", fmt.Errorf("unsupported volume type (the process node supports emptyDir, configMap, secret, persistentVolumeClaim and hostPath)")
+	return "", fmt.Errorf("unsupported volume type (the process node supports emptyDir, configMap, secret, projected, downwardAPI, persistentVolumeClaim and hostPath)")
 }
 
 // ClaimDir is the folder that stands for a PersistentVolumeClaim on a process node
@@ -94,32 +101,45 @@ func (m *volumeMaker) claim(ctx context.Context, name string) (string, error) {
 }
 
 func (m *volumeMaker) configMap(ctx context.Context, dir string, src *corev1.ConfigMapVolumeSource) error {
-	cm, err := m.client.CoreV1().ConfigMaps(m.pod.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
-	if cm, err = orOptional(cm, err, src.Optional); err != nil {
+	data, err := m.configMapData(ctx, src.Name, src.Optional)
+	if err != nil {
 		return err
-	}
-	data := map[string][]byte{}
-	if cm != nil {
-		for k, v := range cm.Data {
-			data[k] = []byte(m.rewrite.String(v))
-		}
-		for k, v := range cm.BinaryData {
-			data[k] = v
-		}
 	}
 	return writeKeys(dir, data, src.Items, src.DefaultMode)
 }
 
+// configMapData is the ConfigMap's data (paths rewritten) and binary data, nil for
+// a missing optional one.
+func (m *volumeMaker) configMapData(ctx context.Context, name string, optional *bool) (map[string][]byte, error) {
+	cm, err := m.client.CoreV1().ConfigMaps(m.pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if cm, err = orOptional(cm, err, optional); err != nil || cm == nil {
+		return nil, err
+	}
+	data := map[string][]byte{}
+	for k, v := range cm.Data {
+		data[k] = []byte(m.rewrite.String(v))
+	}
+	for k, v := range cm.BinaryData {
+		data[k] = v
+	}
+	return data, nil
+}
+
 func (m *volumeMaker) secret(ctx context.Context, dir string, src *corev1.SecretVolumeSource) error {
-	s, err := m.client.CoreV1().Secrets(m.pod.Namespace).Get(ctx, src.SecretName, metav1.GetOptions{})
-	if s, err = orOptional(s, err, src.Optional); err != nil {
+	data, err := m.secretData(ctx, src.SecretName, src.Optional)
+	if err != nil {
 		return err
 	}
-	var data map[string][]byte
-	if s != nil {
-		data = s.Data
-	}
 	return writeKeys(dir, data, src.Items, src.DefaultMode)
+}
+
+// secretData is the Secret's data, nil for a missing optional one.
+func (m *volumeMaker) secretData(ctx context.Context, name string, optional *bool) (map[string][]byte, error) {
+	s, err := m.client.CoreV1().Secrets(m.pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if s, err = orOptional(s, err, optional); err != nil || s == nil {
+		return nil, err
+	}
+	return s.Data, nil
 }
 
 // writeKeys writes each key of data as a file of dir (or, with items, only those

@@ -85,9 +85,10 @@ func TestMissingAPIKeySecretIsNamedInTheRunningCondition(t *testing.T) {
 		`(spec.rewards.intent.embedder.apiKeySecretRef), which must exist in namespace `+ns+`: CreateContainerConfigError: `))
 }
 
-// TestMissingServiceAccountIsNamedInTheRunningCondition: trainer pods that run as a
-// service account that does not exist wait (a real cluster refuses to create them);
-// the job's Running condition names the field and the account.
+// TestMissingServiceAccountIsNamedInTheRunningCondition: trainer pods that would run
+// as a service account that does not exist are not created (the API server's
+// ServiceAccount admission plugin refuses them, here as on a real cluster); the job's
+// Running condition names the field and the account.
 func TestMissingServiceAccountIsNamedInTheRunningCondition(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "e2e-missing-sa")
@@ -97,6 +98,7 @@ func TestMissingServiceAccountIsNamedInTheRunningCondition(t *testing.T) {
 	})
 	waitForRunningCondition(t, ns, name, trainingv1alpha1.ReasonPodsPending,
 		HavePrefix(`spec.trainer.serviceAccountName: ServiceAccount "e2e-no-such-sa" does not exist in namespace `+ns))
+	NewWithT(t).Expect(kubectl("get", "pods", "-n", ns, "-o", "name")).To(BeEmpty())
 }
 
 // waitForRunningCondition waits until the job's Running condition has reason and a

@@ -41,6 +41,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
+	"github.com/espo-dev/espo-operator/internal/controlplane"
 	"github.com/espo-dev/espo-operator/test/testenv"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
 )
@@ -51,6 +52,7 @@ const (
 	jobTimeout     = 6 * time.Minute // a job from apply to its end
 	trainingStarts = 3 * time.Minute // a job from apply (or a restart) to its first step or checkpoint
 	podsChange     = 2 * time.Minute // pods to go or come back, a process to exit
+	nsDefaults     = time.Minute     // a new namespace to get its default service account and root CA
 	poll           = 250 * time.Millisecond
 )
 
@@ -75,11 +77,19 @@ func mustKubectl(g Gomega, args ...string) string {
 	return out
 }
 
-// newNamespace creates a namespace for one test. When the test ends its jobs are
-// deleted (stopping their processes), after a dump of what went on if it failed.
+// newNamespace creates a namespace for one test and waits until it has its default
+// service account and root CA ConfigMap, which the control plane makes
+// asynchronously, as a cluster's controller manager does. When the test ends its
+// jobs are deleted (stopping their processes), after a dump of what went on if it
+// failed.
 func newNamespace(t testing.TB, name string) string {
 	t.Helper()
-	mustKubectl(NewWithT(t), "create", "namespace", name)
+	g := NewWithT(t)
+	mustKubectl(g, "create", "namespace", name)
+	g.Eventually(func() error {
+		_, err := kubectl("get", "-n", name, "serviceaccount/"+controlplane.DefaultServiceAccount, "configmap/"+controlplane.RootCAConfigMap)
+		return err
+	}, nsDefaults, poll).Should(Succeed())
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpNamespace(t, name)

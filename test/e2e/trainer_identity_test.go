@@ -30,13 +30,15 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/controllers"
+	"github.com/espo-dev/espo-operator/internal/localcluster"
 	"github.com/espo-dev/espo-operator/test/builders"
 	"github.com/espo-dev/espo-operator/trainer/kubereporter"
 )
 
-// TestATrainerPodsTokenReportsToItsOwnJobOnly uses the service-account token the
-// process node gave a running trainer pod (from the TokenRequest API, bound to the
-// pod, as a kubelet's is) as its trainer does: its job's reports land, and the
+// TestATrainerPodsTokenReportsToItsOwnJobOnly uses the service-account token a
+// running trainer pod has (the ServiceAccount admission plugin's token volume, which
+// the process node fills from the TokenRequest API, bound to the pod, as a kubelet
+// does) as its trainer does: its job's reports land, and the
 // admission policy espo-trainer-status refuses a report to another job of the
 // namespace, which the namespace's shared trainer identity's Role alone would allow.
 func TestATrainerPodsTokenReportsToItsOwnJobOnly(t *testing.T) {
@@ -50,7 +52,7 @@ func TestATrainerPodsTokenReportsToItsOwnJobOnly(t *testing.T) {
 	g.Eventually(func(g Gomega) int64 { return training(pollJob(g, ns, name)).Step }).
 		WithTimeout(trainingStarts).WithPolling(poll).Should(BeNumerically(">", 0), "the trainer's own reports land")
 
-	token, err := os.ReadFile(filepath.Join(podDir(&pod), "serviceaccount", "token"))
+	token, err := os.ReadFile(filepath.Join(podDir(&pod), "root", filepath.FromSlash(localcluster.ServiceAccountMountPath), "token"))
 	g.Expect(err).NotTo(HaveOccurred())
 	cfg := rest.AnonymousClientConfig(controlPlane.Config)
 	cfg.BearerToken = string(token)

@@ -157,32 +157,35 @@ func (c companion) belongsTo(live client.Object, job *trainingv1alpha1.ESPOJob) 
 
 // desiredCompanions builds every companion of job as the controller wants it, with
 // runConfig as the run config (runConfigYAML) and token as the worker token of a new
-// Secret (an existing one keeps its own), in two waves. The first must exist, as the
-// job's own (or the operator's, for the shared trainer identity), before the pods are
-// created: the ServiceAccount admission plugin refuses a pod whose service account
-// does not exist, and a name another object holds must stop the job before a pod
-// mounts that ConfigMap or Secret, resolves that Service, runs without that
-// NetworkPolicy, or is bound to that Role. The second, where the pods run as the
-// trainer identity, is its RoleBinding: created alongside the pods, which do not use
-// it by name, once its Role exists (the API server checks a RoleBinding against the
-// Role it binds, and waits about 100 ms for a Role created just before). The identity
-// is written once per namespace; a job that finds it in line writes nothing for it.
+// Secret (an existing one keeps its own), in waves. The first holds what the pods
+// cannot be created or started without, which must exist as the job's own (or the
+// operator's, for the shared trainer identity) before they are created: the
+// ServiceAccount they run as (the ServiceAccount admission plugin refuses a pod whose
+// service account does not exist) and the ConfigMap and Secret they mount (a name
+// another object holds must stop the job before a pod mounts that object). The others
+// are written alongside the pods, each wave once the one before it is: the Service
+// (the pods' names resolve once it exists; the trainer waits for its workers), the
+// NetworkPolicy, and the trainer identity's Role, then its RoleBinding (the API server
+// checks a RoleBinding against the Role it binds, and waits about 100 ms for a Role
+// created just before; the trainer's first reports may be refused until both exist,
+// and a later report carries the whole status). The identity is written once per
+// namespace; a job that finds it in line writes nothing for it, so only a namespace's
+// first job waits for its ServiceAccount.
 func desiredCompanions(job *trainingv1alpha1.ESPOJob, runConfig, token string, np NetworkPolicyOptions) [][]companion {
-	first := []companion{
+	beforePods := []companion{
 		companionOf(desiredConfigMap(job, runConfig), corev1ac.ExtractConfigMap),
-		companionOf(desiredService(job), corev1ac.ExtractService),
 		workerTokenCompanion(job, token),
 	}
+	withPods := []companion{companionOf(desiredService(job), corev1ac.ExtractService)}
 	if !np.Disabled {
-		first = append(first, companionOf(desiredNetworkPolicy(job, np), networkingv1ac.ExtractNetworkPolicy))
+		withPods = append(withPods, companionOf(desiredNetworkPolicy(job, np), networkingv1ac.ExtractNetworkPolicy))
 	}
 	if !ownsIdentity(job) {
-		return [][]companion{first, nil}
+		return [][]companion{beforePods, withPods}
 	}
-	first = append(first,
-		sharedCompanion(companionOf(desiredServiceAccount(job.Namespace), corev1ac.ExtractServiceAccount)),
-		sharedCompanion(companionOf(desiredRole(job.Namespace), rbacv1ac.ExtractRole)))
-	return [][]companion{first, {sharedCompanion(companionOf(desiredRoleBinding(job.Namespace), rbacv1ac.ExtractRoleBinding))}}
+	beforePods = append(beforePods, sharedCompanion(companionOf(desiredServiceAccount(job.Namespace), corev1ac.ExtractServiceAccount)))
+	withPods = append(withPods, sharedCompanion(companionOf(desiredRole(job.Namespace), rbacv1ac.ExtractRole)))
+	return [][]companion{beforePods, withPods, {sharedCompanion(companionOf(desiredRoleBinding(job.Namespace), rbacv1ac.ExtractRoleBinding))}}
 }
 
 // controllerRef is the owner reference every child carries: the job, as its

@@ -44,21 +44,21 @@ func TestDesiredCompanions(t *testing.T) {
 		np    NetworkPolicyOptions
 		waves [][]string
 	}{
-		"the namespace's trainer identity: its RoleBinding alongside the pods, once its Role exists": {
+		"the namespace's trainer identity: its ServiceAccount before the pods, its Role alongside, then its RoleBinding": {
 			job: makeJob().Obj(),
 			waves: [][]string{
-				{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token", "NetworkPolicy demo-trainer",
-					"ServiceAccount espo-trainer", "Role espo-trainer"},
+				{"ConfigMap demo-config", "Secret demo-worker-token", "ServiceAccount espo-trainer"},
+				{"Service demo", "NetworkPolicy demo-trainer", "Role espo-trainer"},
 				{"RoleBinding espo-trainer"},
 			},
 		},
-		"a service account the job names: no identity, nothing alongside the pods": {
+		"a service account the job names: no identity": {
 			job:   makeJob().ServiceAccountName("mine").Obj(),
-			waves: [][]string{{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token", "NetworkPolicy demo-trainer"}, nil},
+			waves: [][]string{{"ConfigMap demo-config", "Secret demo-worker-token"}, {"Service demo", "NetworkPolicy demo-trainer"}},
 		},
 		"network policies disabled: none": {
 			job: makeJob().ServiceAccountName("mine").Obj(), np: NetworkPolicyOptions{Disabled: true},
-			waves: [][]string{{"ConfigMap demo-config", "Service demo", "Secret demo-worker-token"}, nil},
+			waves: [][]string{{"ConfigMap demo-config", "Secret demo-worker-token"}, {"Service demo"}},
 		},
 	}
 	owner := metav1.OwnerReference{APIVersion: "training.espo.dev/v1alpha1", Kind: "ESPOJob", Name: "demo", UID: "uid-1",

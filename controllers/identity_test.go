@@ -18,6 +18,7 @@ package controllers
 
 import (
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -47,7 +48,7 @@ func TestDesiredTrainerIdentity(t *testing.T) {
 			}
 			waves := desiredCompanions(tc.job, "", "token", NetworkPolicyOptions{})
 			var identity []string
-			for _, c := range append(waves[0], waves[1]...) {
+			for _, c := range slices.Concat(waves...) {
 				if c.shared {
 					identity = append(identity, c.String())
 				}

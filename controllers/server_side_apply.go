@@ -42,9 +42,9 @@ const FieldManager = "espo-operator"
 // applyCompanions brings every companion of the job in line with its desired state
 // (desiredCompanions). It reads the first wave's companions at once, creating those
 // that do not exist yet, which fails if an object the job does not control holds a
-// companion's name; then starts applying those out of line and the second wave,
-// which the pods do not wait for: the returned companionWrites says when that is
-// done. A companion in line costs no write, a missing one a write and no read.
+// companion's name; then starts applying those out of line and, wave after wave, the
+// others, which the pods do not wait for: the returned companionWrites says when that
+// is done. A companion in line costs no write, a missing one a write and no read.
 func (r *ESPOJobReconciler) applyCompanions(ctx context.Context, job *trainingv1alpha1.ESPOJob) (*companionWrites, error) {
 	if r.opts.NetworkPolicy.Disabled {
 		if err := r.removeNetworkPolicy(ctx, job); err != nil {
@@ -60,19 +60,23 @@ func (r *ESPOJobReconciler) applyCompanions(ctx context.Context, job *trainingv1
 		return nil, err
 	}
 	waves := desiredCompanions(job, runConfig, token, r.opts.NetworkPolicy)
-	beforePods, withPods := waves[0], waves[1]
-	outOfLine, err := r.companionsOutOfLine(ctx, job, beforePods)
+	outOfLine, err := r.companionsOutOfLine(ctx, job, waves[0])
 	if err != nil {
 		return nil, err
 	}
 	w := &companionWrites{done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		if w.err = r.writeCompanions(ctx, beforePods, outOfLine); w.err != nil {
+		if w.err = r.writeCompanions(ctx, waves[0], outOfLine); w.err != nil {
 			return
 		}
-		if outOfLine, w.err = r.companionsOutOfLine(ctx, job, withPods); w.err == nil {
-			w.err = r.writeCompanions(ctx, withPods, outOfLine)
+		for _, wave := range waves[1:] {
+			if outOfLine, w.err = r.companionsOutOfLine(ctx, job, wave); w.err != nil {
+				return
+			}
+			if w.err = r.writeCompanions(ctx, wave, outOfLine); w.err != nil {
+				return
+			}
 		}
 	}()
 	return w, nil

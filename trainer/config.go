@@ -83,7 +83,7 @@ func Resolve(c *Config) (*Resolved, error) {
 			GUINeither:    p.parse("spec.rewards.gui.wrong", s.Rewards.GUI.Wrong),
 			TextF1:        p.parse("spec.rewards.gui.textF1Threshold", s.Rewards.GUI.TextF1Threshold),
 			Intent:        p.parse("spec.rewards.intent.correct", s.Rewards.Intent.Correct),
-			Tau:           p.parse("spec.rewards.intent.threshold", s.Rewards.Intent.Threshold),
+			Tau:           p.parse("spec.rewards.intent.threshold", s.Rewards.Intent.Tau()),
 			Match:         espo.IntentMatch(s.Rewards.Intent.Match),
 			SlotScore:     espo.SlotScore(s.Rewards.Intent.SlotScore),
 			DecisionRight: p.parse("spec.rewards.decision.correct", s.Rewards.Decision.Correct),
@@ -125,6 +125,7 @@ func Resolve(c *Config) (*Resolved, error) {
 		fieldErr("spec.rewards.cout", r.Advantage.Validate()),
 		fieldErr("spec.algorithm", r.Loss.Validate()),
 		checkEmbedder(s.Rewards.Intent.Embedder),
+		checkEncoderWorker(s),
 		checkDropout(dropout),
 	)
 }
@@ -142,16 +143,33 @@ func checkDropout(v float64) error {
 }
 
 // checkEmbedder applies to spec.rewards.intent.embedder, when set and defaulted, the
-// rules the API server applies: an http or https endpoint with a host, a port of
-// 1-65535 if any and no credentials, the bounds of timeoutSeconds and batchSize, and
-// an apiKeySecretRef with a name and a key.
+// rules the API server applies: exactly one of endpoint and worker; an http or https
+// endpoint with a host, a port of 1-65535 if any and no credentials, and an
+// apiKeySecretRef with a name and a key; a worker model named, without the service's
+// model and apiKeySecretRef; the bounds of timeoutSeconds and batchSize. The rule
+// that worker needs a PyTorch (or external) worker is checkEncoderWorker's.
 func checkEmbedder(e *trainingv1alpha1.EmbedderSpec) error {
 	if e == nil {
 		return nil
 	}
 	var errs []error
-	if err := embedding.CheckEndpoint(e.Endpoint); err != nil {
-		errs = append(errs, fmt.Errorf("%s.endpoint: %w", embedderField, err))
+	switch {
+	case (e.Endpoint == "") == (e.Worker == nil):
+		errs = append(errs, fmt.Errorf("%s: set exactly one of endpoint (an embedding service) and worker (a sentence encoder the policy workers load)", embedderField))
+	case e.Worker != nil:
+		if e.Worker.Model == "" {
+			errs = append(errs, fmt.Errorf("%s.worker.model: empty: name the sentence-transformers model folder", embedderField))
+		}
+		if e.Model != "" || e.APIKeySecretRef != nil {
+			errs = append(errs, fmt.Errorf("%s: model and apiKeySecretRef are an embedding service's: with worker, remove them", embedderField))
+		}
+	default:
+		if err := embedding.CheckEndpoint(e.Endpoint); err != nil {
+			errs = append(errs, fmt.Errorf("%s.endpoint: %w", embedderField, err))
+		}
+		if ref := e.APIKeySecretRef; ref != nil && (ref.Name == "" || ref.Key == "") {
+			errs = append(errs, fmt.Errorf("%s.apiKeySecretRef: name and key are required", embedderField))
+		}
 	}
 	if e.TimeoutSeconds < 1 || e.TimeoutSeconds > trainingv1alpha1.MaxEmbedderTimeoutSeconds {
 		errs = append(errs, fmt.Errorf("%s.timeoutSeconds: %d not in [1, %d]", embedderField, e.TimeoutSeconds, trainingv1alpha1.MaxEmbedderTimeoutSeconds))
@@ -159,10 +177,16 @@ func checkEmbedder(e *trainingv1alpha1.EmbedderSpec) error {
 	if e.BatchSize < 1 || e.BatchSize > trainingv1alpha1.MaxEmbedderBatchSize {
 		errs = append(errs, fmt.Errorf("%s.batchSize: %d not in [1, %d]", embedderField, e.BatchSize, trainingv1alpha1.MaxEmbedderBatchSize))
 	}
-	if ref := e.APIKeySecretRef; ref != nil && (ref.Name == "" || ref.Key == "") {
-		errs = append(errs, fmt.Errorf("%s.apiKeySecretRef: name and key are required", embedderField))
-	}
 	return errors.Join(errs...)
+}
+
+// checkEncoderWorker refuses spec.rewards.intent.embedder.worker with the CPU policy,
+// which loads no sentence encoder, as the API server does.
+func checkEncoderWorker(s *trainingv1alpha1.ESPOJobSpec) error {
+	if e := s.Rewards.Intent.Embedder; e == nil || e.Worker == nil || s.Model.Worker != trainingv1alpha1.WorkerCPU {
+		return nil
+	}
+	return fmt.Errorf("%s.worker needs spec.model.worker cuda or external: the CPU policy loads no sentence encoder", embedderField)
 }
 
 // decimalParser parses decimal fields, collecting one error per bad field.

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -27,18 +28,25 @@ import (
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/embedding"
+	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
 // embedderField is the spec's path of the embedding service, the prefix of its errors.
 const embedderField = "spec.rewards.intent.embedder"
 
-// newIntentCache returns a Cache over the embedding service spec names, or nil when
-// spec is nil: the intent rewards then use espo's built-in HashEmbedder. It does no
-// network I/O; with spec.apiKeySecretRef it reads the API key from the environment.
-// wait waits before a retry (embedding.Config.Wait; nil waits on a timer).
-func newIntentCache(spec *trainingv1alpha1.EmbedderSpec, wait func(ctx context.Context, d time.Duration) error) (*embedding.Cache, error) {
+// newIntentCache returns a Cache over what spec names to embed the intents, or nil
+// when spec is nil: the intent rewards then use espo's built-in HashEmbedder. With
+// spec.worker the policy workers embed (workerEncoder over workers); else the
+// embedding service at spec.endpoint does, and with spec.apiKeySecretRef the API key
+// is read from the environment. It does no I/O. wait waits before a retry
+// (embedding.Config.Wait; nil waits on a timer).
+func newIntentCache(spec *trainingv1alpha1.EmbedderSpec, workers *worker.Gang, wait func(ctx context.Context, d time.Duration) error) (*embedding.Cache, error) {
 	if spec == nil {
 		return nil, nil
+	}
+	if spec.Worker != nil {
+		return embedding.NewCache(&workerEncoder{workers: workers, batch: int(spec.BatchSize),
+			timeout: time.Duration(spec.TimeoutSeconds) * time.Second}), nil
 	}
 	apiKey, err := embedderAPIKey(spec)
 	if err != nil {
@@ -56,6 +64,44 @@ func newIntentCache(spec *trainingv1alpha1.EmbedderSpec, wait func(ctx context.C
 		return nil, fmt.Errorf("%s: %w", embedderField, err)
 	}
 	return embedding.NewCache(c), nil
+}
+
+// workerEncoder is the embedding.Fetcher of spec.rewards.intent.embedder.worker: the
+// sentence encoder the policy workers loaded, asked through the gang (its first
+// worker) in calls of at most batch texts, each bounded by timeout.
+type workerEncoder struct {
+	workers *worker.Gang
+	batch   int
+	timeout time.Duration
+}
+
+func (w *workerEncoder) Embed(ctx context.Context, texts []string) ([][]float64, error) {
+	out := make([][]float64, 0, len(texts))
+	for start := 0; start < len(texts); start += w.batch {
+		part := texts[start:min(start+w.batch, len(texts))]
+		callCtx, cancel := context.WithTimeout(ctx, w.timeout)
+		vecs, err := w.workers.Embed(callCtx, part)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("the workers' sentence encoder (%s.worker): %w", embedderField, err)
+		}
+		out = append(out, vecs...)
+	}
+	return out, nil
+}
+
+// encoderOption is the Configure option embedder_model of spec, "" without
+// spec.rewards.intent.embedder.worker: its model folder, under the models volume
+// when spec.model.weights is set (as workerOptions places pretrained).
+func encoderOption(spec *trainingv1alpha1.ESPOJobSpec) string {
+	e := spec.Rewards.Intent.Embedder
+	if e == nil || e.Worker == nil {
+		return ""
+	}
+	if spec.Model.Weights != nil {
+		return path.Join(trainingv1alpha1.ModelsMountPath, e.Worker.Model)
+	}
+	return e.Worker.Model
 }
 
 // embedderAPIKey returns the embedding service's API key: "" when spec names no
@@ -100,7 +146,7 @@ func (t *Trainer) prepareRewards(ctx context.Context) error {
 			t.opts.Log.Info("embedding service unused: no item-pool step is judged by embedding (" + matchField + ")")
 			t.intents = nil
 		} else {
-			t.opts.Log.Info("embedding service ready", "endpoint", t.cfg.Spec.Rewards.Intent.Embedder.Endpoint,
+			t.opts.Log.Info("intent embedder ready", "embedder", embedderName(t.cfg.Spec.Rewards.Intent.Embedder),
 				"dimension", t.intents.Dim(), "poolSteps", len(reqs.Pinned))
 		}
 	}
@@ -164,12 +210,23 @@ func (t *Trainer) intentMatch(eps []dataset.Episode) string {
 	if bySlots {
 		names = append(names, string(espo.IntentMatchSlots))
 	}
-	if byEmbedding && t.intents != nil {
+	if byEmbedding && t.intents != nil && t.cfg.Spec.Rewards.Intent.Embedder.Worker != nil {
+		names = append(names, "embedding-worker")
+	} else if byEmbedding && t.intents != nil {
 		names = append(names, "embedding-service")
 	} else if byEmbedding {
 		names = append(names, string(espo.IntentMatchEmbedding))
 	}
 	return strings.Join(names, "+")
+}
+
+// embedderName says what embeds the intents, for the log: the service's endpoint, or
+// the workers' encoder folder.
+func embedderName(e *trainingv1alpha1.EmbedderSpec) string {
+	if e.Worker != nil {
+		return "worker encoder " + e.Worker.Model
+	}
+	return e.Endpoint
 }
 
 // intentEmbedder returns the Embedder of the intent rewards: the embedding service's

@@ -155,7 +155,7 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	if err := checkSlotsHavePreferences(res.Rewards, data.Train, data.Validation, data.Test); err != nil {
 		return nil, err
 	}
-	intents, err := newIntentCache(cfg.Spec.Rewards.Intent.Embedder, opts.embeddingRetryWait)
+	intents, err := newIntentCache(cfg.Spec.Rewards.Intent.Embedder, opts.Workers, opts.embeddingRetryWait)
 	if err != nil {
 		return nil, err
 	}
@@ -245,14 +245,15 @@ func (t *Trainer) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := t.configureWorkers(ctx, worker.Setup{Seed: uint64(t.cfg.Spec.Algorithm.Seed),
-		Options: workerOptions(&t.cfg.Spec.Model), LoadPath: loadPath})
+	options := workerOptions(&t.cfg.Spec.Model)
+	setOption(options, "embedder_model", encoderOption(&t.cfg.Spec))
+	d, err := t.configureWorkers(ctx, worker.Setup{Seed: uint64(t.cfg.Spec.Algorithm.Seed), Options: options, LoadPath: loadPath})
 	if err != nil {
 		return modelIncomplete(err, t.opts.PodRoot)
 	}
 	t.opts.Log.Info("workers ready", "workers", t.opts.Workers.Size(), "model", d.Model,
 		"device", d.Device, "parameters", d.Parameters)
-	t.status.Provenance.ModelConfig = d.ModelConfigSHA256
+	t.status.Provenance.ModelConfig, t.status.Provenance.Encoder = d.ModelConfigSHA256, d.EncoderSHA256
 	return t.prepareRewards(ctx)
 }
 

@@ -116,3 +116,20 @@ func torchWorkerOptions(t *testing.T) []string {
 	}
 	return names
 }
+
+// TestEncoderOptionPlacesTheModelAsPretrainedIs: embedder.worker.model reaches the
+// workers as embedder_model, under the models volume when spec.model.weights is set.
+func TestEncoderOptionPlacesTheModelAsPretrainedIs(t *testing.T) {
+	var s trainingv1alpha1.ESPOJobSpec
+	if got := encoderOption(&s); got != "" {
+		t.Errorf("without an encoder: %q, want none", got)
+	}
+	s.Rewards.Intent.Embedder = &trainingv1alpha1.EmbedderSpec{Worker: &trainingv1alpha1.WorkerEmbedderSpec{Model: "all-MiniLM-L6-v2"}}
+	if got := encoderOption(&s); got != "all-MiniLM-L6-v2" {
+		t.Errorf("without weights: %q, want the model as written", got)
+	}
+	s.Model.Weights = &trainingv1alpha1.VolumePath{ClaimName: "models"}
+	if got := encoderOption(&s); got != "/models/all-MiniLM-L6-v2" {
+		t.Errorf("with weights: %q, want it under /models", got)
+	}
+}

@@ -92,7 +92,7 @@ func TestDefaultIsIdempotentAndKeepsSetValues(t *testing.T) {
 	if *s.Algorithm.SFTEpochs != 0 || *s.RunPolicy.BackoffLimit != 0 || s.Algorithm.LearningRate != "1e-3" || s.Datasets.Sources[0].Synthetic.Episodes != 7 {
 		t.Errorf("Default overwrote set values: %+v", s)
 	}
-	if s.Algorithm.GroupSize != 5 || s.Rewards.Intent.Threshold != "0.75" || s.Model.CPU.HiddenSize != 32 || s.Trainer.Replicas != 1 {
+	if s.Algorithm.GroupSize != 5 || s.Rewards.Intent.Correct != "0.5" || s.Model.CPU.HiddenSize != 32 || s.Trainer.Replicas != 1 {
 		t.Errorf("Default left fields unset: %+v", s)
 	}
 	if e := s.Rewards.Intent.Embedder; e.BatchSize != 8 || e.TimeoutSeconds != 30 {
@@ -151,5 +151,25 @@ func TestBoundMessage(t *testing.T) {
 				t.Errorf("len %d (valid UTF-8: %v), want %d", len(got), utf8.ValidString(got), tc.wantLen)
 			}
 		})
+	}
+}
+
+// TestIntentTauFollowsTheJudge: an unset threshold is 0.80 with the workers' sentence
+// encoder and 0.75 with the built-in embedder or an embedding service; a set one wins.
+func TestIntentTauFollowsTheJudge(t *testing.T) {
+	worker := &EmbedderSpec{Worker: &WorkerEmbedderSpec{Model: "all-MiniLM-L6-v2"}}
+	service := &EmbedderSpec{Endpoint: "http://embeddings.ml.svc:8080/v1/embeddings"}
+	for _, tc := range []struct {
+		r    IntentRewards
+		want Decimal
+	}{
+		{IntentRewards{}, "0.75"},
+		{IntentRewards{Embedder: service}, "0.75"},
+		{IntentRewards{Embedder: worker}, "0.80"},
+		{IntentRewards{Embedder: worker, Threshold: "0.7"}, "0.7"},
+	} {
+		if got := tc.r.Tau(); got != tc.want {
+			t.Errorf("Tau of %+v = %s, want %s", tc.r, got, tc.want)
+		}
 	}
 }

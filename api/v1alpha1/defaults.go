@@ -137,7 +137,6 @@ func (r *RewardsSpec) Default() {
 	setDefault(&r.GUI.Wrong, "-0.5")
 	setDefault(&r.GUI.TextF1Threshold, "0.5")
 	setDefault(&r.Intent.Correct, "0.5")
-	setDefault(&r.Intent.Threshold, "0.75")
 	setDefault(&r.Intent.Match, IntentMatchAuto)
 	setDefault(&r.Intent.SlotScore, IntentSlotScoreAll)
 	if r.Intent.Embedder != nil {

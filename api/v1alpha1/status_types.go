@@ -225,6 +225,10 @@ type RunProvenance struct {
 	// without one (the CPU policy, the tiny model).
 	// +optional
 	ModelConfig string `json:"modelConfig,omitempty"`
+	// Encoder is the SHA-256 of the weights of the sentence encoder the workers embed
+	// intents with (spec.rewards.intent.embedder.worker), once they are configured.
+	// +optional
+	Encoder string `json:"encoder,omitempty"`
 	// Seed is spec.algorithm.seed.
 	// +optional
 	Seed int64 `json:"seed,omitempty"`

@@ -75,7 +75,7 @@ var documentedDefaults = map[string]any{
 	"rewards.gui.wrong":                         "-0.5",
 	"rewards.gui.textF1Threshold":               "0.5",
 	"rewards.intent.correct":                    "0.5",
-	"rewards.intent.threshold":                  "0.75",
+	"rewards.intent.threshold":                  nil, // the judge's own: IntentRewards.Tau
 	"rewards.intent.embedder":                   nil, // the built-in embedder unless a service is named
 	"rewards.decision.correct":                  "0.5",
 	"rewards.decision.wrong":                    "-0.5",

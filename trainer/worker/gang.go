@@ -250,6 +250,16 @@ func (g *Gang) Release(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Embed asks member 0 for the sentence embeddings of texts (Member.Embed): every
+// member loads the same encoder, so one answers for all.
+func (g *Gang) Embed(ctx context.Context, texts []string) ([][]float64, error) {
+	out, err := g.members[0].Embed(ctx, texts)
+	if err != nil {
+		return nil, memberError(0, g.members[0], err)
+	}
+	return out, nil
+}
+
 // dealt calls fn for requests 0..n-1, request i on member i mod Size: the requests
 // of one member in order, the members concurrently, as each does.
 func (g *Gang) dealt(ctx context.Context, n int, fn func(ctx context.Context, i int, m Member) error) error {

@@ -16,7 +16,10 @@ limitations under the License.
 
 package worker
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Local is a Member that calls a Policy in this process, with the contracts a
 // remote worker has (the order of calls, locking, defaults and checks of the
@@ -104,3 +107,9 @@ func (l *Local) Save(ctx context.Context, path string) error {
 
 // Release answers at once: an in-process policy has no process to stop.
 func (l *Local) Release(ctx context.Context) error { return ctx.Err() }
+
+// Embed fails with ErrNoEncoder: an in-process policy (the CPU policy) loads no
+// sentence encoder.
+func (l *Local) Embed(context.Context, []string) ([][]float64, error) {
+	return nil, fmt.Errorf("%w: the in-process policy embeds nothing; spec.rewards.intent.embedder.worker needs the PyTorch worker", ErrNoEncoder)
+}

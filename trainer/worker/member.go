@@ -54,6 +54,10 @@ type Member interface {
 	Save(ctx context.Context, path string) error
 	// Release tells the worker that its trainer is done with it.
 	Release(ctx context.Context) error
+	// Embed returns the sentence embeddings of texts, one vector per text in order,
+	// from the sentence encoder the member loaded (Setup.Options' embedder_model); a
+	// member without one fails with ErrNoEncoder.
+	Embed(ctx context.Context, texts []string) ([][]float64, error)
 }
 
 // Setup is what Configure initialises a policy from.

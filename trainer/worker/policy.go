@@ -84,6 +84,9 @@ type Description struct {
 	// ModelConfigSHA256 is the SHA-256 (hex) of the loaded model folder's
 	// config.json; empty for a model without one.
 	ModelConfigSHA256 string
+	// Encoder names the sentence encoder Embed uses, and EncoderSHA256 is the
+	// SHA-256 (hex) of its weights; both empty without one.
+	Encoder, EncoderSHA256 string
 }
 
 // SampleOptions are the options of Generate, as GenerateRequest gives them. A
@@ -136,6 +139,10 @@ const (
 	DefaultBeta2   = 0.999
 	DefaultEpsilon = 1e-8
 )
+
+// ErrNoEncoder marks an Embed call to a member that has no sentence encoder: the
+// in-process CPU policy, or a worker that does not implement Embed.
+var ErrNoEncoder = errors.New("the worker has no sentence encoder")
 
 // ErrInvalid marks errors caused by the request rather than the worker.
 var ErrInvalid = errors.New("invalid request")

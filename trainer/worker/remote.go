@@ -223,6 +223,34 @@ func (r *Remote) Save(ctx context.Context, path string) error {
 	return err
 }
 
+// Embed asks the worker for the embeddings of texts (EmbedRequest, at most 2048
+// texts). A worker that does not implement Embed fails with ErrNoEncoder, as does
+// one that has no encoder loaded (FAILED_PRECONDITION, its message kept).
+func (r *Remote) Embed(ctx context.Context, texts []string) ([][]float64, error) {
+	resp, err := r.client.Embed(ctx, &workerpb.EmbedRequest{Texts: texts})
+	switch status.Code(err) {
+	case codes.OK:
+	case codes.Unimplemented:
+		return nil, fmt.Errorf("%w: it does not implement the worker protocol's Embed call (%v)", ErrNoEncoder, err)
+	case codes.FailedPrecondition:
+		return nil, fmt.Errorf("%w: %s", ErrNoEncoder, status.Convert(err).Message())
+	default:
+		return nil, err
+	}
+	vecs := resp.GetEmbeddings()
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("embed: %d vectors for %d texts", len(vecs), len(texts))
+	}
+	out := make([][]float64, len(vecs))
+	for i, v := range vecs {
+		out[i] = make([]float64, len(v.GetValues()))
+		for j, x := range v.GetValues() {
+			out[i][j] = float64(x)
+		}
+	}
+	return out, nil
+}
+
 func (r *Remote) Release(ctx context.Context) error {
 	_, err := r.client.Release(ctx, &workerpb.ReleaseRequest{})
 	return err

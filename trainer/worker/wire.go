@@ -81,7 +81,8 @@ func infoMsg(d Description) *workerpb.InfoResponse {
 
 func descriptionOf(m *workerpb.InfoResponse) Description {
 	return Description{Model: m.GetModel(), Device: m.GetDevice(), Parameters: m.GetParameters(),
-		ReducesGradients: m.GetReducesGradients(), Steps: m.GetSteps(), ModelConfigSHA256: m.GetModelConfigSha256()}
+		ReducesGradients: m.GetReducesGradients(), Steps: m.GetSteps(), ModelConfigSHA256: m.GetModelConfigSha256(),
+		Encoder: m.GetEncoder(), EncoderSHA256: m.GetEncoderSha256()}
 }
 
 func sampleOptionsOf(m *workerpb.GenerateRequest) SampleOptions {

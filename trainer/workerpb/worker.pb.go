@@ -654,8 +654,13 @@ type InfoResponse struct {
 	// model without one (the tiny model, the CPU policy). The trainer records it in the
 	// run's provenance.
 	ModelConfigSha256 string `protobuf:"bytes,6,opt,name=model_config_sha256,json=modelConfigSha256,proto3" json:"model_config_sha256,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The sentence encoder Embed uses (its folder's name and dimension), empty without
+	// one; and the SHA-256 (hex) of its weights file (model.safetensors or
+	// pytorch_model.bin), recorded in the run's provenance.
+	Encoder       string `protobuf:"bytes,7,opt,name=encoder,proto3" json:"encoder,omitempty"`
+	EncoderSha256 string `protobuf:"bytes,8,opt,name=encoder_sha256,json=encoderSha256,proto3" json:"encoder_sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InfoResponse) Reset() {
@@ -726,6 +731,20 @@ func (x *InfoResponse) GetSteps() int64 {
 func (x *InfoResponse) GetModelConfigSha256() string {
 	if x != nil {
 		return x.ModelConfigSha256
+	}
+	return ""
+}
+
+func (x *InfoResponse) GetEncoder() string {
+	if x != nil {
+		return x.Encoder
+	}
+	return ""
+}
+
+func (x *InfoResponse) GetEncoderSha256() string {
+	if x != nil {
+		return x.EncoderSha256
 	}
 	return ""
 }
@@ -1986,6 +2005,140 @@ func (*ReleaseResponse) Descriptor() ([]byte, []int) {
 	return file_worker_proto_rawDescGZIP(), []int{33}
 }
 
+type EmbedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 2048 texts; an empty text (or white space only) is the zero vector.
+	Texts         []string `protobuf:"bytes,1,rep,name=texts,proto3" json:"texts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedRequest) Reset() {
+	*x = EmbedRequest{}
+	mi := &file_worker_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedRequest) ProtoMessage() {}
+
+func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedRequest.ProtoReflect.Descriptor instead.
+func (*EmbedRequest) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *EmbedRequest) GetTexts() []string {
+	if x != nil {
+		return x.Texts
+	}
+	return nil
+}
+
+type EmbedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One vector per text, in order, all of the encoder's dimension.
+	Embeddings    []*Embedding `protobuf:"bytes,1,rep,name=embeddings,proto3" json:"embeddings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedResponse) Reset() {
+	*x = EmbedResponse{}
+	mi := &file_worker_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedResponse) ProtoMessage() {}
+
+func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedResponse.ProtoReflect.Descriptor instead.
+func (*EmbedResponse) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *EmbedResponse) GetEmbeddings() []*Embedding {
+	if x != nil {
+		return x.Embeddings
+	}
+	return nil
+}
+
+type Embedding struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []float32              `protobuf:"fixed32,1,rep,packed,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Embedding) Reset() {
+	*x = Embedding{}
+	mi := &file_worker_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Embedding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Embedding) ProtoMessage() {}
+
+func (x *Embedding) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Embedding.ProtoReflect.Descriptor instead.
+func (*Embedding) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *Embedding) GetValues() []float32 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 var File_worker_proto protoreflect.FileDescriptor
 
 const file_worker_proto_rawDesc = "" +
@@ -2049,7 +2202,7 @@ const file_worker_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
 	"\x11ConfigureResponse\x120\n" +
 	"\x04info\x18\x01 \x01(\v2\x1c.espo.worker.v1.InfoResponseR\x04info\"\r\n" +
-	"\vInfoRequest\"\xcf\x01\n" +
+	"\vInfoRequest\"\x90\x02\n" +
 	"\fInfoResponse\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x16\n" +
 	"\x06device\x18\x02 \x01(\tR\x06device\x12\x1e\n" +
@@ -2058,7 +2211,9 @@ const file_worker_proto_rawDesc = "" +
 	"parameters\x12+\n" +
 	"\x11reduces_gradients\x18\x04 \x01(\bR\x10reducesGradients\x12\x14\n" +
 	"\x05steps\x18\x05 \x01(\x03R\x05steps\x12.\n" +
-	"\x13model_config_sha256\x18\x06 \x01(\tR\x11modelConfigSha256\"\x0f\n" +
+	"\x13model_config_sha256\x18\x06 \x01(\tR\x11modelConfigSha256\x12\x18\n" +
+	"\aencoder\x18\a \x01(\tR\aencoder\x12%\n" +
+	"\x0eencoder_sha256\x18\b \x01(\tR\rencoderSha256\"\x0f\n" +
 	"\rHealthRequest\"*\n" +
 	"\x0eHealthResponse\x12\x18\n" +
 	"\aserving\x18\x01 \x01(\bR\aserving\"\xca\x01\n" +
@@ -2129,13 +2284,21 @@ const file_worker_proto_rawDesc = "" +
 	"\fLoadResponse\x12\x14\n" +
 	"\x05steps\x18\x01 \x01(\x03R\x05steps\"\x10\n" +
 	"\x0eReleaseRequest\"\x11\n" +
-	"\x0fReleaseResponse*R\n" +
+	"\x0fReleaseResponse\"$\n" +
+	"\fEmbedRequest\x12\x14\n" +
+	"\x05texts\x18\x01 \x03(\tR\x05texts\"J\n" +
+	"\rEmbedResponse\x129\n" +
+	"\n" +
+	"embeddings\x18\x01 \x03(\v2\x19.espo.worker.v1.EmbeddingR\n" +
+	"embeddings\"#\n" +
+	"\tEmbedding\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\x02R\x06values*R\n" +
 	"\x05Stage\x12\x15\n" +
 	"\x11STAGE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tSTAGE_GUI\x10\x01\x12\x0e\n" +
 	"\n" +
 	"STAGE_POOL\x10\x02\x12\x13\n" +
-	"\x0fSTAGE_RECOMMEND\x10\x032\xa4\a\n" +
+	"\x0fSTAGE_RECOMMEND\x10\x032\xea\a\n" +
 	"\x06Worker\x12P\n" +
 	"\tConfigure\x12 .espo.worker.v1.ConfigureRequest\x1a!.espo.worker.v1.ConfigureResponse\x12A\n" +
 	"\x04Info\x12\x1b.espo.worker.v1.InfoRequest\x1a\x1c.espo.worker.v1.InfoResponse\x12G\n" +
@@ -2148,7 +2311,8 @@ const file_worker_proto_rawDesc = "" +
 	"\x11SnapshotReference\x12(.espo.worker.v1.SnapshotReferenceRequest\x1a).espo.worker.v1.SnapshotReferenceResponse\x12A\n" +
 	"\x04Save\x12\x1b.espo.worker.v1.SaveRequest\x1a\x1c.espo.worker.v1.SaveResponse\x12A\n" +
 	"\x04Load\x12\x1b.espo.worker.v1.LoadRequest\x1a\x1c.espo.worker.v1.LoadResponse\x12J\n" +
-	"\aRelease\x12\x1e.espo.worker.v1.ReleaseRequest\x1a\x1f.espo.worker.v1.ReleaseResponseB4Z2github.com/espo-dev/espo-operator/trainer/workerpbb\x06proto3"
+	"\aRelease\x12\x1e.espo.worker.v1.ReleaseRequest\x1a\x1f.espo.worker.v1.ReleaseResponse\x12D\n" +
+	"\x05Embed\x12\x1c.espo.worker.v1.EmbedRequest\x1a\x1d.espo.worker.v1.EmbedResponseB4Z2github.com/espo-dev/espo-operator/trainer/workerpbb\x06proto3"
 
 var (
 	file_worker_proto_rawDescOnce sync.Once
@@ -2163,7 +2327,7 @@ func file_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_worker_proto_goTypes = []any{
 	(Stage)(0),                        // 0: espo.worker.v1.Stage
 	(*Element)(nil),                   // 1: espo.worker.v1.Element
@@ -2200,20 +2364,23 @@ var file_worker_proto_goTypes = []any{
 	(*LoadResponse)(nil),              // 32: espo.worker.v1.LoadResponse
 	(*ReleaseRequest)(nil),            // 33: espo.worker.v1.ReleaseRequest
 	(*ReleaseResponse)(nil),           // 34: espo.worker.v1.ReleaseResponse
-	nil,                               // 35: espo.worker.v1.Element.AttributesEntry
-	nil,                               // 36: espo.worker.v1.Action.ElementAttributesEntry
-	nil,                               // 37: espo.worker.v1.Item.AttributesEntry
-	nil,                               // 38: espo.worker.v1.ConfigureRequest.OptionsEntry
+	(*EmbedRequest)(nil),              // 35: espo.worker.v1.EmbedRequest
+	(*EmbedResponse)(nil),             // 36: espo.worker.v1.EmbedResponse
+	(*Embedding)(nil),                 // 37: espo.worker.v1.Embedding
+	nil,                               // 38: espo.worker.v1.Element.AttributesEntry
+	nil,                               // 39: espo.worker.v1.Action.ElementAttributesEntry
+	nil,                               // 40: espo.worker.v1.Item.AttributesEntry
+	nil,                               // 41: espo.worker.v1.ConfigureRequest.OptionsEntry
 }
 var file_worker_proto_depIdxs = []int32{
-	35, // 0: espo.worker.v1.Element.attributes:type_name -> espo.worker.v1.Element.AttributesEntry
-	36, // 1: espo.worker.v1.Action.element_attributes:type_name -> espo.worker.v1.Action.ElementAttributesEntry
-	37, // 2: espo.worker.v1.Item.attributes:type_name -> espo.worker.v1.Item.AttributesEntry
+	38, // 0: espo.worker.v1.Element.attributes:type_name -> espo.worker.v1.Element.AttributesEntry
+	39, // 1: espo.worker.v1.Action.element_attributes:type_name -> espo.worker.v1.Action.ElementAttributesEntry
+	40, // 2: espo.worker.v1.Item.attributes:type_name -> espo.worker.v1.Item.AttributesEntry
 	0,  // 3: espo.worker.v1.Prompt.stage:type_name -> espo.worker.v1.Stage
 	1,  // 4: espo.worker.v1.Prompt.elements:type_name -> espo.worker.v1.Element
 	2,  // 5: espo.worker.v1.Prompt.history:type_name -> espo.worker.v1.Action
 	3,  // 6: espo.worker.v1.Prompt.item:type_name -> espo.worker.v1.Item
-	38, // 7: espo.worker.v1.ConfigureRequest.options:type_name -> espo.worker.v1.ConfigureRequest.OptionsEntry
+	41, // 7: espo.worker.v1.ConfigureRequest.options:type_name -> espo.worker.v1.ConfigureRequest.OptionsEntry
 	9,  // 8: espo.worker.v1.ConfigureResponse.info:type_name -> espo.worker.v1.InfoResponse
 	4,  // 9: espo.worker.v1.GenerateRequest.prompts:type_name -> espo.worker.v1.Prompt
 	5,  // 10: espo.worker.v1.Sample.answer:type_name -> espo.worker.v1.Answer
@@ -2226,35 +2393,38 @@ var file_worker_proto_depIdxs = []int32{
 	4,  // 17: espo.worker.v1.Weighted.prompt:type_name -> espo.worker.v1.Prompt
 	5,  // 18: espo.worker.v1.Weighted.answer:type_name -> espo.worker.v1.Answer
 	20, // 19: espo.worker.v1.BackwardRequest.items:type_name -> espo.worker.v1.Weighted
-	6,  // 20: espo.worker.v1.Worker.Configure:input_type -> espo.worker.v1.ConfigureRequest
-	8,  // 21: espo.worker.v1.Worker.Info:input_type -> espo.worker.v1.InfoRequest
-	10, // 22: espo.worker.v1.Worker.Health:input_type -> espo.worker.v1.HealthRequest
-	12, // 23: espo.worker.v1.Worker.Generate:input_type -> espo.worker.v1.GenerateRequest
-	17, // 24: espo.worker.v1.Worker.LogProbs:input_type -> espo.worker.v1.LogProbsRequest
-	21, // 25: espo.worker.v1.Worker.Backward:input_type -> espo.worker.v1.BackwardRequest
-	23, // 26: espo.worker.v1.Worker.Gradients:input_type -> espo.worker.v1.GradientsRequest
-	25, // 27: espo.worker.v1.Worker.Step:input_type -> espo.worker.v1.StepRequest
-	27, // 28: espo.worker.v1.Worker.SnapshotReference:input_type -> espo.worker.v1.SnapshotReferenceRequest
-	29, // 29: espo.worker.v1.Worker.Save:input_type -> espo.worker.v1.SaveRequest
-	31, // 30: espo.worker.v1.Worker.Load:input_type -> espo.worker.v1.LoadRequest
-	33, // 31: espo.worker.v1.Worker.Release:input_type -> espo.worker.v1.ReleaseRequest
-	7,  // 32: espo.worker.v1.Worker.Configure:output_type -> espo.worker.v1.ConfigureResponse
-	9,  // 33: espo.worker.v1.Worker.Info:output_type -> espo.worker.v1.InfoResponse
-	11, // 34: espo.worker.v1.Worker.Health:output_type -> espo.worker.v1.HealthResponse
-	15, // 35: espo.worker.v1.Worker.Generate:output_type -> espo.worker.v1.GenerateResponse
-	19, // 36: espo.worker.v1.Worker.LogProbs:output_type -> espo.worker.v1.LogProbsResponse
-	22, // 37: espo.worker.v1.Worker.Backward:output_type -> espo.worker.v1.BackwardResponse
-	24, // 38: espo.worker.v1.Worker.Gradients:output_type -> espo.worker.v1.GradientsResponse
-	26, // 39: espo.worker.v1.Worker.Step:output_type -> espo.worker.v1.StepResponse
-	28, // 40: espo.worker.v1.Worker.SnapshotReference:output_type -> espo.worker.v1.SnapshotReferenceResponse
-	30, // 41: espo.worker.v1.Worker.Save:output_type -> espo.worker.v1.SaveResponse
-	32, // 42: espo.worker.v1.Worker.Load:output_type -> espo.worker.v1.LoadResponse
-	34, // 43: espo.worker.v1.Worker.Release:output_type -> espo.worker.v1.ReleaseResponse
-	32, // [32:44] is the sub-list for method output_type
-	20, // [20:32] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	37, // 20: espo.worker.v1.EmbedResponse.embeddings:type_name -> espo.worker.v1.Embedding
+	6,  // 21: espo.worker.v1.Worker.Configure:input_type -> espo.worker.v1.ConfigureRequest
+	8,  // 22: espo.worker.v1.Worker.Info:input_type -> espo.worker.v1.InfoRequest
+	10, // 23: espo.worker.v1.Worker.Health:input_type -> espo.worker.v1.HealthRequest
+	12, // 24: espo.worker.v1.Worker.Generate:input_type -> espo.worker.v1.GenerateRequest
+	17, // 25: espo.worker.v1.Worker.LogProbs:input_type -> espo.worker.v1.LogProbsRequest
+	21, // 26: espo.worker.v1.Worker.Backward:input_type -> espo.worker.v1.BackwardRequest
+	23, // 27: espo.worker.v1.Worker.Gradients:input_type -> espo.worker.v1.GradientsRequest
+	25, // 28: espo.worker.v1.Worker.Step:input_type -> espo.worker.v1.StepRequest
+	27, // 29: espo.worker.v1.Worker.SnapshotReference:input_type -> espo.worker.v1.SnapshotReferenceRequest
+	29, // 30: espo.worker.v1.Worker.Save:input_type -> espo.worker.v1.SaveRequest
+	31, // 31: espo.worker.v1.Worker.Load:input_type -> espo.worker.v1.LoadRequest
+	33, // 32: espo.worker.v1.Worker.Release:input_type -> espo.worker.v1.ReleaseRequest
+	35, // 33: espo.worker.v1.Worker.Embed:input_type -> espo.worker.v1.EmbedRequest
+	7,  // 34: espo.worker.v1.Worker.Configure:output_type -> espo.worker.v1.ConfigureResponse
+	9,  // 35: espo.worker.v1.Worker.Info:output_type -> espo.worker.v1.InfoResponse
+	11, // 36: espo.worker.v1.Worker.Health:output_type -> espo.worker.v1.HealthResponse
+	15, // 37: espo.worker.v1.Worker.Generate:output_type -> espo.worker.v1.GenerateResponse
+	19, // 38: espo.worker.v1.Worker.LogProbs:output_type -> espo.worker.v1.LogProbsResponse
+	22, // 39: espo.worker.v1.Worker.Backward:output_type -> espo.worker.v1.BackwardResponse
+	24, // 40: espo.worker.v1.Worker.Gradients:output_type -> espo.worker.v1.GradientsResponse
+	26, // 41: espo.worker.v1.Worker.Step:output_type -> espo.worker.v1.StepResponse
+	28, // 42: espo.worker.v1.Worker.SnapshotReference:output_type -> espo.worker.v1.SnapshotReferenceResponse
+	30, // 43: espo.worker.v1.Worker.Save:output_type -> espo.worker.v1.SaveResponse
+	32, // 44: espo.worker.v1.Worker.Load:output_type -> espo.worker.v1.LoadResponse
+	34, // 45: espo.worker.v1.Worker.Release:output_type -> espo.worker.v1.ReleaseResponse
+	36, // 46: espo.worker.v1.Worker.Embed:output_type -> espo.worker.v1.EmbedResponse
+	34, // [34:47] is the sub-list for method output_type
+	21, // [21:34] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_worker_proto_init() }
@@ -2268,7 +2438,7 @@ func file_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   38,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

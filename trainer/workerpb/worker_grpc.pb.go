@@ -40,6 +40,7 @@ const (
 	Worker_Save_FullMethodName              = "/espo.worker.v1.Worker/Save"
 	Worker_Load_FullMethodName              = "/espo.worker.v1.Worker/Load"
 	Worker_Release_FullMethodName           = "/espo.worker.v1.Worker/Release"
+	Worker_Embed_FullMethodName             = "/espo.worker.v1.Worker/Embed"
 )
 
 // WorkerClient is the client API for Worker service.
@@ -76,6 +77,11 @@ type WorkerClient interface {
 	// on SIGTERM after checkpointing): a worker that was asked to stop exits now
 	// instead of serving on until it has been quiet (docs/worker-protocol.md).
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
+	// Embed returns the sentence embeddings of texts from the sentence encoder the
+	// worker loaded (Configure option embedder_model), for the intent reward
+	// (spec.rewards.intent.embedder.worker). FAILED_PRECONDITION without an encoder;
+	// UNIMPLEMENTED from a worker that has none to offer (the CPU policy).
+	Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error)
 }
 
 type workerClient struct {
@@ -206,6 +212,16 @@ func (c *workerClient) Release(ctx context.Context, in *ReleaseRequest, opts ...
 	return out, nil
 }
 
+func (c *workerClient) Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EmbedResponse)
+	err := c.cc.Invoke(ctx, Worker_Embed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServer is the server API for Worker service.
 // All implementations must embed UnimplementedWorkerServer
 // for forward compatibility.
@@ -240,6 +256,11 @@ type WorkerServer interface {
 	// on SIGTERM after checkpointing): a worker that was asked to stop exits now
 	// instead of serving on until it has been quiet (docs/worker-protocol.md).
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
+	// Embed returns the sentence embeddings of texts from the sentence encoder the
+	// worker loaded (Configure option embedder_model), for the intent reward
+	// (spec.rewards.intent.embedder.worker). FAILED_PRECONDITION without an encoder;
+	// UNIMPLEMENTED from a worker that has none to offer (the CPU policy).
+	Embed(context.Context, *EmbedRequest) (*EmbedResponse, error)
 	mustEmbedUnimplementedWorkerServer()
 }
 
@@ -285,6 +306,9 @@ func (UnimplementedWorkerServer) Load(context.Context, *LoadRequest) (*LoadRespo
 }
 func (UnimplementedWorkerServer) Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Release not implemented")
+}
+func (UnimplementedWorkerServer) Embed(context.Context, *EmbedRequest) (*EmbedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Embed not implemented")
 }
 func (UnimplementedWorkerServer) mustEmbedUnimplementedWorkerServer() {}
 func (UnimplementedWorkerServer) testEmbeddedByValue()                {}
@@ -523,6 +547,24 @@ func _Worker_Release_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Worker_Embed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EmbedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServer).Embed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Worker_Embed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServer).Embed(ctx, req.(*EmbedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Worker_ServiceDesc is the grpc.ServiceDesc for Worker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -577,6 +619,10 @@ var Worker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Release",
 			Handler:    _Worker_Release_Handler,
+		},
+		{
+			MethodName: "Embed",
+			Handler:    _Worker_Embed_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

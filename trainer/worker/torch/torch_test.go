@@ -101,13 +101,13 @@ func (w *torchWorker) log() string {
 // the process is stopped at the end of the test: interrupted, it drains until half a
 // second passes without a call (--drain-quiet 0.5; args may set another), where the
 // default 60 s would outlast the cleanup's 10 s wait for it to exit.
-func startWorker(t *testing.T, allowed string, args ...string) *torchWorker {
+func startWorker(t testing.TB, allowed string, args ...string) *torchWorker {
 	t.Helper()
 	return startWorkerEnv(t, nil, allowed, args...)
 }
 
 // startWorkerEnv is startWorker with env added to the process's environment.
-func startWorkerEnv(t *testing.T, env []string, allowed string, args ...string) *torchWorker {
+func startWorkerEnv(t testing.TB, env []string, allowed string, args ...string) *torchWorker {
 	t.Helper()
 	cmd := exec.Command(python, append([]string{"-m", "espo_worker", "--listen", "127.0.0.1:0", "--model", "tiny",
 		"--device", "cpu", "--threads", "4", "--drain-quiet", "0.5", "--token-file", workertest.WriteToken(t), "--allow-path", allowed}, args...)...)

@@ -26,6 +26,7 @@ import threading
 import torch
 
 from . import dist as distlib
+from . import encoder as encoderlib
 from . import models
 from . import protocol as pb
 
@@ -70,8 +71,11 @@ OPTIONS = {
     "pretrained": str, "dtype": str, "lora_r": _int, "lora_alpha": _int, "lora_dropout": _float,
     "lora_targets": str, "max_new_tokens": _int, "max_prompt_tokens": _int, "tiny_embed": _int,
     "tiny_hidden": _int, "gradient_checkpointing": lambda n, v: v.lower() in ("1", "true", "yes"),
-    "attn_implementation": str,
+    "attn_implementation": str, "embedder_model": str,
 }
+
+# MAX_EMBED_TEXTS bounds the texts of one Embed call (EmbedRequest.texts).
+MAX_EMBED_TEXTS = 2048
 
 
 def prompt_seed(seed, prompt):
@@ -95,6 +99,7 @@ class Policy:
         self.reference = []
         self.optimizer = None
         self.steps = 0
+        self.encoder = None
 
     # -- configuration ---------------------------------------------------------
 
@@ -136,6 +141,34 @@ class Policy:
             self.dist.init()
             self.backend = None
             self.build(o, seed)
+            self.load_encoder(o.get("embedder_model") or "")
+
+    def load_encoder(self, folder):
+        """Loads the sentence encoder of folder for Embed (none for ""); one already
+        loaded from the same folder is kept."""
+        if not folder:
+            self.encoder = None
+        elif self.encoder is None or self.encoder.folder != folder:
+            try:
+                self.encoder = encoderlib.SentenceEncoder(folder, self.device)
+            except (encoderlib.EncoderError, OSError) as e:
+                raise InvalidError("option embedder_model: %s" % e) from None
+
+    def embed(self, texts):
+        """The encoder's embeddings of texts (lists of floats); a blank text is the zero
+        vector."""
+        with self.lock:
+            if self.encoder is None:
+                raise NotConfiguredError("embed: no sentence encoder: set spec.rewards.intent.embedder.worker "
+                                         "(Configure option embedder_model)")
+            if len(texts) > MAX_EMBED_TEXTS:
+                raise InvalidError("embed: %d texts, at most %d in one call" % (len(texts), MAX_EMBED_TEXTS))
+            todo = [i for i, t in enumerate(texts) if t.strip()]
+            out = [[0.0] * self.encoder.dim for _ in texts]
+            if todo:
+                for i, v in zip(todo, self.encoder.embed([texts[i] for i in todo]).tolist()):
+                    out[i] = v
+            return out
 
     def describe(self):
         b = self.backend
@@ -144,7 +177,8 @@ class Policy:
             device=self.device + (" x%d ranks" % self.dist.world if self.dist.world > 1 else ""),
             parameters=sum(p.numel() for p in self.params),
             reduces_gradients=self.dist.world > 1, steps=self.steps,
-            model_config_sha256=b.config_sha256 if b else "")
+            model_config_sha256=b.config_sha256 if b else "",
+            encoder=self.encoder.name if self.encoder else "", encoder_sha256=self.encoder.sha256 if self.encoder else "")
 
     def need(self):
         if self.backend is None:

@@ -227,6 +227,14 @@ class Servicer:
             return pb.LoadResponse(steps=self.p.load(self._load_path(req.path)))
         return self._run(context, do)
 
+    def Embed(self, req, context):
+        def do():
+            resp = pb.EmbedResponse()
+            for v in self.p.embed(list(req.texts)):
+                resp.embeddings.add().values.extend(v)
+            return resp
+        return self._run(context, do)
+
     def Release(self, req, context):
         """Answers at once; what a release means to the process (stop now when asked to
         stop) is its Activity's business."""

@@ -85,13 +85,20 @@ func (r *EvalResult) status() *trainingv1alpha1.EvaluationStatus {
 }
 
 // Evaluate answers every step of the episodes greedily (teacher-forced, as in
-// training) and scores the answers with the SmartSpot metrics. With an embedding
-// service, the intents of the answers are embedded before they are scored.
+// training) and scores the answers with the SmartSpot metrics (EvaluateAnswers).
 func (t *Trainer) Evaluate(ctx context.Context, split string, eps []dataset.Episode) (*EvalResult, error) {
-	answers, err := t.greedyAnswers(ctx, eps)
+	answers, err := t.GreedyAnswers(ctx, eps)
 	if err != nil {
 		return nil, fmt.Errorf("evaluating the %s split: %w", split, err)
 	}
+	return t.EvaluateAnswers(ctx, split, eps, answers)
+}
+
+// EvaluateAnswers scores answers[e][j], the answer to step j of episode e, with the
+// SmartSpot metrics, judging intents as the run's rewards do. With an embedding
+// service (or the workers' encoder), the intents of the answers are embedded before
+// they are scored.
+func (t *Trainer) EvaluateAnswers(ctx context.Context, split string, eps []dataset.Episode, answers [][]string) (*EvalResult, error) {
 	if err := t.prefetchEvalIntents(ctx, eps, answers); err != nil {
 		return nil, err
 	}
@@ -108,9 +115,9 @@ func (t *Trainer) Evaluate(ctx context.Context, split string, eps []dataset.Epis
 	return r, nil
 }
 
-// greedyAnswers returns the policy's greedy answer to every step of every episode,
+// GreedyAnswers returns the policy's greedy answer to every step of every episode,
 // one request per episode.
-func (t *Trainer) greedyAnswers(ctx context.Context, eps []dataset.Episode) ([][]string, error) {
+func (t *Trainer) GreedyAnswers(ctx context.Context, eps []dataset.Episode) ([][]string, error) {
 	reqs := make([]worker.Rollouts, len(eps))
 	for e := range eps {
 		reqs[e].Options = worker.SampleOptions{Samples: 1, Greedy: true}

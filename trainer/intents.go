@@ -246,7 +246,7 @@ func (t *Trainer) prefetchIntents(ctx context.Context, ts *embedding.Texts) erro
 		return nil
 	}
 	if err := t.intents.Prefetch(ctx, ts); err != nil {
-		return fmt.Errorf("%s: %w", embedderField, err)
+		return configInvalid(fmt.Errorf("%s: %w", embedderField, err))
 	}
 	return nil
 }

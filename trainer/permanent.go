@@ -67,6 +67,17 @@ func modelIncomplete(err error, podRoot string) error {
 	return err
 }
 
+// configInvalid returns err with the ConfigInvalid outcome when a restart would meet
+// it again: a worker refused the Configure options the spec makes as invalid
+// (worker.ErrInvalid), or has no sentence encoder where the spec asks one to embed
+// (worker.ErrNoEncoder); any other error unchanged.
+func configInvalid(err error) error {
+	if errors.Is(err, worker.ErrInvalid) || errors.Is(err, worker.ErrNoEncoder) {
+		return invalidInput(trainingv1alpha1.OutcomeConfigInvalid, err)
+	}
+	return err
+}
+
 // PermanentOutcome is the outcome of an error that a restart cannot fix (a dataset
 // that cannot be read, a split that leaves a set empty, a model folder that lacks
 // files), or "" for any other error.

@@ -249,7 +249,7 @@ func (t *Trainer) start(ctx context.Context) error {
 	setOption(options, "embedder_model", encoderOption(&t.cfg.Spec))
 	d, err := t.configureWorkers(ctx, worker.Setup{Seed: uint64(t.cfg.Spec.Algorithm.Seed), Options: options, LoadPath: loadPath})
 	if err != nil {
-		return modelIncomplete(err, t.opts.PodRoot)
+		return configInvalid(modelIncomplete(err, t.opts.PodRoot))
 	}
 	t.opts.Log.Info("workers ready", "workers", t.opts.Workers.Size(), "model", d.Model,
 		"device", d.Device, "parameters", d.Parameters)

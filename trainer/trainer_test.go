@@ -30,6 +30,7 @@ import (
 	"github.com/go-logr/logr"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/embedding"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
 )
@@ -321,5 +322,33 @@ func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
 	}
 	if got := PermanentOutcome(err); got != trainingv1alpha1.OutcomeConfigInvalid {
 		t.Errorf("outcome %q, want ConfigInvalid (no restart)", got)
+	}
+}
+
+// TestWorkersThatCannotServeTheSpecFailAtOnce: a worker that refuses the Configure
+// options the spec makes (the CPU policy asked to load a sentence encoder, as an
+// external worker of that kind would be) and a worker without the sentence encoder
+// the spec names both end the run as ConfigInvalid, naming the cause: a restart
+// sends the same options to the same kind of worker.
+func TestWorkersThatCannotServeTheSpecFailAtOnce(t *testing.T) {
+	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
+	c.Spec.Model.Worker = trainingv1alpha1.WorkerExternal
+	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchEmbedding
+	c.Spec.Rewards.Intent.Embedder = &trainingv1alpha1.EmbedderSpec{Worker: &trainingv1alpha1.WorkerEmbedderSpec{Model: "all-MiniLM-L6-v2"}}
+	c.Spec.Default()
+	tr, err := New(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tr.start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "embedder_model") || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
+		t.Errorf("configuring a CPU policy with an encoder: %v (outcome %q), want ConfigInvalid naming embedder_model", err, PermanentOutcome(err))
+	}
+
+	// The encoder's Embed call refused: the in-process policy has none.
+	tr.intents, _ = newIntentCache(c.Spec.Rewards.Intent.Embedder, tr.opts.Workers, nil)
+	err = tr.prefetchIntents(context.Background(), &embedding.Texts{Pinned: []string{"a hotel in Paris"}})
+	if !errors.Is(err, worker.ErrNoEncoder) || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
+		t.Errorf("embedding without an encoder: %v (outcome %q), want ErrNoEncoder, ConfigInvalid", err, PermanentOutcome(err))
 	}
 }

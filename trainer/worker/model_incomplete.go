@@ -17,6 +17,7 @@ limitations under the License.
 package worker
 
 import (
+	"fmt"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -49,11 +50,16 @@ func (e *ModelIncompleteError) status() error {
 	return status.Error(codes.FailedPrecondition, e.Error())
 }
 
-// modelIncompleteOf returns err, the error of a worker's Configure, as a
-// *ModelIncompleteError when it is the protocol's refusal of an incomplete model,
-// and unchanged otherwise.
-func modelIncompleteOf(err error) error {
+// configureErrorOf returns err, the error of a worker's Configure, as a
+// *ModelIncompleteError when it is the protocol's refusal of an incomplete model, as
+// an error wrapping ErrInvalid (the worker's message kept) when the worker refused
+// the setup as invalid (InvalidArgument: an unknown option, a bad value), and
+// unchanged otherwise.
+func configureErrorOf(err error) error {
 	s, ok := status.FromError(err)
+	if ok && s.Code() == codes.InvalidArgument {
+		return fmt.Errorf("%w: %s", ErrInvalid, s.Message())
+	}
 	if !ok || s.Code() != codes.FailedPrecondition || !strings.HasPrefix(s.Message(), ModelIncompletePrefix) {
 		return err
 	}

@@ -152,7 +152,7 @@ func (r *Remote) Configure(ctx context.Context, s Setup) (Description, error) {
 	resp, err := r.client.Configure(ctx, &workerpb.ConfigureRequest{Seed: s.Seed, Options: s.Options,
 		LoadPath: s.LoadPath, State: s.State}, grpc.WaitForReady(true))
 	if err != nil {
-		return Description{}, modelIncompleteOf(err)
+		return Description{}, configureErrorOf(err)
 	}
 	return descriptionOf(resp.GetInfo()), nil
 }

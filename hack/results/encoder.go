@@ -26,12 +26,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
-	"github.com/espo-dev/espo-operator/test/pyenv"
-	"github.com/espo-dev/espo-operator/test/repo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/embedding"
 	"github.com/espo-dev/espo-operator/trainer/metrics"
@@ -145,16 +144,22 @@ func serve(cmd *exec.Cmd) (string, error) {
 
 // startEncoderJudgeFor starts the judge of o: o.encoder with o.python, or the
 // interpreter hack/setup-python.sh prints (building the environment on first use).
+// Like the rest of hack/results it runs from the repository's root.
 func startEncoderJudgeFor(o options) (*encoderJudge, error) {
-	root, err := repo.Root()
+	root, err := os.Getwd()
 	if err != nil {
 		return nil, err
 	}
 	python := o.python
 	if python == "" {
-		if python, err = pyenv.Python(); err != nil {
-			return nil, err
+		cmd := exec.Command(filepath.Join(root, "hack", "setup-python.sh"))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("hack/setup-python.sh (run hack/results from the repository's root): %w", err)
 		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		python = lines[len(lines)-1]
 	}
 	return startEncoderJudge(python, root, o.encoder)
 }

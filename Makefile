@@ -34,12 +34,14 @@ build: ## Build the espo binary into bin/.
 PY_PB_DIR := trainer/worker/torch/espo_worker
 
 .PHONY: generate
-generate: ## Generate deepcopy code, the worker protocol's Go gRPC code and its descriptor set for Python.
+generate: ## Generate deepcopy code, the worker and environment protocols' Go gRPC code and the worker's descriptor set for Python.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	@command -v $(PROTOC) >/dev/null || { echo "generate: $(PROTOC) not found: apt-get install protobuf-compiler (or run hack/setup-debian.sh)" >&2; exit 1; }
 	$(PROTOC) -I trainer/workerpb --plugin=protoc-gen-go="$$(go tool -n protoc-gen-go)" --plugin=protoc-gen-go-grpc="$$(go tool -n protoc-gen-go-grpc)" \
 		--go_out=. --go_opt=$(PROTO_GO_OPTS) --go-grpc_out=. --go-grpc_opt=$(PROTO_GO_OPTS) trainer/workerpb/worker.proto
 	$(PROTOC) -I trainer/workerpb --include_imports --descriptor_set_out=$(PY_PB_DIR)/worker.binpb trainer/workerpb/worker.proto
+	$(PROTOC) -I trainer/environmentpb --plugin=protoc-gen-go="$$(go tool -n protoc-gen-go)" --plugin=protoc-gen-go-grpc="$$(go tool -n protoc-gen-go-grpc)" \
+		--go_out=. --go_opt=$(PROTO_GO_OPTS) --go-grpc_out=. --go-grpc_opt=$(PROTO_GO_OPTS) trainer/environmentpb/environment.proto
 
 # The RBAC markers live in controllers/ (the controller's ClusterRole) and, apart from
 # them, in controllers/kueue (its Kueue integration's, which only a manager run with

@@ -10,6 +10,7 @@ trap 'rm -rf "$scratch"' EXIT
 # The generated paths: keep in step with the generate and manifests targets.
 generated=(api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml config/kueue/role.yaml
   trainer/workerpb/worker.pb.go trainer/workerpb/worker_grpc.pb.go
+  trainer/environmentpb/environment.pb.go trainer/environmentpb/environment_grpc.pb.go
   trainer/worker/torch/espo_worker/worker.binpb
   charts/espo-operator/crds charts/espo-operator/files/manager-role.yaml charts/espo-operator/files/kueue-role.yaml
   charts/espo-operator/files/trainer-status-policy.yaml)

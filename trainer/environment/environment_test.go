@@ -85,51 +85,28 @@ type policy func(env *Simulated, obs Observation) string
 
 func expertPolicy(env *Simulated, _ Observation) string { return env.Expert() }
 
-// tally counts the judged steps of episodes.
+// tally counts episodes and their judged steps.
 type tally struct {
-	episodes, pools, intentRight, recs, recRight int
-}
-
-func (c *tally) recAcc() float64    { return ratio(c.recRight, c.recs) }
-func (c *tally) intentAcc() float64 { return ratio(c.intentRight, c.pools) }
-
-func ratio(a, b int) float64 {
-	if b == 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
+	episodes int
+	Accuracy
 }
 
 func (c *tally) String() string {
 	return fmt.Sprintf("RecAcc %.3f (%d decisions), intent %.3f (%d of %d episodes reached the pool)",
-		c.recAcc(), c.recs, c.intentAcc(), c.pools, c.episodes)
+		c.RecAcc(), c.Decisions, c.IntentAcc(), c.Intents, c.episodes)
 }
 
-// run plays one episode of seed with p and adds its judged steps to c.
+// run plays one episode of seed with p (through Run) and adds its judged steps to c.
 func run(t testing.TB, env *Simulated, seed uint64, p policy, c *tally) {
 	t.Helper()
-	obs := reset(t, env, seed)
-	c.episodes++
-	for {
-		var res StepResult
-		st := obs.Stage
-		obs, res = step(t, env, p(env, obs))
-		switch {
-		case st == dataset.StagePool:
-			c.pools++
-			if res.Right {
-				c.intentRight++
-			}
-		case st == dataset.StageRecommend:
-			c.recs++
-			if res.Right {
-				c.recRight++
-			}
-		}
-		if res.Done {
-			return
-		}
+	r, err := Run(context.Background(), env, seed, "", func(_ context.Context, obs *Observation, _ *dataset.Episode) (string, error) {
+		return p(env, *obs), nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	c.episodes++
+	c.Add(r)
 }
 
 func TestResetSameSeedSameStart(t *testing.T) {

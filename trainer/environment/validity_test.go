@@ -101,8 +101,9 @@ func check(t *testing.T, name string, got map[string]*tally, perChannel bool, ok
 		if perChannel && !ok(c) {
 			t.Errorf("%s, %s: %s; want %s", name, ch, c, want)
 		}
-		all.episodes, all.pools, all.intentRight = all.episodes+c.episodes, all.pools+c.pools, all.intentRight+c.intentRight
-		all.recs, all.recRight = all.recs+c.recs, all.recRight+c.recRight
+		all.episodes += c.episodes
+		all.Intents, all.RightIntents = all.Intents+c.Intents, all.RightIntents+c.RightIntents
+		all.Decisions, all.RightDecisions = all.Decisions+c.Decisions, all.RightDecisions+c.RightDecisions
 	}
 	t.Logf("%s, all channels: %s", name, &all)
 	if !ok(&all) {
@@ -120,16 +121,16 @@ func TestValidity(t *testing.T) {
 		t.Skip("plays thousands of episodes")
 	}
 	check(t, "expert", measure(t, expertPolicy), true, func(c *tally) bool {
-		return c.pools == c.episodes && c.recAcc() >= 0.95 && c.intentAcc() >= 0.95
+		return c.Intents == c.episodes && c.RecAcc() >= 0.95 && c.IntentAcc() >= 0.95
 	}, "every episode at the pool, RecAcc and intent >= 0.95")
 	check(t, "never explores", measure(t, neverExplore(t)), false, func(c *tally) bool {
-		return c.pools == c.episodes && c.recAcc() <= 0.60 && c.intentAcc() <= 0.05
+		return c.Intents == c.episodes && c.RecAcc() <= 0.60 && c.IntentAcc() <= 0.05
 	}, "RecAcc <= 0.60, intent <= 0.05")
 	rng := rand.New(rand.NewPCG(11, 12))
 	check(t, "random", measure(t, randomPolicy(rng)), false, func(c *tally) bool {
-		return c.recs > 0 && c.recAcc() <= 0.65 && c.intentAcc() <= 0.02
+		return c.Decisions > 0 && c.RecAcc() <= 0.65 && c.IntentAcc() <= 0.02
 	}, "RecAcc <= 0.65, intent <= 0.02")
 	check(t, "template-only intent", measure(t, templateIntent), false, func(c *tally) bool {
-		return c.pools == c.episodes && c.intentAcc() <= 0.05
+		return c.Intents == c.episodes && c.IntentAcc() <= 0.05
 	}, "intent <= 0.05")
 }

@@ -364,3 +364,37 @@ func TestExpertRecoversFromAnyState(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenedItemsShowAsRecentlyViewed: once the agent opened a saved item, the home
+// and profile pages show it under "Recently viewed" and the saved page marks it, so
+// that the pages an agent passes twice say which visit it is.
+func TestOpenedItemsShowAsRecentlyViewed(t *testing.T) {
+	env := newEnv(t, Options{Difficulty: dataset.DifficultyStandard, Seed: 4})
+	obs := reset(t, env, 1)
+	has := func(sc dataset.Screen, text string) bool {
+		for _, e := range sc.Elements {
+			if strings.Contains(e.Text, text) {
+				return true
+			}
+		}
+		return false
+	}
+	if has(obs.Screen, textRecentlyViewed) {
+		t.Fatal("the home page shows a recently viewed item before any was opened")
+	}
+	pages := map[string]dataset.Screen{}
+	for range 8 { // profile, saved, the card, back to saved, profile, home
+		obs, _ = step(t, env, env.Expert())
+		pages[obs.Screen.Page] = obs.Screen
+		if obs.Screen.Page == pageHome {
+			break
+		}
+	}
+	if !has(pages[pageHome], textRecentlyViewed) || !has(pages[pageProfile], textRecentlyViewed) {
+		t.Errorf("after opening a saved item, home shows recently viewed: %v, profile: %v",
+			has(pages[pageHome], textRecentlyViewed), has(pages[pageProfile], textRecentlyViewed))
+	}
+	if !has(pages[pageSaved], " · "+textViewed) {
+		t.Error("the saved page does not mark the item opened")
+	}
+}

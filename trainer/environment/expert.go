@@ -22,8 +22,8 @@ import (
 )
 
 // expert returns the action of the expert at the current step: a policy that
-// knows the hidden user. On the GUI stage it first looks at the evidence (the
-// saved items, opening one, then the past orders), then searches for the preferred query
+// knows the hidden user. On the GUI stage it first looks at the evidence (it
+// opens a saved item), then goes back and searches for the preferred query
 // value, sets every filter to the user's preference (and clears any other), and
 // takes the results to the pool; on the pool step it states the requirement;
 // on a recommend step it decides by the generator's fit rule. It depends only on
@@ -36,7 +36,7 @@ func (st *state) expert() dataset.Answer {
 		return dataset.Answer{Action: espo.ActionRecommendation, Point: espo.NoPoint, InputText: st.want()}
 	}
 	switch {
-	case !st.seen[pageSaved] || !st.seen[pageDetail] || !st.seen[pageOrders]:
+	case !st.seen[pageDetail]:
 		return st.towardsEvidence()
 	case st.res == nil || st.res.query != st.query():
 		return st.towardsSearch()
@@ -47,22 +47,17 @@ func (st *state) expert() dataset.Answer {
 // query is the value of the user's preference that the search looks for.
 func (st *state) query() string { return st.user.prefs[st.user.app.attrs[0].key] }
 
-// towardsEvidence goes to the profile's saved items, opens the first (so that its
-// card, with the values the user chose, is in the history a prompt shows) and then
-// to the past orders.
+// towardsEvidence goes to the profile's saved items and opens the first, so that
+// its card, with the values the user chose, is in the history a prompt shows (and
+// "Recently viewed" on the pages the expert passes again says it was done).
 func (st *state) towardsEvidence() dataset.Answer {
 	switch st.top().name {
 	case pageHome:
 		return st.clickOn("button", textProfile)
 	case pageProfile:
-		if !st.seen[pageSaved] || !st.seen[pageDetail] {
-			return st.clickOn("button", textSaved)
-		}
-		return st.clickOn("button", textOrders)
+		return st.clickOn("button", textSaved)
 	case pageSaved:
-		if !st.seen[pageDetail] {
-			return st.clickRole("card")
-		}
+		return st.clickRole("card")
 	}
 	return st.clickOn("button", textBack)
 }

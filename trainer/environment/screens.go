@@ -58,9 +58,13 @@ const (
 	textSaved   = "Saved items"
 	textOrders  = "Past orders"
 	textBrowse  = "Browse all"
-	textSearch  = "Search"
-	textPool    = "Choose from these results"
-	textAny     = "Any"
+	// textRecentlyViewed heads the item viewed last, textViewed marks a saved item
+	// the agent opened.
+	textRecentlyViewed = "Recently viewed"
+	textViewed         = "viewed"
+	textSearch         = "Search"
+	textPool           = "Choose from these results"
+	textAny            = "Any"
 )
 
 // layout lays out one screen.
@@ -141,7 +145,9 @@ func (l *layout) cards(a *app, items []dataset.Item, summaries bool, extra func(
 			}
 		}
 		if extra != nil {
-			text += " · " + extra(i)
+			if x := extra(i); x != "" {
+				text += " · " + x
+			}
 		}
 		if !l.full("card", text, cardH, attrs) {
 			return i
@@ -163,33 +169,53 @@ func summary(a *app, it *dataset.Item) string {
 func (l *layout) screen() dataset.Screen { return dataset.Screen{Page: l.page, Elements: l.elems} }
 
 // homeScreen is the start page: the app's name, Profile, the search box, Browse
-// all, and recommended items.
-func homeScreen(a *app, featured []dataset.Item, summaries bool) dataset.Screen {
+// all, the item viewed last (as apps show what was recently viewed) and
+// recommended items.
+func homeScreen(a *app, featured, viewed []dataset.Item, summaries bool) dataset.Screen {
 	l := newLayout(pageHome)
 	y1, y2, _ := l.row(rowH)
 	l.add("text", a.name, marginX, y1, 600, y2, nil)
 	l.add("button", textProfile, 800, y1, screenW-marginX, y2, nil)
 	l.full("search_box", "Search "+a.noun+"s", rowH, nil)
 	l.full("button", textBrowse, rowH, nil)
+	l.recentlyViewed(a, viewed, summaries)
 	l.full("text", "Recommended for you", 40, nil)
 	l.cards(a, featured, summaries, nil)
 	return l.screen()
 }
 
-// profileScreen links to what the user did before: saved items and past orders.
-func profileScreen() dataset.Screen {
+// recentlyViewed adds the item viewed last under a "Recently viewed" heading, when
+// there is one.
+func (l *layout) recentlyViewed(a *app, viewed []dataset.Item, summaries bool) {
+	if len(viewed) == 0 {
+		return
+	}
+	l.full("text", textRecentlyViewed, 40, nil)
+	l.cards(a, viewed[:1], summaries, nil)
+}
+
+// profileScreen links to what the user did before (saved items and past orders)
+// and shows the item viewed last.
+func profileScreen(a *app, viewed []dataset.Item, summaries bool) dataset.Screen {
 	l := newLayout(pageProfile)
 	l.topBar(textProfile)
 	l.full("button", textSaved, rowH, nil)
 	l.full("button", textOrders, rowH, nil)
+	l.recentlyViewed(a, viewed, summaries)
 	return l.screen()
 }
 
-// savedScreen lists the items the user saved.
-func savedScreen(a *app, saved []dataset.Item, summaries bool) dataset.Screen {
+// savedScreen lists the items the user saved, those the agent opened marked
+// viewed.
+func savedScreen(a *app, saved []dataset.Item, viewed map[string]bool, summaries bool) dataset.Screen {
 	l := newLayout(pageSaved)
 	l.topBar(textSaved)
-	l.cards(a, saved, summaries, nil)
+	l.cards(a, saved, summaries, func(i int) string {
+		if viewed[saved[i].ID] {
+			return textViewed
+		}
+		return ""
+	})
 	return l.screen()
 }
 

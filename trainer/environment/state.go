@@ -70,6 +70,7 @@ type state struct {
 	res       *results
 	saved     map[string]bool // items the agent saved during the episode
 	seen      map[string]bool // pages shown so far
+	viewed    []dataset.Item  // items whose detail page the agent opened, the latest first
 	stage     dataset.Stage
 	pool      []dataset.Item
 	next      int // the candidate of the current recommend step
@@ -90,6 +91,21 @@ func (st *state) top() *page { return &st.pages[len(st.pages)-1] }
 func (st *state) push(p page) {
 	st.pages = append(st.pages, p)
 	st.seen[p.name] = true
+}
+
+// view records that the agent opened it, as the app's "Recently viewed" does.
+func (st *state) view(it dataset.Item) {
+	st.viewed = slices.DeleteFunc(st.viewed, func(v dataset.Item) bool { return v.ID == it.ID })
+	st.viewed = append([]dataset.Item{it}, st.viewed...)
+}
+
+// viewedIDs is the set of the items the agent opened.
+func (st *state) viewedIDs() map[string]bool {
+	ids := make(map[string]bool, len(st.viewed))
+	for _, it := range st.viewed {
+		ids[it.ID] = true
+	}
+	return ids
 }
 
 // back closes the current page; the home page stays.
@@ -121,9 +137,9 @@ func (st *state) screen() dataset.Screen {
 	p := st.top()
 	switch p.name {
 	case pageProfile:
-		return profileScreen()
+		return profileScreen(a, st.viewed, st.summaries)
 	case pageSaved:
-		return savedScreen(a, u.saved, st.summaries)
+		return savedScreen(a, u.saved, st.viewedIDs(), st.summaries)
 	case pageOrders:
 		return ordersScreen(a, u.orders, st.summaries)
 	case pageSearch:
@@ -135,7 +151,7 @@ func (st *state) screen() dataset.Screen {
 	case pageDetail:
 		return detailScreen(a, p.item, st.saved[p.item.ID])
 	}
-	return homeScreen(a, u.catalog[:featured], st.summaries)
+	return homeScreen(a, u.catalog[:featured], st.viewed, st.summaries)
 }
 
 // apply applies a parsed action to the current stage, judging it on the pool
@@ -372,6 +388,7 @@ func (st *state) openItem(id string) {
 		if k := slices.IndexFunc(list, func(it dataset.Item) bool { return it.ID == id }); k >= 0 {
 			it := list[k]
 			st.push(page{name: pageDetail, item: &it})
+			st.view(it)
 			return
 		}
 	}

@@ -174,18 +174,25 @@ func (j *encoderJudge) close() {
 // passing counts the predicted intents whose cosine with the true one, pair by pair,
 // reaches the judge's tau.
 func (j *encoderJudge) passing(ctx context.Context, predicted, truth []string) (int, error) {
-	vecs, err := j.remote.Embed(ctx, append(append([]string{}, predicted...), truth...))
-	if err != nil {
-		return 0, fmt.Errorf("the encoder judge: %w", err)
-	}
 	n := 0
-	for i := range predicted {
-		if espo.Cosine(vecs[i], vecs[len(predicted)+i]) >= j.tau {
-			n++
+	for start := 0; start < len(predicted); start += embedPairs {
+		end := min(start+embedPairs, len(predicted))
+		vecs, err := j.remote.Embed(ctx, append(append([]string{}, predicted[start:end]...), truth[start:end]...))
+		if err != nil {
+			return 0, fmt.Errorf("the encoder judge: %w", err)
+		}
+		for i := range end - start {
+			if espo.Cosine(vecs[i], vecs[end-start+i]) >= j.tau {
+				n++
+			}
 		}
 	}
 	return n, nil
 }
+
+// embedPairs is how many pairs of texts one Embed call of passing sends: within the
+// protocol's 2048 texts a call.
+const embedPairs = 1024
 
 // intentTally judges the intents of answers, the answers to the steps of ep, by
 // embedding, and returns IntentAcc's tally: right intents over item-pool steps.

@@ -233,9 +233,9 @@ func TestFilterChipChangesResultsAndPool(t *testing.T) {
 		reset(t, env, seed)
 		u := env.st.user
 		key := ""
-		for _, at := range u.app.attrs {
-			if at.how == byChip && u.prefs[at.key] != "" && len(u.misses(at.key)) > 0 {
-				key = at.key
+		for _, at := range u.app.Attributes {
+			if at.Reveal == dataset.RevealChip && u.prefs[at.Key] != "" && len(u.misses(at.Key)) > 0 {
+				key = at.Key
 				break
 			}
 		}
@@ -253,7 +253,7 @@ func TestFilterChipChangesResultsAndPool(t *testing.T) {
 		}
 		for _, id := range poolAfter {
 			it := itemByID(u, id)
-			if !fitsAll(u.app.channel, map[string]string{key: want}, it) {
+			if !fitsAll(u.app.Channel, map[string]string{key: want}, it) {
 				t.Errorf("seed %d: pool item %s has %s %s, the chip is %s", seed, id, key, it.Attrs[key], want)
 			}
 		}
@@ -293,13 +293,13 @@ func TestSavedItemsRevealPreferences(t *testing.T) {
 			cards := savedValues(t, env, seed)
 			u := env.st.user
 			shared := map[string]string{}
-			for j, at := range u.app.attrs {
+			for j, at := range u.app.Attributes {
 				same := true
 				for _, c := range cards {
 					same = same && c[j] == cards[0][j]
 				}
 				if same {
-					shared[at.key] = cards[0][j]
+					shared[at.Key] = cards[0][j]
 				}
 			}
 			if len(cards) != savedItems || !maps.Equal(shared, u.prefs) {

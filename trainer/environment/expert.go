@@ -45,7 +45,7 @@ func (st *state) expert() dataset.Answer {
 }
 
 // query is the value of the user's preference that the search looks for.
-func (st *state) query() string { return st.user.prefs[st.user.app.attrs[0].key] }
+func (st *state) query() string { return st.user.prefs[st.user.app.Attributes[0].Key] }
 
 // towardsEvidence goes to the profile's saved items and opens the first, so that
 // its card, with the values the user chose, is in the history a prompt shows (and
@@ -85,7 +85,7 @@ func (st *state) towardsFilters() dataset.Answer {
 	p := st.top()
 	switch p.name {
 	case pageOptions:
-		want := st.user.prefs[p.attr.key]
+		want := st.user.prefs[p.attr.Key]
 		if want == "" {
 			want = textAny
 		}
@@ -94,13 +94,13 @@ func (st *state) towardsFilters() dataset.Answer {
 	default:
 		return st.clickOn("button", textBack)
 	}
-	for _, at := range st.user.app.attrs[1:] {
-		have, want := st.res.filters[at.key], st.user.prefs[at.key]
+	for _, at := range st.user.app.Attributes[1:] {
+		have, want := st.res.filters[at.Key], st.user.prefs[at.Key]
 		if have == want {
 			continue
 		}
-		if at.how == byPage {
-			return st.clickAttr("opens", at.key)
+		if at.Reveal == dataset.RevealPage {
+			return st.clickAttr("opens", at.Key)
 		}
 		if want == "" {
 			want = have // clicking the selected chip clears it

@@ -25,13 +25,13 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/environmentpb"
+	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
 // Remote is an environment server reached over gRPC with the environment protocol
@@ -57,7 +57,7 @@ func Dial(addr, token string, timeout time.Duration) (*Remote, error) {
 	}
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	if token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearer(token)))
+		opts = append(opts, grpc.WithPerRPCCredentials(worker.Bearer(token)))
 	}
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
@@ -75,19 +75,6 @@ func (r *Remote) Close() error { return r.conn.Close() }
 
 // String names the server in errors: its address.
 func (r *Remote) String() string { return r.addr }
-
-// bearer sends the token with every call. The protocol runs over plaintext HTTP/2:
-// the token authenticates the caller, it does not encrypt the call, so it does not
-// ask for transport security.
-type bearer string
-
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{authorizationKey: "Bearer " + string(b)}, nil
-}
-
-func (bearer) RequireTransportSecurity() bool { return false }
-
-var _ credentials.PerRPCCredentials = bearer("")
 
 // CallTimeoutError is the error of a call to an environment server that did not
 // return within the call timeout: a hung emulator or browser, or a server far slower

@@ -132,7 +132,7 @@ func (l *layout) chips(role string, texts []string, attrs []map[string]string) {
 // A plain card carries the item's attributes as element attributes; a summary
 // card (hard difficulty) writes them into its text. extra, when set, adds a
 // status to each card's text.
-func (l *layout) cards(a *app, items []dataset.Item, summaries bool, extra func(i int) string) int {
+func (l *layout) cards(a *dataset.App, items []dataset.Item, summaries bool, extra func(i int) string) int {
 	for i := range items {
 		it := &items[i]
 		attrs := map[string]string{"item": it.ID}
@@ -158,10 +158,10 @@ func (l *layout) cards(a *app, items []dataset.Item, summaries bool, extra func(
 
 // summary is the text of a summary card: the name and the item's values in the
 // app's order, separated by " · ".
-func summary(a *app, it *dataset.Item) string {
+func summary(a *dataset.App, it *dataset.Item) string {
 	parts := []string{it.Name}
-	for _, at := range a.attrs {
-		parts = append(parts, it.Attrs[at.key])
+	for _, at := range a.Attributes {
+		parts = append(parts, it.Attrs[at.Key])
 	}
 	return strings.Join(parts, " · ")
 }
@@ -171,12 +171,12 @@ func (l *layout) screen() dataset.Screen { return dataset.Screen{Page: l.page, E
 // homeScreen is the start page: the app's name, Profile, the search box, Browse
 // all, the item viewed last (as apps show what was recently viewed) and
 // recommended items.
-func homeScreen(a *app, featured, viewed []dataset.Item, summaries bool) dataset.Screen {
+func homeScreen(a *dataset.App, featured, viewed []dataset.Item, summaries bool) dataset.Screen {
 	l := newLayout(pageHome)
 	y1, y2, _ := l.row(rowH)
-	l.add("text", a.name, marginX, y1, 600, y2, nil)
+	l.add("text", a.Name, marginX, y1, 600, y2, nil)
 	l.add("button", textProfile, 800, y1, screenW-marginX, y2, nil)
-	l.full("search_box", "Search "+a.noun+"s", rowH, nil)
+	l.full("search_box", "Search "+a.Noun+"s", rowH, nil)
 	l.full("button", textBrowse, rowH, nil)
 	l.recentlyViewed(a, viewed, summaries)
 	l.full("text", "Recommended for you", 40, nil)
@@ -186,7 +186,7 @@ func homeScreen(a *app, featured, viewed []dataset.Item, summaries bool) dataset
 
 // recentlyViewed adds the item viewed last under a "Recently viewed" heading, when
 // there is one.
-func (l *layout) recentlyViewed(a *app, viewed []dataset.Item, summaries bool) {
+func (l *layout) recentlyViewed(a *dataset.App, viewed []dataset.Item, summaries bool) {
 	if len(viewed) == 0 {
 		return
 	}
@@ -196,7 +196,7 @@ func (l *layout) recentlyViewed(a *app, viewed []dataset.Item, summaries bool) {
 
 // profileScreen links to what the user did before (saved items and past orders)
 // and shows the item viewed last.
-func profileScreen(a *app, viewed []dataset.Item, summaries bool) dataset.Screen {
+func profileScreen(a *dataset.App, viewed []dataset.Item, summaries bool) dataset.Screen {
 	l := newLayout(pageProfile)
 	l.topBar(textProfile)
 	l.full("button", textSaved, rowH, nil)
@@ -207,7 +207,7 @@ func profileScreen(a *app, viewed []dataset.Item, summaries bool) dataset.Screen
 
 // savedScreen lists the items the user saved, those the agent opened marked
 // viewed.
-func savedScreen(a *app, saved []dataset.Item, viewed map[string]bool, summaries bool) dataset.Screen {
+func savedScreen(a *dataset.App, saved []dataset.Item, viewed map[string]bool, summaries bool) dataset.Screen {
 	l := newLayout(pageSaved)
 	l.topBar(textSaved)
 	l.cards(a, saved, summaries, func(i int) string {
@@ -220,7 +220,7 @@ func savedScreen(a *app, saved []dataset.Item, viewed map[string]bool, summaries
 }
 
 // ordersScreen lists the user's past orders, each marked Kept or Returned.
-func ordersScreen(a *app, orders []order, summaries bool) dataset.Screen {
+func ordersScreen(a *dataset.App, orders []order, summaries bool) dataset.Screen {
 	l := newLayout(pageOrders)
 	l.topBar(textOrders)
 	l.cards(a, ordersItems(orders), summaries, func(i int) string {
@@ -233,13 +233,13 @@ func ordersScreen(a *app, orders []order, summaries bool) dataset.Screen {
 }
 
 // searchScreen is the search page with the text typed so far.
-func searchScreen(a *app, typed string) dataset.Screen {
+func searchScreen(a *dataset.App, typed string) dataset.Screen {
 	l := newLayout(pageSearch)
 	y1, y2, _ := l.row(rowH)
 	l.add("button", textBack, marginX, y1, 120, y2, nil)
 	text := typed
 	if text == "" {
-		text = "Search " + a.noun + "s"
+		text = "Search " + a.Noun + "s"
 	}
 	l.add("search_box", text, 140, y1, 780, y2, map[string]string{"focused": "true"})
 	l.add("button", textSearch, 800, y1, screenW-marginX, y2, nil)
@@ -249,27 +249,27 @@ func searchScreen(a *app, typed string) dataset.Screen {
 // resultsScreen is the results page: the query, a chip per value of every chip
 // attribute, an opener per page attribute, the button that takes the results to
 // the pool, and the cards from the scroll position on.
-func resultsScreen(a *app, r *results, summaries bool) dataset.Screen {
+func resultsScreen(a *dataset.App, r *results, summaries bool) dataset.Screen {
 	l := newLayout(pageResults)
 	y1, y2, _ := l.row(rowH)
 	l.add("button", textBack, marginX, y1, 120, y2, nil)
 	l.add("search_box", r.query, 140, y1, screenW-marginX, y2, nil)
 	var texts, openers []string
 	var attrs, openerAttrs []map[string]string
-	for _, at := range a.attrs {
-		switch at.how {
-		case byChip:
-			for _, v := range at.values {
+	for _, at := range a.Attributes {
+		switch at.Reveal {
+		case dataset.RevealChip:
+			for _, v := range at.Values {
 				texts = append(texts, v)
-				attrs = append(attrs, map[string]string{"group": at.key, "selected": strconv.FormatBool(r.filters[at.key] == v)})
+				attrs = append(attrs, map[string]string{"group": at.Key, "selected": strconv.FormatBool(r.filters[at.Key] == v)})
 			}
-		case byPage:
-			t := at.label
-			if v := r.filters[at.key]; v != "" {
+		case dataset.RevealPage:
+			t := at.Label
+			if v := r.filters[at.Key]; v != "" {
 				t += ": " + v
 			}
 			openers = append(openers, t)
-			openerAttrs = append(openerAttrs, map[string]string{"opens": at.key})
+			openerAttrs = append(openerAttrs, map[string]string{"opens": at.Key})
 		}
 	}
 	l.chips("chip", texts, attrs)
@@ -282,10 +282,10 @@ func resultsScreen(a *app, r *results, summaries bool) dataset.Screen {
 
 // optionsScreen lists Any and the values of a page attribute, the current one
 // selected.
-func optionsScreen(at *attribute, current string) dataset.Screen {
+func optionsScreen(at *dataset.Attribute, current string) dataset.Screen {
 	l := newLayout(pageOptions)
-	l.topBar(at.label)
-	for _, v := range append([]string{textAny}, at.values...) {
+	l.topBar(at.Label)
+	for _, v := range append([]string{textAny}, at.Values...) {
 		sel := v == current || v == textAny && current == ""
 		l.full("option", v, rowH, map[string]string{"selected": strconv.FormatBool(sel)})
 	}
@@ -294,11 +294,11 @@ func optionsScreen(at *attribute, current string) dataset.Screen {
 
 // detailScreen is an item's page: its name, one line per attribute and reviews,
 // and the Save (or Saved) and Book buttons.
-func detailScreen(a *app, it *dataset.Item, saved bool) dataset.Screen {
+func detailScreen(a *dataset.App, it *dataset.Item, saved bool) dataset.Screen {
 	l := newLayout(pageDetail)
 	l.topBar(it.Name)
-	for _, at := range a.attrs {
-		l.full("text", at.key+": "+it.Attrs[at.key], lineH, map[string]string{"attr": at.key})
+	for _, at := range a.Attributes {
+		l.full("text", at.Key+": "+it.Attrs[at.Key], lineH, map[string]string{"attr": at.Key})
 	}
 	l.full("text", "reviews: "+it.Attrs["reviews"], lineH, map[string]string{"attr": "reviews"})
 	y1, y2, _ := l.row(80)
@@ -312,7 +312,7 @@ func detailScreen(a *app, it *dataset.Item, saved bool) dataset.Screen {
 }
 
 // poolScreen is the item pool: the candidates' cards under a count.
-func poolScreen(a *app, cands []dataset.Item, summaries bool) dataset.Screen {
+func poolScreen(a *dataset.App, cands []dataset.Item, summaries bool) dataset.Screen {
 	l := newLayout(pagePool)
 	l.full("text", strconv.Itoa(len(cands))+" results", rowH, nil)
 	l.cards(a, cands, summaries, nil)

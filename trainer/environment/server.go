@@ -18,27 +18,21 @@ package environment
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/environmentpb"
+	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
 // MaxRolloutIDLen bounds a rollout id of the environment protocol, in bytes.
 const MaxRolloutIDLen = 256
-
-// authorizationKey is the gRPC metadata key that carries "Bearer <token>", as in the
-// worker protocol.
-const authorizationKey = "authorization"
 
 // Server serves Envs with the environment protocol (trainer/environmentpb): one Env
 // per rollout id, made on the rollout's first Reset and reused by its later ones.
@@ -75,20 +69,13 @@ func NewServer(newEnv func() Env, token string) (*Server, error) {
 	return &Server{newEnv: newEnv, token: []byte(token), rollouts: map[string]*served{}}, nil
 }
 
-// authenticate returns nil when ctx's metadata carries exactly one authorization
-// value, "Bearer <token>" with the server's token, compared in constant time; else an
-// Unauthenticated status that says what is missing, never what was sent.
+// authenticate returns nil when ctx carries the server's token (worker.CheckBearer,
+// the worker protocol's check); else an Unauthenticated status that says what is
+// missing, never what was sent.
 func (s *Server) authenticate(ctx context.Context) error {
-	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get(authorizationKey)
-	if len(vals) != 1 {
-		return status.Errorf(codes.Unauthenticated, "environment token required: send the metadata %q: \"Bearer <the job's token>\"", authorizationKey)
-	}
-	got, ok := strings.CutPrefix(vals[0], "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(got), s.token) != 1 {
-		return status.Error(codes.Unauthenticated, "wrong environment token: this environment serves another job, or its token was rotated")
-	}
-	return nil
+	return worker.CheckBearer(ctx, s.token,
+		status.Errorf(codes.Unauthenticated, "environment token required: send the metadata %q: \"Bearer <the job's token>\"", worker.AuthorizationKey),
+		status.Error(codes.Unauthenticated, "wrong environment token: this environment serves another job, or its token was rotated"))
 }
 
 // checkRolloutID returns an InvalidArgument status for an empty or over-long id.

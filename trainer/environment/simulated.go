@@ -62,7 +62,7 @@ type Options struct {
 // which items reach the pool.
 type Simulated struct {
 	opts  Options
-	apps  []*app
+	apps  []*dataset.App
 	vocab espo.SlotVocab
 	st    *state
 }
@@ -101,10 +101,10 @@ func NewSimulated(opts Options) (*Simulated, error) {
 			return nil, err
 		}
 		s.apps = append(s.apps, a)
-		for _, at := range a.attrs {
-			for _, v := range at.values {
-				if !slices.Contains(s.vocab[at.key], v) {
-					s.vocab[at.key] = append(s.vocab[at.key], v)
+		for _, at := range a.Attributes {
+			for _, v := range at.Values {
+				if !slices.Contains(s.vocab[at.Key], v) {
+					s.vocab[at.Key] = append(s.vocab[at.Key], v)
 				}
 			}
 		}
@@ -182,7 +182,7 @@ func (s *Simulated) Expert() string {
 func (s *Simulated) observe() Observation {
 	st := s.st
 	obs := Observation{
-		Channel:     st.user.app.channel,
+		Channel:     st.user.app.Channel,
 		Instruction: st.user.instruction,
 		Step:        st.step,
 		Stage:       st.stage,

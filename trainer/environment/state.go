@@ -34,8 +34,8 @@ const featured = 4
 // page is one page of the app's navigation stack.
 type page struct {
 	name string
-	attr *attribute    // the attribute of an options page
-	item *dataset.Item // the item of a detail page
+	attr *dataset.Attribute // the attribute of an options page
+	item *dataset.Item      // the item of a detail page
 }
 
 // results is the state of the results page: the query, the filters set
@@ -147,7 +147,7 @@ func (st *state) screen() dataset.Screen {
 	case pageResults:
 		return resultsScreen(a, st.res, st.summaries)
 	case pageOptions:
-		return optionsScreen(p.attr, st.res.filters[p.attr.key])
+		return optionsScreen(p.attr, st.res.filters[p.attr.Key])
 	case pageDetail:
 		return detailScreen(a, p.item, st.saved[p.item.ID])
 	}
@@ -323,7 +323,7 @@ func (st *state) clickResults(e *dataset.Element) {
 		}
 		st.res.offset = 0
 	case e.Attrs["opens"] != "":
-		st.push(page{name: pageOptions, attr: st.user.app.attr(e.Attrs["opens"])})
+		st.push(page{name: pageOptions, attr: attrOf(st.user.app, e.Attrs["opens"])})
 	case e.Role == "search_box":
 		st.typed = st.res.query
 		st.push(page{name: pageSearch})
@@ -334,14 +334,14 @@ func (st *state) clickResults(e *dataset.Element) {
 
 // choose sets (or, for Any, clears) the filter of an option page and goes back
 // to the results.
-func (st *state) choose(at *attribute, e *dataset.Element) {
+func (st *state) choose(at *dataset.Attribute, e *dataset.Element) {
 	if e.Role != "option" {
 		return
 	}
 	if e.Text == textAny {
-		delete(st.res.filters, at.key)
+		delete(st.res.filters, at.Key)
 	} else {
-		st.res.filters[at.key] = e.Text
+		st.res.filters[at.Key] = e.Text
 	}
 	st.res.offset = 0
 	st.back()
@@ -355,7 +355,7 @@ func (st *state) search(query string) {
 	if st.res != nil {
 		filters = st.res.filters
 	}
-	st.res = &results{channel: st.user.app.channel, query: query, filters: filters}
+	st.res = &results{channel: st.user.app.Channel, query: query, filters: filters}
 	for _, it := range st.user.catalog {
 		if matchesQuery(&it, query) {
 			st.res.matched = append(st.res.matched, it)

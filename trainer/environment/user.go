@@ -50,7 +50,7 @@ const envStream = 1<<62 | 0x5eed
 // for the seed (instruction, requirement, preferences, number of candidates) and
 // the catalog, saved items and past orders the environment builds around them.
 type user struct {
-	app         *app
+	app         *dataset.App
 	hard        bool
 	instruction string
 	requirement string
@@ -76,12 +76,12 @@ type order struct {
 // episode for that seed gives the instruction, the requirement, the preferences
 // and the number of candidates; the environment's own PCG stream of the seed
 // draws the items.
-func newUser(a *app, seed uint64, hard bool) (*user, error) {
+func newUser(a *dataset.App, seed uint64, hard bool) (*user, error) {
 	difficulty := dataset.DifficultyStandard
 	if hard {
 		difficulty = dataset.DifficultyHard
 	}
-	eps, err := dataset.Generate(dataset.GenerateOptions{Channels: []string{a.channel}, Episodes: 1, Seed: seed, Difficulty: difficulty})
+	eps, err := dataset.Generate(dataset.GenerateOptions{Channels: []string{a.Channel}, Episodes: 1, Seed: seed, Difficulty: difficulty})
 	if err != nil {
 		return nil, fmt.Errorf("environment: %w", err)
 	}
@@ -93,7 +93,7 @@ func newUser(a *app, seed uint64, hard bool) (*user, error) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(seed, envStream))
-	u.names = slices.Clone(a.names)
+	u.names = slices.Clone(a.ItemNames)
 	rng.Shuffle(len(u.names), func(i, j int) { u.names[i], u.names[j] = u.names[j], u.names[i] })
 	u.drawCatalog(rng)
 	u.drawHistory(rng)
@@ -102,7 +102,7 @@ func newUser(a *app, seed uint64, hard bool) (*user, error) {
 
 // fits reports whether it fits every preference of the user, by the generator's
 // fit rule (dataset.OracleDecision).
-func (u *user) fits(it *dataset.Item) bool { return fitsAll(u.app.channel, u.prefs, it) }
+func (u *user) fits(it *dataset.Item) bool { return fitsAll(u.app.Channel, u.prefs, it) }
 
 // fitsAll reports whether it fits every wanted value, by the generator's fit
 // rule: equal, or for an ordered attribute the value or a better one.
@@ -119,12 +119,12 @@ func (u *user) newItem(rng *rand.Rand) dataset.Item {
 	}
 	u.next++
 	it := dataset.Item{
-		ID:    fmt.Sprintf("%s-%d", u.app.channel, u.next),
+		ID:    fmt.Sprintf("%s-%d", u.app.Channel, u.next),
 		Name:  name,
 		Attrs: map[string]string{"reviews": strconv.Itoa(20 + rng.IntN(5000))},
 	}
-	for _, at := range u.app.attrs {
-		it.Attrs[at.key] = pick(rng, at.values)
+	for _, at := range u.app.Attributes {
+		it.Attrs[at.Key] = pick(rng, at.Values)
 	}
 	return it
 }
@@ -135,15 +135,15 @@ func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
 // values themselves (else an ordered attribute may take a better value).
 func (u *user) fitItem(rng *rand.Rand, exact bool) dataset.Item {
 	it := u.newItem(rng)
-	for _, at := range u.app.attrs {
-		want, ok := u.prefs[at.key]
+	for _, at := range u.app.Attributes {
+		want, ok := u.prefs[at.Key]
 		if !ok {
 			continue
 		}
-		it.Attrs[at.key] = want
+		it.Attrs[at.Key] = want
 		if !exact {
-			if v := pick(rng, at.values); fitsAll(u.app.channel, map[string]string{at.key: want}, &dataset.Item{Attrs: map[string]string{at.key: v}}) {
-				it.Attrs[at.key] = v
+			if v := pick(rng, at.Values); fitsAll(u.app.Channel, map[string]string{at.Key: want}, &dataset.Item{Attrs: map[string]string{at.Key: v}}) {
+				it.Attrs[at.Key] = v
 			}
 		}
 	}
@@ -161,8 +161,8 @@ func (u *user) missItem(rng *rand.Rand, key string) dataset.Item {
 // misses returns the values of attribute key that do not fit the preference.
 func (u *user) misses(key string) []string {
 	var out []string
-	for _, v := range u.app.attr(key).values {
-		if !fitsAll(u.app.channel, map[string]string{key: u.prefs[key]}, &dataset.Item{Attrs: map[string]string{key: v}}) {
+	for _, v := range attrOf(u.app, key).Values {
+		if !fitsAll(u.app.Channel, map[string]string{key: u.prefs[key]}, &dataset.Item{Attrs: map[string]string{key: v}}) {
 			out = append(out, v)
 		}
 	}
@@ -175,13 +175,13 @@ func (u *user) misses(key string) []string {
 // alone); else all those with a value that misses.
 func (u *user) missable() []string {
 	var all, hidden []string
-	for _, at := range u.app.attrs {
-		if _, ok := u.prefs[at.key]; !ok || len(u.misses(at.key)) == 0 {
+	for _, at := range u.app.Attributes {
+		if _, ok := u.prefs[at.Key]; !ok || len(u.misses(at.Key)) == 0 {
 			continue
 		}
-		all = append(all, at.key)
-		if !dataset.ContainsValue(u.instruction, u.prefs[at.key]) {
-			hidden = append(hidden, at.key)
+		all = append(all, at.Key)
+		if !dataset.ContainsValue(u.instruction, u.prefs[at.Key]) {
+			hidden = append(hidden, at.Key)
 		}
 	}
 	if u.hard && len(hidden) > 0 {
@@ -212,12 +212,12 @@ func (u *user) drawHistory(rng *rand.Rand) {
 	for range savedItems {
 		u.saved = append(u.saved, u.fitItem(rng, true))
 	}
-	for _, at := range u.app.attrs {
-		if _, ok := u.prefs[at.key]; ok {
+	for _, at := range u.app.Attributes {
+		if _, ok := u.prefs[at.Key]; ok {
 			continue
 		}
-		for allSame(u.saved, at.key) {
-			u.saved[rng.IntN(savedItems)].Attrs[at.key] = pick(rng, at.values)
+		for allSame(u.saved, at.Key) {
+			u.saved[rng.IntN(savedItems)].Attrs[at.Key] = pick(rng, at.Values)
 		}
 	}
 	keys := u.missable()

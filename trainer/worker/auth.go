@@ -41,8 +41,8 @@ const EnvTokenFile = trainingv1alpha1.WorkerTokenFileEnv
 // TokenLen is the length of a worker token: 32 random bytes, hex encoded.
 const TokenLen = trainingv1alpha1.WorkerTokenLength
 
-// authorizationKey is the gRPC metadata key that carries "Bearer <token>".
-const authorizationKey = "authorization"
+// AuthorizationKey is the gRPC metadata key that carries "Bearer <token>".
+const AuthorizationKey = "authorization"
 
 // ReadTokenFile returns the worker token in the file at path: TokenLen hex
 // characters, surrounding white space ignored. An empty or malformed file is an
@@ -71,14 +71,17 @@ func checkToken(token string) error {
 	return nil
 }
 
-// bearer sends a worker token with every call, as the metadata "authorization:
-// Bearer <token>". The worker protocol runs over plaintext HTTP/2 inside the cluster:
-// the token authenticates the caller, it does not encrypt the call, so it does not
-// ask for transport security.
+// Bearer returns the credentials that send token with every call, as the metadata
+// "authorization: Bearer <token>", for the worker and the environment protocols.
+func Bearer(token string) credentials.PerRPCCredentials { return bearer(token) }
+
+// bearer sends a token with every call. The protocols run over plaintext HTTP/2
+// inside the cluster: the token authenticates the caller, it does not encrypt the
+// call, so it does not ask for transport security.
 type bearer string
 
 func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{authorizationKey: "Bearer " + string(b)}, nil
+	return map[string]string{AuthorizationKey: "Bearer " + string(b)}, nil
 }
 
 func (bearer) RequireTransportSecurity() bool { return false }
@@ -96,18 +99,28 @@ func open(fullMethod string) bool {
 	return strings.HasPrefix(fullMethod, "/"+healthpb.Health_ServiceDesc.ServiceName+"/")
 }
 
-// check returns nil when ctx's metadata carries exactly one authorization value,
-// "Bearer <token>" with the right token, compared in constant time; else an
+// check returns nil when ctx carries the worker's token (CheckBearer); else an
 // Unauthenticated status that says what is missing, never what was sent.
 func (a authenticator) check(ctx context.Context) error {
+	return CheckBearer(ctx, a.want,
+		status.Errorf(codes.Unauthenticated, "worker token required: send the metadata %q: \"Bearer <the job's token>\" (the trainer reads it from $%s)", AuthorizationKey, EnvTokenFile),
+		status.Errorf(codes.Unauthenticated, "wrong worker token: this worker serves another job, or its token was rotated (the trainer reads it from $%s)", EnvTokenFile))
+}
+
+// CheckBearer returns nil when ctx's metadata carries exactly one AuthorizationKey
+// value, "Bearer <want>", compared in constant time; missing when it carries none
+// (or several), wrong when the token is another. The errors are the caller's, so
+// that they name its service; neither may quote what was sent. The worker protocol
+// and the environment protocol (trainer/environment) check the job's token so.
+func CheckBearer(ctx context.Context, want []byte, missing, wrong error) error {
 	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get(authorizationKey)
+	vals := md.Get(AuthorizationKey)
 	if len(vals) != 1 {
-		return status.Errorf(codes.Unauthenticated, "worker token required: send the metadata %q: \"Bearer <the job's token>\" (the trainer reads it from $%s)", authorizationKey, EnvTokenFile)
+		return missing
 	}
 	got, ok := strings.CutPrefix(vals[0], "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(got), a.want) != 1 {
-		return status.Errorf(codes.Unauthenticated, "wrong worker token: this worker serves another job, or its token was rotated (the trainer reads it from $%s)", EnvTokenFile)
+	if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+		return wrong
 	}
 	return nil
 }

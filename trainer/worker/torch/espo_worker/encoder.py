@@ -84,9 +84,10 @@ class SentenceEncoder:
         pooling = os.path.join(folder, next(m for m in modules if m["type"] == POOLING).get("path", ""))
         self.normalize = NORMALIZE in types
         self.modes = self._pooling_modes(folder, pooling)
-        st_config = os.path.join(transformer, "sentence_bert_config.json")
-        self.max_seq_length = _read_json(st_config).get("max_seq_length") if os.path.isfile(st_config) else None
-        self.do_lower_case = _read_json(st_config).get("do_lower_case", False) if os.path.isfile(st_config) else False
+        st_config_file = os.path.join(transformer, "sentence_bert_config.json")
+        st_config = _read_json(st_config_file) if os.path.isfile(st_config_file) else {}
+        self.max_seq_length = st_config.get("max_seq_length")
+        self.do_lower_case = st_config.get("do_lower_case", False)
         self.tokenizer = AutoTokenizer.from_pretrained(transformer, local_files_only=True)
         self.model = AutoModel.from_pretrained(transformer, local_files_only=True, dtype=torch.float32).to(device).eval()
         if self.max_seq_length is None:

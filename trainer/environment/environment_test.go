@@ -383,7 +383,7 @@ func TestOpenedItemsShowAsRecentlyViewed(t *testing.T) {
 		t.Fatal("the home page shows a recently viewed item before any was opened")
 	}
 	pages := map[string]dataset.Screen{}
-	for range 8 { // profile, saved, the card, back to saved, profile, home
+	for range 20 { // profile, saved, each saved card and back to saved, profile, home
 		obs, _ = step(t, env, env.Expert())
 		pages[obs.Screen.Page] = obs.Screen
 		if obs.Screen.Page == pageHome {

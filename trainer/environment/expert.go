@@ -17,17 +17,21 @@ limitations under the License.
 package environment
 
 import (
+	"slices"
+
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
 
 // expert returns the action of the expert at the current step: a policy that
 // knows the hidden user. On the GUI stage it first looks at the evidence (it
-// opens a saved item), then goes back and searches for the preferred query
-// value, sets every filter to the user's preference (and clears any other), and
-// takes the results to the pool; on the pool step it states the requirement;
-// on a recommend step it decides by the generator's fit rule. It depends only on
-// the state, so it is right from any state a policy leaves it in.
+// opens each saved item in turn, so that their cards, with the values the user
+// chose, are in the history a prompt shows), then browses all items, clears any
+// filter a policy left set, and takes the list to the pool; on the pool step it
+// states the requirement; on a recommend step it decides by the generator's fit
+// rule. The pool is thus the unfiltered list, about half fits: the decisions,
+// not the filters, are where the evidence pays. It depends only on the state,
+// so it is right from any state a policy leaves it in.
 func (st *state) expert() dataset.Answer {
 	switch st.stage {
 	case dataset.StagePool:
@@ -36,20 +40,23 @@ func (st *state) expert() dataset.Answer {
 		return dataset.Answer{Action: espo.ActionRecommendation, Point: espo.NoPoint, InputText: st.want()}
 	}
 	switch {
-	case !st.seen[pageDetail]:
+	case st.unviewedSaved() >= 0:
 		return st.towardsEvidence()
-	case st.res == nil || st.res.query != st.query():
-		return st.towardsSearch()
+	case st.res == nil || st.res.query != "":
+		return st.towardsBrowse()
 	}
-	return st.towardsFilters()
+	return st.towardsUnfiltered()
 }
 
-// query is the value of the user's preference that the search looks for.
-func (st *state) query() string { return st.user.prefs[st.user.app.Attributes[0].Key] }
+// unviewedSaved is the index of the first saved item the agent has not opened, or -1.
+func (st *state) unviewedSaved() int {
+	viewed := st.viewedIDs()
+	return slices.IndexFunc(st.user.saved, func(it dataset.Item) bool { return !viewed[it.ID] })
+}
 
-// towardsEvidence goes to the profile's saved items and opens the first, so that
-// its card, with the values the user chose, is in the history a prompt shows (and
-// "Recently viewed" on the pages the expert passes again says it was done).
+// towardsEvidence goes to the profile's saved items and opens the first one not
+// opened yet ("Recently viewed" on the pages the expert passes again, and the
+// saved page's "viewed" marks, say how far it got).
 func (st *state) towardsEvidence() dataset.Answer {
 	switch st.top().name {
 	case pageHome:
@@ -57,55 +64,40 @@ func (st *state) towardsEvidence() dataset.Answer {
 	case pageProfile:
 		return st.clickOn("button", textSaved)
 	case pageSaved:
-		return st.clickRole("card")
+		return st.clickAttr("item", st.user.saved[st.unviewedSaved()].ID)
 	}
 	return st.clickOn("button", textBack)
 }
 
-// towardsSearch searches for the query value: from the home or results page
-// through the search page.
-func (st *state) towardsSearch() dataset.Answer {
-	switch st.top().name {
-	case pageHome, pageResults:
-		return st.clickRole("search_box")
-	case pageSearch:
-		if st.typed != st.query() {
-			a := st.clickRole("search_box")
-			return dataset.Answer{Action: espo.ActionType, Point: espo.NoPoint, InputText: st.query(), Target: a.Target}
-		}
-		return st.clickOn("button", textSearch)
+// towardsBrowse lists every item: Browse all from the home page.
+func (st *state) towardsBrowse() dataset.Answer {
+	if st.top().name == pageHome {
+		return st.clickOn("button", textBrowse)
 	}
 	return st.clickOn("button", textBack)
 }
 
-// towardsFilters sets each filter to the user's preference on the results page
-// (choosing on an option page the expert opened), then takes the results to
-// the pool.
-func (st *state) towardsFilters() dataset.Answer {
+// towardsUnfiltered clears every filter on the results page (Any on an option
+// page the expert opened), then takes the results to the pool.
+func (st *state) towardsUnfiltered() dataset.Answer {
 	p := st.top()
 	switch p.name {
 	case pageOptions:
-		want := st.user.prefs[p.attr.Key]
-		if want == "" {
-			want = textAny
-		}
-		return st.clickOn("option", want)
+		return st.clickOn("option", textAny)
 	case pageResults:
 	default:
-		return st.clickOn("button", textBack)
+		return st.towardsBrowse()
 	}
-	for _, at := range st.user.app.Attributes[1:] {
-		have, want := st.res.filters[at.Key], st.user.prefs[at.Key]
-		if have == want {
-			continue
-		}
-		if at.Reveal == dataset.RevealPage {
+	for _, at := range st.user.app.Attributes {
+		have := st.res.filters[at.Key]
+		switch {
+		case have == "":
+		case at.Reveal == dataset.RevealPage:
 			return st.clickAttr("opens", at.Key)
+		default:
+			// clicking the selected chip clears it
+			return st.clickWhere(func(e *dataset.Element) bool { return e.Role == "chip" && e.Text == have && e.Attrs["group"] == at.Key })
 		}
-		if want == "" {
-			want = have // clicking the selected chip clears it
-		}
-		return st.clickOn("chip", want)
 	}
 	return st.clickOn("button", textPool)
 }

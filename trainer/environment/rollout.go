@@ -19,6 +19,7 @@ package environment
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
@@ -42,35 +43,87 @@ type Rollout struct {
 // step's prompt, as for a recorded episode.
 type Actor func(ctx context.Context, obs *Observation, ep *dataset.Episode) (string, error)
 
+// BatchActor answers many episodes at once: answers[i] answers obs[i], the last
+// step of eps[i], as an Actor does.
+type BatchActor func(ctx context.Context, obs []*Observation, eps []*dataset.Episode) ([]string, error)
+
 // Run lives through the episode of seed on env, answering each step with act, until
 // the environment says it is done, and returns the rollout, whose episode is named id.
 func Run(ctx context.Context, env Env, seed uint64, id string, act Actor) (*Rollout, error) {
-	obs, err := env.Reset(ctx, seed)
+	rs, err := RunAll(ctx, []Env{env}, []uint64{seed}, []string{id},
+		func(ctx context.Context, obs []*Observation, eps []*dataset.Episode) ([]string, error) {
+			a, err := act(ctx, obs[0], eps[0])
+			return []string{a}, err
+		})
 	if err != nil {
 		return nil, err
 	}
-	r := &Rollout{Episode: dataset.Episode{Format: dataset.FormatVersion, ID: id, Channel: obs.Channel,
-		Instruction: obs.Instruction, Viewport: dataset.Viewport}}
-	for {
-		j := len(r.Episode.Steps)
-		r.Episode.Steps = append(r.Episode.Steps, stepOf(j, &obs))
-		answer, err := act(ctx, &obs, &r.Episode)
-		if err != nil {
-			return nil, fmt.Errorf("step %d: %w", j, err)
-		}
-		next, res, err := env.Step(ctx, answer)
-		if err != nil {
-			return nil, fmt.Errorf("step %d: %w", j, err)
-		}
-		if n := len(next.History); n > j {
-			r.Episode.Steps[j].Answer = next.History[j]
-		}
-		r.Results = append(r.Results, res)
-		if res.Done {
-			return r, nil
-		}
-		obs = next
+	return rs[0], nil
+}
+
+// RunAll lives through episode seeds[i] on envs[i], named ids[i], for every i in
+// lockstep: each round asks act once for the answers of every episode not done yet
+// (in index order), so that a policy answers them in one batch. It returns the
+// rollouts in index order. The Envs must be distinct.
+func RunAll(ctx context.Context, envs []Env, seeds []uint64, ids []string, act BatchActor) ([]*Rollout, error) {
+	if len(seeds) != len(envs) || len(ids) != len(envs) {
+		panic("environment: RunAll needs as many seeds and ids as envs")
 	}
+	rs := make([]*Rollout, len(envs))
+	obs := make([]Observation, len(envs))
+	for i, env := range envs {
+		o, err := env.Reset(ctx, seeds[i])
+		if err != nil {
+			return nil, fmt.Errorf("episode %s: %w", ids[i], err)
+		}
+		obs[i] = o
+		rs[i] = &Rollout{Episode: dataset.Episode{Format: dataset.FormatVersion, ID: ids[i], Channel: o.Channel,
+			Instruction: o.Instruction, Viewport: dataset.Viewport}}
+	}
+	live := make([]int, len(envs))
+	for i := range live {
+		live[i] = i
+	}
+	for len(live) > 0 {
+		os, eps := make([]*Observation, len(live)), make([]*dataset.Episode, len(live))
+		for k, i := range live {
+			r := rs[i]
+			r.Episode.Steps = append(r.Episode.Steps, stepOf(len(r.Episode.Steps), &obs[i]))
+			os[k], eps[k] = &obs[i], &r.Episode
+		}
+		answers, err := act(ctx, os, eps)
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %w", len(rs[live[0]].Episode.Steps)-1, err)
+		}
+		next := live[:0]
+		for k, i := range live {
+			done, err := advance(ctx, envs[i], rs[i], &obs[i], answers[k])
+			if err != nil {
+				return nil, fmt.Errorf("episode %s: %w", ids[i], err)
+			}
+			if !done {
+				next = append(next, i)
+			}
+		}
+		live = next
+	}
+	return rs, nil
+}
+
+// advance applies answer to the last step of r on env, records what the environment
+// read and said, moves obs on, and reports whether the episode is done.
+func advance(ctx context.Context, env Env, r *Rollout, obs *Observation, answer string) (bool, error) {
+	j := len(r.Episode.Steps) - 1
+	next, res, err := env.Step(ctx, answer)
+	if err != nil {
+		return false, fmt.Errorf("step %d: %w", j, err)
+	}
+	if n := len(next.History); n > j {
+		r.Episode.Steps[j].Answer = next.History[j]
+	}
+	r.Results = append(r.Results, res)
+	*obs = next
+	return res.Done, nil
 }
 
 // stepOf is observation obs as step j of an episode, not answered yet.
@@ -87,13 +140,26 @@ func Demonstration(ctx context.Context, sim *Simulated, seed uint64, id string) 
 	if err != nil {
 		return dataset.Episode{}, err
 	}
+	return r.Referenced(), nil
+}
+
+// Referenced returns the rollout as a recorded episode of references: the steps the
+// policy saw, each answered with the expert's action there (StepResult.Reference),
+// and the requirement and preferences the pool step is judged by. It is what a
+// policy's answers to the rollout are judged against (its GroundTruth of step j
+// is Results[j].GroundTruth); the prompts of its later steps show the expert's
+// actions, so they are the policy's own prompts only where it acted as the
+// expert (as in a Demonstration).
+func (r *Rollout) Referenced() dataset.Episode {
+	ep := r.Episode
+	ep.Steps = slices.Clone(ep.Steps)
 	for j, res := range r.Results {
-		r.Episode.Steps[j].Answer = res.Reference
+		ep.Steps[j].Answer = res.Reference
 		if res.GroundTruth.Stage == dataset.StagePool.Espo() {
-			r.Episode.Requirement, r.Episode.Preferences = res.GroundTruth.Intent, res.GroundTruth.Preferences
+			ep.Requirement, ep.Preferences = res.GroundTruth.Intent, res.GroundTruth.Preferences
 		}
 	}
-	return r.Episode, nil
+	return ep
 }
 
 // Accuracy counts the judged steps of rollouts: the recommend steps and the pool

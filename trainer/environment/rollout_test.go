@@ -18,7 +18,9 @@ package environment
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/espo-dev/espo-operator/trainer/dataset"
@@ -98,5 +100,45 @@ func TestRunRecordsWhatTheEnvironmentRead(t *testing.T) {
 		if got.Action != want.Action || got.InputText != want.InputText || clickTargetDiffers {
 			t.Errorf("step %d: read %+v, the expert's reference %+v", j, got, want)
 		}
+	}
+}
+
+// TestRunAllIsRunInLockstep: episodes lived in one batch are the episodes lived one
+// by one, and each round asks for the answers of the episodes not done only.
+func TestRunAllIsRunInLockstep(t *testing.T) {
+	ctx := context.Background()
+	opts := Options{Difficulty: dataset.DifficultyHard, Seed: 5}
+	seeds := []uint64{3, 4, 5, 6}
+	envs, ids := make([]Env, len(seeds)), make([]string, len(seeds))
+	for i := range seeds {
+		envs[i], ids[i] = newEnv(t, opts), fmt.Sprintf("r%d", i)
+	}
+	rounds := 0
+	all, err := RunAll(ctx, envs, seeds, ids, func(_ context.Context, obs []*Observation, eps []*dataset.Episode) ([]string, error) {
+		rounds++
+		out := make([]string, len(obs))
+		for k := range obs {
+			env := envs[slices.IndexFunc(ids, func(id string) bool { return id == eps[k].ID })].(*Simulated)
+			out[k] = env.Expert()
+		}
+		return out, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	longest := 0
+	for i, seed := range seeds {
+		sim := newEnv(t, opts)
+		one, err := Run(ctx, sim, seed, ids[i], func(context.Context, *Observation, *dataset.Episode) (string, error) { return sim.Expert(), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(one, all[i]) {
+			t.Errorf("seed %d: the batched rollout differs from the single one", seed)
+		}
+		longest = max(longest, len(one.Episode.Steps))
+	}
+	if rounds != longest {
+		t.Errorf("%d rounds for a longest episode of %d steps", rounds, longest)
 	}
 }

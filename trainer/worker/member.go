@@ -18,6 +18,9 @@ package worker
 
 import (
 	"context"
+	"hash/fnv"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
@@ -83,6 +86,22 @@ type Prompt struct{ msg *workerpb.Prompt }
 
 // NewPrompt returns the prompt of step j of ep; it panics if j is not a step of ep.
 func NewPrompt(ep *dataset.Episode, j int) Prompt { return Prompt{PromptFromStep(ep, j)} }
+
+// StateKey returns a key of what p shows the policy, its episode id left out:
+// FNV-1a over the prompt's deterministic wire form. Prompts of different episodes
+// with equal keys are the same observation (up to a hash collision), answered from
+// one state.
+func (p Prompt) StateKey() uint64 {
+	m := proto.Clone(p.msg).(*workerpb.Prompt)
+	m.EpisodeId = ""
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		panic("worker: a prompt does not marshal: " + err.Error())
+	}
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
 
 // Answer is a policy's answer to a prompt: text in the GUI-R1 format and, when the
 // policy produced it, its token ids, which only the policy interprets. An answer

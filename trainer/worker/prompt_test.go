@@ -85,3 +85,21 @@ func checkHistory(t *testing.T, s *dataset.Step, a *workerpb.Action) {
 		}
 	}
 }
+
+// TestStateKeyIgnoresTheEpisodeID: a prompt's state key is the observation's, the
+// same under another episode id, different on another step or screen.
+func TestStateKeyIgnoresTheEpisodeID(t *testing.T) {
+	eps := generated(t, 2)
+	ep := eps[0]
+	renamed := ep
+	renamed.ID = "another-" + ep.ID
+	if a, b := worker.NewPrompt(&ep, 1).StateKey(), worker.NewPrompt(&renamed, 1).StateKey(); a != b {
+		t.Errorf("the same step under two episode ids: keys %x and %x", a, b)
+	}
+	if worker.NewPrompt(&ep, 0).StateKey() == worker.NewPrompt(&ep, 1).StateKey() {
+		t.Error("two steps of an episode share a state key")
+	}
+	if worker.NewPrompt(&ep, 0).StateKey() == worker.NewPrompt(&eps[1], 0).StateKey() {
+		t.Error("the first steps of two episodes share a state key")
+	}
+}

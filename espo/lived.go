@@ -1,0 +1,175 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package espo
+
+import (
+	"errors"
+	"slices"
+)
+
+// Rollout holds the rewards of one episode lived through an environment: one
+// answer per step, sampled by the policy from the observation the rollout's own
+// earlier answers led to. The G rollouts of a group start from one episode seed,
+// so their first observations are identical, and they part where their answers
+// part.
+type Rollout struct {
+	// Stages holds the stage of each step.
+	Stages []Stage
+	// Step holds R_step of each step's answer (Score.Step).
+	Step []float64
+	// Stage holds the stage reward of each step's answer (Score.Stage).
+	Stage []float64
+	// States holds a key per step: steps (of any rollout of the group) with equal
+	// keys answered the same observation, the same prompt.
+	States []uint64
+}
+
+func (r *Rollout) checkLen() {
+	if n := len(r.Stages); len(r.Step) != n || len(r.Stage) != n || len(r.States) != n {
+		panic("espo: rollout reward length mismatch")
+	}
+}
+
+// LivedAdvantages writes the ESPO advantage of every step of G rollouts lived
+// through an environment, step t of rollout g to dst[g][t]:
+//
+//	A(g, t)   = A_step(g, t) + w * A_COUT(g)
+//	A_step    = (R_step(g, t) - mean_S R_step) / (std_S R_step + eps)
+//	            over S, the steps of the group with the state of (g, t), when
+//	            |S| >= 2; 0 when the state is the step's alone or S's rewards
+//	            are all equal
+//	A_COUT(g) = R_COUT(g)                                         episode mode
+//	A_COUT(g) = (R_COUT(g) - mean R_COUT(.)) / (std R_COUT(.) + eps)  rollout mode
+//
+// where R_COUT(g) is the COUT reward of rollout g alone (EpisodeCOUT of its own
+// stage rewards: phi from its GUI steps, psi from its decisions, Intent from its
+// item-pool step) and std is the unbiased (n-1) standard deviation.
+//
+// The step baseline is GiGPO's anchor-state grouping: the answers of S were all
+// drawn from pi(.|s) for the one state s they share, so for each of them the
+// others' rewards do not depend on it and E[(R(a) - b) grad log pi(a|s)] =
+// grad E[R] for a baseline b formed from the others; the group mean (which
+// holds a's own reward) shrinks the gradient by (|S|-1)/|S| and adds no other
+// bias, as in GRPO. A step of a state no other rollout reached has no baseline
+// and gets no step advantage: it is credited through A_COUT only. Rollouts
+// differ in their answers, so R_COUT(g) differs between them and, unlike
+// teacher-forced episode mode, carries credit in both modes: a GUI step is
+// credited for the intent and the decisions it led to. Episode mode adds
+// each rollout's raw R_COUT (the paper's A_episode); rollout mode normalises
+// it over the group.
+//
+// It returns the mean COUT over the rollouts, ErrGroupSize for fewer than 2
+// rollouts and an error for an unknown mode or gates. It panics if the lengths
+// of dst and rollouts disagree.
+func LivedAdvantages(dst [][]float64, rollouts []Rollout, cfg AdvantageConfig) (COUT, error) {
+	if len(dst) != len(rollouts) {
+		panic("espo: advantage length mismatch")
+	}
+	if err := checkModeGates(&cfg); err != nil {
+		return COUT{}, err
+	}
+	if len(rollouts) < 2 {
+		return COUT{}, ErrGroupSize
+	}
+	for g := range rollouts {
+		rollouts[g].checkLen()
+		if len(dst[g]) != len(rollouts[g].Stages) {
+			panic("espo: advantage length mismatch")
+		}
+	}
+	anchorStepAdvantages(dst, rollouts, cfg.Eps)
+	r := make([]float64, len(rollouts))
+	var sum COUT
+	for g := range rollouts {
+		ro := &rollouts[g]
+		c := cout(&EpisodeRewards{G: 1, Stages: ro.Stages, Step: ro.Step, Stage: ro.Stage}, &cfg, -1)
+		r[g] = c.Reward
+		sum.Phi, sum.Psi, sum.Intent, sum.Reward = sum.Phi+c.Phi, sum.Psi+c.Psi, sum.Intent+c.Intent, sum.Reward+c.Reward
+	}
+	a := r
+	if cfg.Mode == COUTRollout {
+		a = make([]float64, len(r))
+		normalise(a, r, cfg.Eps)
+	}
+	for g := range dst {
+		if v := cfg.W * a[g]; v != 0 {
+			for t := range dst[g] {
+				dst[g][t] += v
+			}
+		}
+	}
+	n := float64(len(rollouts))
+	return COUT{Phi: sum.Phi / n, Psi: sum.Psi / n, Intent: sum.Intent / n, Reward: sum.Reward / n}, nil
+}
+
+// AnchorStepAdvantages writes A_step of LivedAdvantages to dst[g][t]: each
+// step's R_step normalised over the steps of the group that share its state, 0
+// for a state reached once. It returns ErrGroupSize for fewer than 2 rollouts and
+// panics if the lengths of dst and rollouts disagree.
+func AnchorStepAdvantages(dst [][]float64, rollouts []Rollout, eps float64) error {
+	if len(dst) != len(rollouts) {
+		panic("espo: advantage length mismatch")
+	}
+	if len(rollouts) < 2 {
+		return ErrGroupSize
+	}
+	for g := range rollouts {
+		rollouts[g].checkLen()
+		if len(dst[g]) != len(rollouts[g].Stages) {
+			panic("espo: advantage length mismatch")
+		}
+	}
+	if !(eps > 0) || !finite(eps) {
+		return errors.New("espo: eps must be positive and finite")
+	}
+	anchorStepAdvantages(dst, rollouts, eps)
+	return nil
+}
+
+// anchorStepAdvantages groups the steps by state, in the order states first
+// appear (rollout by rollout, step by step), and normalises each group.
+func anchorStepAdvantages(dst [][]float64, rollouts []Rollout, eps float64) {
+	type at struct{ g, t int }
+	index := map[uint64]int{}
+	var groups [][]at
+	for g := range rollouts {
+		for t, s := range rollouts[g].States {
+			k, ok := index[s]
+			if !ok {
+				k = len(groups)
+				index[s] = k
+				groups = append(groups, nil)
+			}
+			groups[k] = append(groups[k], at{g, t})
+		}
+	}
+	var r, a []float64
+	for _, members := range groups {
+		if len(members) < 2 {
+			dst[members[0].g][members[0].t] = 0
+			continue
+		}
+		r, a = slices.Grow(r[:0], len(members))[:len(members)], slices.Grow(a[:0], len(members))[:len(members)]
+		for i, m := range members {
+			r[i] = rollouts[m.g].Step[m.t]
+		}
+		normalise(a, r, eps)
+		for i, m := range members {
+			dst[m.g][m.t] = a[i]
+		}
+	}
+}

@@ -69,32 +69,20 @@ type group struct {
 	logp, ref [][]float64
 }
 
-// groups splits a batch's steps (indices into the plan's steps) into per-episode
-// groups, in batch order.
-func (t *Trainer) groups(steps []int) []*group {
-	var gs []*group
-	for _, i := range steps {
-		ref := t.plan.steps[i]
-		ep := &t.data.Train[ref.episode]
-		if n := len(gs); n == 0 || gs[n-1].ep != ep {
-			gs = append(gs, &group{ep: ep})
-		}
-		g := gs[len(gs)-1]
-		g.steps = append(g.steps, ref.step)
-		g.prompts = append(g.prompts, worker.NewPrompt(ep, ref.step))
-	}
-	return gs
-}
-
-// trainBatch takes one optimizer step on a batch.
-func (t *Trainer) trainBatch(ctx context.Context, k Kind, steps []int) (batchStats, error) {
-	gs := t.groups(steps)
+// trainBatch takes one optimizer step on the current batch of the current epoch.
+func (t *Trainer) trainBatch(ctx context.Context, k Kind) (batchStats, error) {
 	var stats batchStats
 	var err error
 	if k == KindSFT {
-		err = t.backwardSFT(ctx, gs, &stats)
+		var gs []*group
+		if gs, err = t.exp.demonstrations(ctx, t.state.Epoch, t.state.Batch); err == nil {
+			err = t.backwardSFT(ctx, gs, &stats)
+		}
 	} else {
-		err = t.backwardRL(ctx, k, gs, &stats)
+		var b batch
+		if b, err = t.exp.candidates(ctx, t.state.Epoch, t.state.Batch); err == nil {
+			err = t.backwardRL(ctx, k, b, &stats)
+		}
 	}
 	if err != nil {
 		return stats, err
@@ -127,19 +115,22 @@ func (t *Trainer) backwardSFT(ctx context.Context, gs []*group, stats *batchStat
 // demonstrated returns the demonstrated answer of a step in the GUI-R1 format.
 func demonstrated(s *dataset.Step) string { return espo.FormatAnswer("", s.Answer.Espo()) }
 
-// backwardRL samples G candidates per step, scores them, computes advantages (fused
+// backwardRL scores the candidates of a batch, computes their advantages (fused
 // with COUT for ESPO, step-wise for GRPO) and the loss weights of the clipped,
 // KL-penalised objective, and accumulates its gradient.
-func (t *Trainer) backwardRL(ctx context.Context, k Kind, gs []*group, stats *batchStats) error {
-	if err := t.generate(ctx, gs); err != nil {
-		return err
-	}
+func (t *Trainer) backwardRL(ctx context.Context, k Kind, b batch, stats *batchStats) error {
+	gs := b.groups
 	if err := t.prefetchBatchIntents(ctx, gs); err != nil {
 		return err
 	}
 	defer t.releaseIntents()
 	start := t.opts.Clock.Now()
-	err := t.advantages(k, gs, stats)
+	var err error
+	if b.families != nil {
+		err = t.livedAdvantages(k, b, stats)
+	} else {
+		err = t.advantages(k, gs, stats)
+	}
 	stats.coreTime += t.opts.Clock.Since(start)
 	if err != nil {
 		return err
@@ -150,47 +141,14 @@ func (t *Trainer) backwardRL(ctx context.Context, k Kind, gs []*group, stats *ba
 	return t.lossBackward(ctx, gs, stats)
 }
 
-// generate samples G candidates for every step of every group, one request per
-// group with a seed derived from the run's seed, the step count and the episode, so
-// candidates do not depend on how groups are dealt to workers.
-func (t *Trainer) generate(ctx context.Context, gs []*group) error {
-	reqs := make([]worker.Rollouts, len(gs))
-	for i, g := range gs {
-		reqs[i] = worker.Rollouts{Prompts: g.prompts, Options: worker.SampleOptions{
-			Samples: int(t.cfg.Spec.Algorithm.GroupSize), Temperature: t.res.Temperature,
-			Seed: sampleSeed(uint64(t.cfg.Spec.Algorithm.Seed), t.state.Step, g.ep.ID),
-		}}
-	}
-	samples, err := t.opts.Workers.Generate(ctx, reqs)
-	if err != nil {
-		return err
-	}
-	for i, g := range gs {
-		g.samples = samples[i]
-	}
-	return nil
-}
-
-// advantages scores every candidate and computes its advantage.
+// advantages scores every candidate of recorded groups (G per step) and computes
+// its advantage.
 func (t *Trainer) advantages(k Kind, gs []*group, stats *batchStats) error {
-	G := int(t.cfg.Spec.Algorithm.GroupSize)
 	for _, g := range gs {
-		ep := espo.EpisodeRewards{G: G, Stages: make([]espo.Stage, len(g.steps)),
-			Step: make([]float64, len(g.samples)), Stage: make([]float64, len(g.samples))}
-		for j, s := range g.steps {
-			step := &g.ep.Steps[s]
-			gt := g.ep.GroundTruth(step)
-			ep.Stages[j] = step.Stage.Espo()
-			for c := range G {
-				sc := t.rewarder.Score(&gt, g.samples[j*G+c].Answer.Text)
-				ep.Step[j*G+c], ep.Stage[j*G+c] = sc.Step(), sc.Stage
-				stats.rewardSum += sc.Step()
-				stats.rewardCount++
-			}
-		}
+		ep := t.score(g, stats)
 		g.adv = make([]float64, len(g.samples))
 		if k == KindGRPO {
-			if err := espo.StepAdvantages(g.adv, ep.Step, G, t.res.Advantage.Eps); err != nil {
+			if err := espo.StepAdvantages(g.adv, ep.Step, ep.G, t.res.Advantage.Eps); err != nil {
 				return err
 			}
 			continue
@@ -203,6 +161,26 @@ func (t *Trainer) advantages(k Kind, gs []*group, stats *batchStats) error {
 		stats.cout += cout.Reward / float64(len(gs))
 	}
 	return nil
+}
+
+// score scores every candidate of g against its step's ground truth, adding the
+// step rewards to stats: candidate c of step j at index j*G + c.
+func (t *Trainer) score(g *group, stats *batchStats) espo.EpisodeRewards {
+	G := len(g.samples) / len(g.steps)
+	ep := espo.EpisodeRewards{G: G, Stages: make([]espo.Stage, len(g.steps)),
+		Step: make([]float64, len(g.samples)), Stage: make([]float64, len(g.samples))}
+	for j, s := range g.steps {
+		step := &g.ep.Steps[s]
+		gt := g.ep.GroundTruth(step)
+		ep.Stages[j] = step.Stage.Espo()
+		for c := range G {
+			sc := t.rewarder.Score(&gt, g.samples[j*G+c].Answer.Text)
+			ep.Step[j*G+c], ep.Stage[j*G+c] = sc.Step(), sc.Stage
+			stats.rewardSum += sc.Step()
+			stats.rewardCount++
+		}
+	}
+	return ep
 }
 
 // logProbs sets every candidate's log-probs under the current policy (logp) and, when

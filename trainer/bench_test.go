@@ -57,12 +57,12 @@ func benchTrainer(b *testing.B, episodes int) *Trainer {
 func BenchmarkTrainStep(b *testing.B) {
 	tr := benchTrainer(b, 8)
 	ctx := context.Background()
-	plan := tr.plan.epochs[0].sampler.Epoch(0)
 	var core time.Duration
 	b.ReportAllocs()
 	start := time.Now()
 	for i := range b.N {
-		stats, err := tr.trainBatch(ctx, KindESPO, plan.Steps(nil, i%plan.Len()))
+		tr.state.Batch = i % tr.plan.batches[0]
+		stats, err := tr.trainBatch(ctx, KindESPO)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -143,14 +143,14 @@ func (t *Trainer) GreedyAnswers(ctx context.Context, eps []dataset.Episode) ([][
 // early stopping; it stops the loop on an early stop or a failure. A drain stops the
 // evaluation at once.
 func (t *Trainer) evaluateEpoch(ctx context.Context, ep *epochPlan) (stop, bool) {
-	if len(t.data.Validation) == 0 {
-		return stop{}, false
-	}
 	evalCtx, cancel := t.untilDrained(ctx)
-	r, err := t.Evaluate(evalCtx, "validation", t.data.Validation)
+	r, err := t.evaluationSplit(evalCtx, "validation")
 	cancel()
 	if err != nil {
 		return t.failed(err), true
+	}
+	if r == nil {
+		return stop{}, false
 	}
 	r.Stage, r.Epoch, r.Step = ep.kind, ep.number, t.state.Step
 	t.state.History = append(t.state.History, r.summary())
@@ -242,19 +242,10 @@ func inARow(n int) string {
 func (t *Trainer) finish(ctx context.Context, s stop) (*Report, error) {
 	rep := &Report{Outcome: s.outcome(), Message: s.message, Steps: t.state.Step, Validation: t.state.History,
 		BestRecommendationAccuracy: max(t.state.BestRecommendationAccuracy, 0)}
-	if len(t.data.Test) > 0 && s.reason != stopNonFiniteLoss {
-		r, err := t.Evaluate(ctx, "test", t.data.Test)
-		if err != nil {
+	if s.reason != stopNonFiniteLoss {
+		if err := t.test(ctx, rep); err != nil {
 			return nil, t.fail(ctx, err)
 		}
-		r.Step = t.state.Step
-		rep.Test = r
-		last := &t.plan.epochs[len(t.plan.epochs)-1]
-		if t.state.Epoch < len(t.plan.epochs) {
-			last = &t.plan.epochs[t.state.Epoch]
-		}
-		t.status.Stage = trainingv1alpha1.StageEval
-		t.publishEval(ctx, last, r)
 	}
 	t.reportEnd(ctx, s)
 	rep.Status = t.status.DeepCopy()
@@ -264,6 +255,23 @@ func (t *Trainer) finish(ctx context.Context, s stop) (*Report, error) {
 	}
 	t.opts.Log.Info("training finished", "outcome", rep.Outcome, "message", s.message, "steps", t.state.Step)
 	return rep, nil
+}
+
+// test evaluates on the test split, when the run has one, into rep and the status.
+func (t *Trainer) test(ctx context.Context, rep *Report) error {
+	r, err := t.evaluationSplit(ctx, "test")
+	if err != nil || r == nil {
+		return err
+	}
+	r.Step = t.state.Step
+	rep.Test = r
+	last := &t.plan.epochs[len(t.plan.epochs)-1]
+	if t.state.Epoch < len(t.plan.epochs) {
+		last = &t.plan.epochs[t.state.Epoch]
+	}
+	t.status.Stage = trainingv1alpha1.StageEval
+	t.publishEval(ctx, last, r)
+	return nil
 }
 
 // evalResult condenses an evaluator's report into the status metrics: the GUI type

@@ -50,7 +50,7 @@ func (k Kind) Stage() trainingv1alpha1.TrainingStage {
 }
 
 // epochPlan is one epoch of the run: its kind, its number within its kind (from 1) and
-// the sampler that forms its batches.
+// the sampler that forms its batches of recorded steps (nil in an environment).
 type epochPlan struct {
 	kind    Kind
 	number  int
@@ -124,6 +124,29 @@ func newPlan(alg *trainingv1alpha1.AlgorithmSpec, train []dataset.Episode) (*pla
 		p.batches = append(p.batches, p.epochs[i].sampler.Epoch(i).Len())
 	}
 	return p, nil
+}
+
+// newLivedPlan lays out a run that lives in an environment: the epochs of newPlan,
+// each of the given number of batches (of episodesPerBatch episode seeds each) and
+// without a sampler, since the environment's seeds, not recorded steps, make up
+// the batches.
+func newLivedPlan(alg *trainingv1alpha1.AlgorithmSpec, batches int) *plan {
+	p := &plan{}
+	sft, rl := int(*alg.SFTEpochs), int(alg.Epochs)
+	rlKind := Kind(alg.Name)
+	if rlKind == KindSFT {
+		sft, rl = sft+rl, 0
+	}
+	for i := range sft {
+		p.epochs = append(p.epochs, epochPlan{kind: KindSFT, number: i + 1})
+	}
+	for i := range rl {
+		p.epochs = append(p.epochs, epochPlan{kind: rlKind, number: i + 1})
+	}
+	for range p.epochs {
+		p.batches = append(p.batches, batches)
+	}
+	return p
 }
 
 // totalSteps returns the number of optimizer steps of the run.

@@ -105,8 +105,11 @@ type Options struct {
 type Trainer struct {
 	cfg      *Config
 	res      *Resolved
-	data     *Splits
-	plan     *plan
+	// data holds the recorded episodes (none when the run lives in an environment).
+	data *Splits
+	// exp is where the batches and the evaluations' episodes come from.
+	exp  experience
+	plan *plan
 	opts     Options
 	rewarder *espo.Rewarder // made by start (prepareRewards)
 	store    *checkpoint.Store
@@ -144,25 +147,20 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := LoadSplits(cfg, res.Split)
-	if err != nil {
-		return nil, inPodPaths(err, opts.PodRoot)
+	t := &Trainer{cfg: cfg, res: res, opts: opts}
+	if env := cfg.Spec.Datasets.Environment; env != nil {
+		err = t.liveIn(env)
+	} else {
+		err = t.replay()
 	}
-	p, err := newPlan(&cfg.Spec.Algorithm, data.Train)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkSlotsHavePreferences(res.Rewards, data.Train, data.Validation, data.Test); err != nil {
-		return nil, err
-	}
-	intents, err := newIntentCache(cfg.Spec.Rewards.Intent.Embedder, opts.Workers, opts.embeddingRetryWait)
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, res: res, data: data, plan: p, opts: opts, intents: intents,
-		slots: dataset.SlotVocab(data.Train, data.Validation, data.Test)}
+	if t.intents, err = newIntentCache(cfg.Spec.Rewards.Intent.Embedder, opts.Workers, opts.embeddingRetryWait); err != nil {
+		return nil, err
+	}
 	t.state.BestRecommendationAccuracy = -1
-	b, err := runBinding(cfg, data)
+	b, err := runBinding(cfg, t.data)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +169,37 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// replay makes the run's experience the recorded episodes of spec.datasets.sources:
+// it loads and splits them and plans their batches.
+func (t *Trainer) replay() error {
+	data, err := LoadSplits(t.cfg, t.res.Split)
+	if err != nil {
+		return inPodPaths(err, t.opts.PodRoot)
+	}
+	if t.plan, err = newPlan(&t.cfg.Spec.Algorithm, data.Train); err != nil {
+		return err
+	}
+	if err := checkSlotsHavePreferences(t.res.Rewards, data.Train, data.Validation, data.Test); err != nil {
+		return err
+	}
+	t.data, t.exp, t.slots = data, recorded{t}, dataset.SlotVocab(data.Train, data.Validation, data.Test)
+	return nil
+}
+
+// liveIn makes the run's experience the environment of spec.datasets.environment.
+func (t *Trainer) liveIn(env *trainingv1alpha1.EnvironmentSource) error {
+	if err := checkLivedRewards(&t.cfg.Spec); err != nil {
+		return invalidInput(trainingv1alpha1.OutcomeConfigInvalid, err)
+	}
+	l, err := newLived(t, env)
+	if err != nil {
+		return invalidInput(trainingv1alpha1.OutcomeConfigInvalid, err)
+	}
+	t.data, t.exp, t.slots = &Splits{}, l, l.vocab
+	t.plan = newLivedPlan(&t.cfg.Spec.Algorithm, l.batches())
+	return nil
 }
 
 // Splits returns the datasets the trainer uses.
@@ -295,16 +324,13 @@ func (t *Trainer) freezeReferenceBefore(ctx context.Context, k Kind) error {
 // trainEpoch runs the remaining batches of one epoch; it stops the loop on a failure,
 // a loss that is not finite, or a drain (after the step in flight, checkpointed).
 func (t *Trainer) trainEpoch(ctx context.Context, ep *epochPlan) (stop, bool) {
-	plan := ep.sampler.Epoch(t.state.Epoch)
 	t.status.Stage, t.status.Epoch = ep.kind.Stage(), int32(ep.number)
 	if t.state.Batch == 0 {
 		t.epochReward = meanAcc{}
 	}
-	var steps []int
-	for ; t.state.Batch < plan.Len(); t.state.Batch++ {
+	for ; t.state.Batch < t.plan.batches[t.state.Epoch]; t.state.Batch++ {
 		start := t.opts.Clock.Now()
-		steps = plan.Steps(steps, t.state.Batch)
-		stats, err := t.trainBatch(ctx, ep.kind, steps)
+		stats, err := t.trainBatch(ctx, ep.kind)
 		if err != nil {
 			return t.failed(err), true
 		}

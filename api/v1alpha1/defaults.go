@@ -32,6 +32,9 @@ func (s *ESPOJobSpec) Default() {
 		s.Datasets.Sources[i].Default()
 	}
 	s.Datasets.Split.Default()
+	if s.Datasets.Environment != nil {
+		s.Datasets.Environment.Default()
+	}
 	s.Model.Default()
 	s.Algorithm.Default()
 	s.Rewards.Default()
@@ -79,6 +82,32 @@ func (s *SyntheticSource) Default() {
 	}
 	setDefault(&s.Episodes, DefaultSyntheticEpisodes)
 	setDefault(&s.Difficulty, DefaultSyntheticDifficulty)
+}
+
+// The defaults of an environment source.
+const (
+	// DefaultEnvironmentEpisodes is the number of episodes per epoch.
+	DefaultEnvironmentEpisodes = 100
+	// DefaultEnvironmentValidationEpisodes is the number of validation episodes.
+	DefaultEnvironmentValidationEpisodes = 20
+	// DefaultEnvironmentTestEpisodes is the number of test episodes.
+	DefaultEnvironmentTestEpisodes = 50
+	// DefaultEnvironmentMaxSteps is the step cap of an episode.
+	DefaultEnvironmentMaxSteps = 40
+)
+
+// Default fills the unset fields of e with their defaults.
+func (e *EnvironmentSource) Default() {
+	setDefault(&e.Episodes, DefaultEnvironmentEpisodes)
+	setDefaultPtr(&e.ValidationEpisodes, DefaultEnvironmentValidationEpisodes)
+	setDefaultPtr(&e.TestEpisodes, DefaultEnvironmentTestEpisodes)
+	setDefault(&e.MaxSteps, DefaultEnvironmentMaxSteps)
+	if e.Simulated != nil {
+		if e.Simulated.Channels == nil {
+			e.Simulated.Channels = DefaultSyntheticChannels()
+		}
+		setDefault(&e.Simulated.Difficulty, DefaultSyntheticDifficulty)
+	}
 }
 
 // Default fills the unset fields of d with their defaults (8:1:1).
@@ -185,6 +214,13 @@ func (c *CheckpointSpec) Default() {
 }
 
 // setDefault sets *p to v when *p is the zero value.
+// setDefaultPtr points an unset *p at v.
+func setDefaultPtr[T any](p **T, v T) {
+	if *p == nil {
+		*p = &v
+	}
+}
+
 func setDefault[T comparable](p *T, v T) {
 	var zero T
 	if *p == zero {

@@ -85,6 +85,7 @@ type ESPOJobList struct {
 // +kubebuilder:validation:XValidation:rule="oldSelf.runPolicy.suspend || self.runPolicy.suspend || (has(self.earlyStopping) == has(oldSelf.earlyStopping) && (!has(self.earlyStopping) || self.earlyStopping == oldSelf.earlyStopping))",message="earlyStopping may change only while the job is suspended (spec.runPolicy.suspend: true)"
 // +kubebuilder:validation:XValidation:rule="!has(self.model) || !has(self.model.worker) || self.model.worker != 'external' || !has(self.trainer) || ((!has(self.trainer.replicas) || self.trainer.replicas == 1) && (!has(self.trainer.workersPerReplica) || self.trainer.workersPerReplica == 1))",message="with worker: external, trainer.replicas and trainer.workersPerReplica must be 1: the trainer drives the one worker at model.endpoint, and more pods or workers would be CPU policies whose gradients it added to the external model's",fieldPath=".trainer"
 // +kubebuilder:validation:XValidation:rule="!has(self.runPolicy) || !has(self.runPolicy.progressDeadlineSeconds) || !has(self.trainer) || !has(self.trainer.statusInterval) || self.runPolicy.progressDeadlineSeconds > 2 * duration(self.trainer.statusInterval).getSeconds()",message="runPolicy.progressDeadlineSeconds must be more than twice trainer.statusInterval, the longest a moving job goes between two progress reports: raise it or lower statusInterval",fieldPath=".runPolicy.progressDeadlineSeconds"
+// +kubebuilder:validation:XValidation:rule="!has(self.datasets.environment) || !has(self.algorithm) || !has(self.algorithm.maxStepsPerBatch)",message="algorithm.maxStepsPerBatch sizes batches of recorded steps; with datasets.environment a batch is episodesPerBatch episodes of G rollouts: remove maxStepsPerBatch",fieldPath=".algorithm.maxStepsPerBatch"
 // +kubebuilder:validation:XValidation:rule="!has(self.rewards) || !has(self.rewards.intent) || !has(self.rewards.intent.embedder) || !has(self.rewards.intent.embedder.worker) || (has(self.model) && has(self.model.worker) && self.model.worker != 'cpu')",message="rewards.intent.embedder.worker needs model.worker cuda or external: the CPU policy loads no sentence encoder; set model.worker: cuda, or name an embedding service in embedder.endpoint",fieldPath=".rewards.intent.embedder.worker"
 type ESPOJobSpec struct {
 	// Datasets are the sources of episodes (SmartSpot JSONL) and how they are split
@@ -139,20 +140,30 @@ type ESPOJobSpec struct {
 	EarlyStopping *EarlyStoppingSpec `json:"earlyStopping,omitempty"`
 }
 
-// Datasets are the job's sources of episodes and their split.
+// Datasets are where the job's episodes come from: recorded sources and their split,
+// or an environment the policy lives through.
 //
-// +kubebuilder:validation:XValidation:rule="size(self.sources) == 0 || self.sources.exists(s, s.split in ['all', 'train'])",message="at least one source must feed training (split: all or train)"
+// +kubebuilder:validation:XValidation:rule="has(self.sources) != has(self.environment)",message="set exactly one of sources (recorded episodes, replayed) and environment (episodes the policy lives through)"
+// +kubebuilder:validation:XValidation:rule="!has(self.sources) || size(self.sources) == 0 || self.sources.exists(s, s.split in ['all', 'train'])",message="at least one source must feed training (split: all or train)"
 // +kubebuilder:validation:XValidation:rule="![self.split.train, self.split.validation, self.split.test].all(f, f.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$')) || double(self.split.train) + double(self.split.validation) + double(self.split.test) > 0.999999 && double(self.split.train) + double(self.split.validation) + double(self.split.test) < 1.000001",message="train + validation + test must add up to 1",fieldPath=".split"
 type Datasets struct {
 	// Sources are the named sources of episodes. Sources with split "all" are pooled
 	// and divided by Split, whole episodes at a time; a source with split "train",
 	// "validation" or "test" goes to that set whole.
-	// +required
+	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
-	Sources []DatasetSource `json:"sources"`
+	Sources []DatasetSource `json:"sources,omitempty"`
+
+	// Environment, instead of sources, has the policy live through the episodes of an
+	// environment: its actions change the screens it sees next. Each group of a
+	// reinforcement epoch is G rollouts of one episode seed, sampled on-policy; SFT
+	// epochs fine-tune on the environment's expert demonstrations; the validation and
+	// test evaluations live through held-out seeds greedily. split does not apply.
+	// +optional
+	Environment *EnvironmentSource `json:"environment,omitempty"`
 
 	// Split divides the pooled episodes of the "all" sources. Default 8:1:1.
 	// +optional
@@ -278,6 +289,83 @@ type SyntheticSource struct {
 	// +optional
 	// +kubebuilder:default=standard
 	Difficulty SyntheticDifficulty `json:"difficulty,omitempty"`
+}
+
+// EnvironmentSource is an environment the policy lives through, and how many of its
+// episodes each epoch and each evaluation takes. Episode seeds are disjoint across
+// the training epochs (every epoch lives through new episodes), the validation and
+// the test set.
+type EnvironmentSource struct {
+	// Simulated is the built-in simulated SmartSpot app: the generator's users living
+	// in an app with search, filter chips, option pages, item pages, saved items and
+	// past orders (see docs/environment-protocol.md).
+	// +required
+	Simulated *SimulatedEnvironment `json:"simulated"`
+
+	// Episodes is the number of episodes (groups of G rollouts) per epoch. Default 100.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	Episodes int32 `json:"episodes,omitempty"`
+
+	// ValidationEpisodes is the number of held-out episodes lived through after each
+	// epoch; 0 skips the validation. Default 20.
+	// +optional
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	ValidationEpisodes *int32 `json:"validationEpisodes,omitempty"`
+
+	// TestEpisodes is the number of held-out episodes lived through at the end; 0
+	// skips the test. Default 50.
+	// +optional
+	// +kubebuilder:default=50
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	TestEpisodes *int32 `json:"testEpisodes,omitempty"`
+
+	// MaxSteps caps the steps of an episode, every stage counted. Default 40.
+	// +optional
+	// +kubebuilder:default=40
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxSteps int32 `json:"maxSteps,omitempty"`
+}
+
+// SimulatedEnvironment configures the built-in simulated SmartSpot app.
+type SimulatedEnvironment struct {
+	// Channels are the app channels of the training episodes (an episode seed picks
+	// one in turn). Default: all but medicine, as for synthetic sources.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=6
+	// +kubebuilder:default={food,hotel,flight,movie,travel}
+	Channels []Channel `json:"channels,omitempty"`
+
+	// EvaluationChannels are the channels of the validation and test episodes; name
+	// channels absent from channels to evaluate on apps the policy never trained in.
+	// Default: channels.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=6
+	EvaluationChannels []Channel `json:"evaluationChannels,omitempty"`
+
+	// Difficulty is how hard the users are to read: standard (default) or hard (see
+	// synthetic sources; on hard episodes the app's cards also write the values into
+	// their text, and near misses miss a preference the instruction does not name).
+	// +optional
+	// +kubebuilder:default=standard
+	Difficulty SyntheticDifficulty `json:"difficulty,omitempty"`
+
+	// Seed is the seed of the world: with it, an episode seed names one episode.
+	// Default 0.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	Seed int64 `json:"seed,omitempty"`
 }
 
 // SyntheticDifficulty is how hard generated users are to read.

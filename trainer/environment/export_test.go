@@ -1,0 +1,42 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package environment
+
+import (
+	"context"
+	"testing"
+
+	"github.com/espo-dev/espo-operator/trainer/dataset"
+)
+
+// What the external tests (package environment_test, which may import the trainer)
+// use of the validity checks.
+
+// Tally counts episodes and their judged steps.
+type Tally = tally
+
+// Count adds rollout r, one episode, to c.
+func (c *tally) Count(r *Rollout) {
+	c.episodes++
+	c.Add(r)
+}
+
+// NeverExplore is the policy that never explores, as an Actor on env.
+func NeverExplore(t testing.TB, env *Simulated) Actor {
+	p := neverExplore(t)
+	return func(_ context.Context, obs *Observation, _ *dataset.Episode) (string, error) { return p(env, *obs), nil }
+}

@@ -1,0 +1,168 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/worker"
+)
+
+// livedConfig is a small run that lives in the simulated app: 4 episodes per epoch,
+// two per batch, G = 3, one SFT epoch on the expert's demonstrations, one of alg.
+func livedConfig(t *testing.T, alg trainingv1alpha1.AlgorithmName) *Config {
+	t.Helper()
+	c := &Config{OutputDir: t.TempDir()}
+	two, three := int32(2), int32(3)
+	c.Spec.Datasets.Environment = &trainingv1alpha1.EnvironmentSource{Episodes: 4, ValidationEpisodes: &two, TestEpisodes: &three,
+		Simulated: &trainingv1alpha1.SimulatedEnvironment{Channels: []trainingv1alpha1.Channel{"food", "hotel"},
+			EvaluationChannels: []trainingv1alpha1.Channel{"medicine"}, Difficulty: trainingv1alpha1.DifficultyHard, Seed: 5}}
+	one := int32(1)
+	c.Spec.Algorithm = trainingv1alpha1.AlgorithmSpec{Name: alg, SFTEpochs: &one, Epochs: 1, GroupSize: 3, EpisodesPerBatch: 2,
+		LearningRate: "0.01", Seed: 11}
+	c.Spec.Model.CPU = &trainingv1alpha1.CPUPolicySpec{HiddenSize: 16, Architecture: trainingv1alpha1.CPUTokens}
+	c.Spec.Default()
+	return c
+}
+
+// TestLivedRunCompletesWithEvaluationsInTheEnvironment: a run in the simulated app
+// trains on demonstrations, then on its own rollouts, and is evaluated by living
+// through held-out episodes of the evaluation channel.
+func TestLivedRunCompletesWithEvaluationsInTheEnvironment(t *testing.T) {
+	for _, alg := range []trainingv1alpha1.AlgorithmName{trainingv1alpha1.AlgorithmESPO, trainingv1alpha1.AlgorithmGRPO} {
+		t.Run(string(alg), func(t *testing.T) {
+			c := livedConfig(t, alg)
+			rec := &recorder{}
+			rep, tr := run(t, c, Options{Workers: cpuGang(1), Reporter: rec})
+			if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
+				t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
+			}
+			if rep.Steps != 4 || tr.plan.totalSteps() != 4 {
+				t.Errorf("%d steps, plan %d; want 2 epochs of 2 batches", rep.Steps, tr.plan.totalSteps())
+			}
+			if len(rep.Validation) != 2 || rep.Validation[0].Episodes != 2 {
+				t.Fatalf("validation %+v, want 2 evaluations of 2 episodes", rep.Validation)
+			}
+			if rep.Test == nil || rep.Test.Episodes != 3 || rep.Test.Steps == 0 {
+				t.Fatalf("test %+v, want 3 episodes lived through", rep.Test)
+			}
+			for ch := range rep.Test.Report.ByChannel {
+				if ch != "medicine" {
+					t.Errorf("the test lived through a %s episode, want the evaluation channel only", ch)
+				}
+			}
+			last := rec.reports[len(rec.reports)-1]
+			if last.Evaluation == nil || last.Evaluation.Split != "test" || last.IntentMatch != "slots" {
+				t.Errorf("last report %+v, want the test evaluation judged by slots", last)
+			}
+			if alg == trainingv1alpha1.AlgorithmESPO && last.MeanCOUTReward == "" {
+				t.Errorf("last report lacks the COUT reward: %+v", last)
+			}
+		})
+	}
+}
+
+// TestLivedRolloutsOfAGroupStartTogetherAndPart: the G rollouts of a seed see one
+// first observation (one state key) and part once their sampled answers do; each
+// rollout is one candidate per step, scored against the environment's references.
+func TestLivedRolloutsOfAGroupStartTogetherAndPart(t *testing.T) {
+	c := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
+	tr, err := New(c, Options{Workers: cpuGang(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := tr.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := tr.exp.candidates(ctx, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.families) != 2 || len(b.groups) != 6 {
+		t.Fatalf("%d families of %d rollouts, want 2 seeds of G = 3", len(b.families), len(b.groups))
+	}
+	parted := false
+	for _, family := range b.families {
+		first := b.groups[family[0]]
+		for _, gi := range family {
+			g := b.groups[gi]
+			if len(g.samples) != len(g.steps) || len(g.prompts) != len(g.steps) {
+				t.Fatalf("rollout %s: %d samples and %d prompts for %d steps", g.ep.ID, len(g.samples), len(g.prompts), len(g.steps))
+			}
+			if g.prompts[0].StateKey() != first.prompts[0].StateKey() {
+				t.Errorf("rollout %s starts elsewhere than %s", g.ep.ID, first.ep.ID)
+			}
+			n := min(len(g.prompts), len(first.prompts))
+			parted = parted || g.prompts[n-1].StateKey() != first.prompts[n-1].StateKey() || len(g.prompts) != len(first.prompts)
+		}
+	}
+	if !parted {
+		t.Error("no two rollouts of a group parted: the samples do not drive the environment")
+	}
+	var stats batchStats
+	if err := tr.livedAdvantages(KindESPO, b, &stats); err != nil {
+		t.Fatal(err)
+	}
+	if stats.rewardCount == 0 {
+		t.Error("no candidate was scored")
+	}
+}
+
+// TestLivedRunResumesAtTheExactPosition: a lived run drained mid-epoch and resumed
+// from its checkpoint lives through the same seeds with the same samples, and ends
+// with the uninterrupted run's weights, byte for byte.
+func TestLivedRunResumesAtTheExactPosition(t *testing.T) {
+	whole := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
+	ws := cpuMembers(1)
+	run(t, whole, Options{Workers: worker.NewGang(ws...)})
+	want := savedState(t, ws[0])
+
+	c := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
+	c.CheckpointDir = t.TempDir()
+	c.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 100, Keep: 2}
+	d, err := drainedRun(t, c, 3, trainingv1alpha1.StageESPO)
+	if !errors.Is(err, ErrDrained) {
+		t.Fatalf("Run returned %v, want ErrDrained", err)
+	}
+	if last := d.reports[len(d.reports)-1]; last.LastCheckpoint == nil || last.LastCheckpoint.Step != 3 {
+		t.Fatalf("last report: checkpoint %+v, want one at step 3", last.LastCheckpoint)
+	}
+	resumed := cpuMembers(1)
+	rep, _ := run(t, c, Options{Workers: worker.NewGang(resumed...)})
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
+		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
+	}
+	if got := savedState(t, resumed[0]); !bytes.Equal(got, want) {
+		t.Error("the drained and resumed run's final state differs from the uninterrupted run's")
+	}
+}
+
+// TestLivedRunRefusesAnEmbedder: intents in an environment are judged by slots.
+func TestLivedRunRefusesAnEmbedder(t *testing.T) {
+	c := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
+	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchEmbedding
+	_, err := New(c, Options{Workers: cpuGang(1)})
+	if err == nil || !strings.Contains(err.Error(), "spec.rewards.intent.match") || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
+		t.Errorf("New: %v, want ConfigInvalid naming spec.rewards.intent.match", err)
+	}
+}

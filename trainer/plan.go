@@ -100,11 +100,7 @@ func newPlan(alg *trainingv1alpha1.AlgorithmSpec, train []dataset.Episode) (*pla
 	if err != nil {
 		return nil, fmt.Errorf("spec.algorithm: %w", err)
 	}
-	sft, rl := int(*alg.SFTEpochs), int(alg.Epochs)
-	rlKind := Kind(alg.Name)
-	if rlKind == KindSFT {
-		sft, rl = sft+rl, 0
-	}
+	sft, rl, rlKind := epochCounts(alg)
 	for i := range sft {
 		p.epochs = append(p.epochs, epochPlan{kind: KindSFT, number: i + 1, sampler: episodic})
 	}
@@ -132,11 +128,7 @@ func newPlan(alg *trainingv1alpha1.AlgorithmSpec, train []dataset.Episode) (*pla
 // the batches.
 func newLivedPlan(alg *trainingv1alpha1.AlgorithmSpec, batches int) *plan {
 	p := &plan{}
-	sft, rl := int(*alg.SFTEpochs), int(alg.Epochs)
-	rlKind := Kind(alg.Name)
-	if rlKind == KindSFT {
-		sft, rl = sft+rl, 0
-	}
+	sft, rl, rlKind := epochCounts(alg)
 	for i := range sft {
 		p.epochs = append(p.epochs, epochPlan{kind: KindSFT, number: i + 1})
 	}
@@ -147,6 +139,17 @@ func newLivedPlan(alg *trainingv1alpha1.AlgorithmSpec, batches int) *plan {
 		p.batches = append(p.batches, batches)
 	}
 	return p
+}
+
+// epochCounts returns the number of SFT epochs and of epochs of the main kind:
+// algorithm sft runs sftEpochs + epochs of SFT, espo and grpo sftEpochs of SFT then
+// epochs of their own kind.
+func epochCounts(alg *trainingv1alpha1.AlgorithmSpec) (sft, rl int, rlKind Kind) {
+	sft, rl, rlKind = int(*alg.SFTEpochs), int(alg.Epochs), Kind(alg.Name)
+	if rlKind == KindSFT {
+		sft, rl = sft+rl, 0
+	}
+	return sft, rl, rlKind
 }
 
 // totalSteps returns the number of optimizer steps of the run.

@@ -103,13 +103,13 @@ type Options struct {
 
 // Trainer runs one training job.
 type Trainer struct {
-	cfg      *Config
-	res      *Resolved
+	cfg *Config
+	res *Resolved
 	// data holds the recorded episodes (none when the run lives in an environment).
 	data *Splits
 	// exp is where the batches and the evaluations' episodes come from.
-	exp  experience
-	plan *plan
+	exp      experience
+	plan     *plan
 	opts     Options
 	rewarder *espo.Rewarder // made by start (prepareRewards)
 	store    *checkpoint.Store

@@ -38,5 +38,7 @@ func (c *tally) Count(r *Rollout) {
 // NeverExplore is the policy that never explores, as an Actor on env.
 func NeverExplore(t testing.TB, env *Simulated) Actor {
 	p := neverExplore(t)
-	return func(_ context.Context, obs *Observation, _ *dataset.Episode) (string, error) { return p(env, *obs), nil }
+	return func(_ context.Context, obs *Observation, _ *dataset.Episode) (string, error) {
+		return p(env, *obs), nil
+	}
 }

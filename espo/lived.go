@@ -92,19 +92,8 @@ func LivedAdvantages(dst [][]float64, rollouts []Rollout, cfg AdvantageConfig) (
 		}
 	}
 	anchorStepAdvantages(dst, rollouts, cfg.Eps)
-	r := make([]float64, len(rollouts))
-	var sum COUT
-	for g := range rollouts {
-		ro := &rollouts[g]
-		c := cout(&EpisodeRewards{G: 1, Stages: ro.Stages, Step: ro.Step, Stage: ro.Stage}, &cfg, -1)
-		r[g] = c.Reward
-		sum.Phi, sum.Psi, sum.Intent, sum.Reward = sum.Phi+c.Phi, sum.Psi+c.Psi, sum.Intent+c.Intent, sum.Reward+c.Reward
-	}
-	a := r
-	if cfg.Mode == COUTRollout {
-		a = make([]float64, len(r))
-		normalise(a, r, cfg.Eps)
-	}
+	a := make([]float64, len(rollouts))
+	c := livedCOUT(a, rollouts, &cfg)
 	for g := range dst {
 		if v := cfg.W * a[g]; v != 0 {
 			for t := range dst[g] {
@@ -112,8 +101,46 @@ func LivedAdvantages(dst [][]float64, rollouts []Rollout, cfg AdvantageConfig) (
 			}
 		}
 	}
+	return c, nil
+}
+
+// LivedCOUTAdvantages writes A_COUT(g) of LivedAdvantages to dst[g], one value per
+// rollout, and returns the mean COUT over the rollouts; ErrGroupSize for fewer
+// than 2 rollouts, an error for an unknown mode or gates. It panics if len(dst) is
+// not the number of rollouts or a rollout's lengths disagree.
+func LivedCOUTAdvantages(dst []float64, rollouts []Rollout, cfg AdvantageConfig) (COUT, error) {
+	if len(dst) != len(rollouts) {
+		panic("espo: COUT advantage length mismatch")
+	}
+	if err := checkModeGates(&cfg); err != nil {
+		return COUT{}, err
+	}
+	if len(rollouts) < 2 {
+		return COUT{}, ErrGroupSize
+	}
+	for g := range rollouts {
+		rollouts[g].checkLen()
+	}
+	return livedCOUT(dst, rollouts, &cfg), nil
+}
+
+// livedCOUT writes each rollout's A_COUT to dst and returns the mean COUT.
+func livedCOUT(dst []float64, rollouts []Rollout, cfg *AdvantageConfig) COUT {
+	r := make([]float64, len(rollouts))
+	var sum COUT
+	for g := range rollouts {
+		ro := &rollouts[g]
+		c := cout(&EpisodeRewards{G: 1, Stages: ro.Stages, Step: ro.Step, Stage: ro.Stage}, cfg, -1)
+		r[g] = c.Reward
+		sum.Phi, sum.Psi, sum.Intent, sum.Reward = sum.Phi+c.Phi, sum.Psi+c.Psi, sum.Intent+c.Intent, sum.Reward+c.Reward
+	}
+	if cfg.Mode == COUTRollout {
+		normalise(dst, r, cfg.Eps)
+	} else {
+		copy(dst, r)
+	}
 	n := float64(len(rollouts))
-	return COUT{Phi: sum.Phi / n, Psi: sum.Psi / n, Intent: sum.Intent / n, Reward: sum.Reward / n}, nil
+	return COUT{Phi: sum.Phi / n, Psi: sum.Psi / n, Intent: sum.Intent / n, Reward: sum.Reward / n}
 }
 
 // AnchorStepAdvantages writes A_step of LivedAdvantages to dst[g][t]: each
@@ -172,4 +199,44 @@ func anchorStepAdvantages(dst [][]float64, rollouts []Rollout, eps float64) {
 			dst[m.g][m.t] = a[i]
 		}
 	}
+}
+
+// OutcomeAdvantages writes the outcome-only advantage of every step of G rollouts,
+// the same for every step of a rollout:
+//
+//	R_out(g)  = sum of Stage(g, t) over the item-pool and recommend steps of g
+//	A(g, t)   = (R_out(g) - mean R_out(.)) / (std R_out(.) + eps)
+//
+// what the episode stated and decided, judged once at its end and credited to
+// every step alike (0 for every step when the outcomes are all equal). A rollout
+// that never reached the pool has R_out = 0. It returns ErrGroupSize for fewer
+// than 2 rollouts and panics if the lengths of dst and rollouts disagree.
+func OutcomeAdvantages(dst [][]float64, rollouts []Rollout, eps float64) error {
+	if len(dst) != len(rollouts) {
+		panic("espo: advantage length mismatch")
+	}
+	if len(rollouts) < 2 {
+		return ErrGroupSize
+	}
+	r := make([]float64, len(rollouts))
+	for g := range rollouts {
+		ro := &rollouts[g]
+		ro.checkLen()
+		if len(dst[g]) != len(ro.Stages) {
+			panic("espo: advantage length mismatch")
+		}
+		for t, st := range ro.Stages {
+			if st == StagePool || st == StageRecommend {
+				r[g] += ro.Stage[t]
+			}
+		}
+	}
+	a := make([]float64, len(r))
+	normalise(a, r, eps)
+	for g := range dst {
+		for t := range dst[g] {
+			dst[g][t] = a[g]
+		}
+	}
+	return nil
 }

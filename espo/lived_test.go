@@ -121,3 +121,18 @@ func TestLivedAdvantagesRefuseAGroupOfOne(t *testing.T) {
 		t.Errorf("one rollout: %v, want ErrGroupSize", err)
 	}
 }
+
+func TestOutcomeAdvantagesCreditEveryStepWithTheEnd(t *testing.T) {
+	rs := livedGroup()
+	dst := newDst(rs)
+	if err := OutcomeAdvantages(dst, rs, 1e-6); err != nil {
+		t.Fatal(err)
+	}
+	// Outcomes: 1 + 0.5 = 1.5 and 0 - 0.5 = -0.5; normalised to +-1/sqrt(2).
+	want := 1 / (math.Sqrt(2) + 1e-6)
+	for tt := range dst[0] {
+		if math.Abs(dst[0][tt]-want) > 1e-9 || math.Abs(dst[1][tt]+want) > 1e-9 {
+			t.Errorf("step %d: %v %v, want +-%v for every step", tt, dst[0][tt], dst[1][tt], want)
+		}
+	}
+}

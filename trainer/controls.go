@@ -16,7 +16,11 @@ limitations under the License.
 
 package trainer
 
-import "github.com/espo-dev/espo-operator/espo"
+import (
+	"errors"
+
+	"github.com/espo-dev/espo-operator/espo"
+)
 
 // Controls are experiment controls of the comparison of methods (hack/results): each
 // breaks one part of ESPO on purpose, to measure what that part carries. None is a
@@ -29,10 +33,37 @@ type Controls struct {
 	// carries credit must beat its shuffled self. A resumed run starts the
 	// permutation afresh.
 	ShuffleCOUT bool
+	// OutcomeOnly (a run in an environment only) trains every step of a rollout on
+	// the outcome advantage of espo.OutcomeAdvantages: what the rollout stated and
+	// decided, credited to all its steps alike, with no step-wise term and no COUT.
+	OutcomeOnly bool
+	// GiGPO (a run in an environment only) trains on GiGPO's advantage, the outcome
+	// advantage plus the anchor-state step advantage (espo.OutcomeAdvantages +
+	// espo.AnchorStepAdvantages), with no COUT.
+	GiGPO bool
 }
 
-// SetControls sets the experiment controls of the run; call it before Run.
-func (t *Trainer) SetControls(c Controls) { t.controls = c }
+// check refuses controls the run cannot apply.
+func (c Controls) check(lived bool) error {
+	if !lived && (c.OutcomeOnly || c.GiGPO) {
+		return errors.New("trainer: the OutcomeOnly and GiGPO controls need spec.datasets.environment: their advantages compare rollouts")
+	}
+	if c.OutcomeOnly && c.GiGPO {
+		return errors.New("trainer: the OutcomeOnly and GiGPO controls are two estimators: set one")
+	}
+	return nil
+}
+
+// SetControls sets the experiment controls of the run; call it before Run. It refuses
+// controls the run cannot apply.
+func (t *Trainer) SetControls(c Controls) error {
+	_, lived := t.exp.(*lived)
+	if err := c.check(lived); err != nil {
+		return err
+	}
+	t.controls = c
+	return nil
+}
 
 // fusedAdvantages writes the ESPO advantages of an episode's candidates to dst
 // (espo.Advantages), or, with Controls.ShuffleCOUT, the step advantages fused with the

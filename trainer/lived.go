@@ -259,7 +259,8 @@ const evaluationBatch = 64
 
 // livedAdvantages scores the rollouts of each family of b and computes their
 // advantages: espo.LivedAdvantages for ESPO (steps anchored on the states the
-// rollouts share, COUT per rollout), its step term alone for GRPO.
+// rollouts share, COUT per rollout), its step term alone for GRPO, or the
+// estimator of an experiment control.
 func (t *Trainer) livedAdvantages(k Kind, b batch, stats *batchStats) error {
 	for _, family := range b.families {
 		rs := make([]espo.Rollout, len(family))
@@ -274,13 +275,7 @@ func (t *Trainer) livedAdvantages(k Kind, b batch, stats *batchStats) error {
 			g.adv = make([]float64, len(g.samples))
 			dst[i] = g.adv
 		}
-		if k == KindGRPO {
-			if err := espo.AnchorStepAdvantages(dst, rs, t.res.Advantage.Eps); err != nil {
-				return err
-			}
-			continue
-		}
-		c, err := espo.LivedAdvantages(dst, rs, t.res.Advantage)
+		c, err := t.familyAdvantages(k, dst, rs)
 		if err != nil {
 			return err
 		}
@@ -290,6 +285,68 @@ func (t *Trainer) livedAdvantages(k Kind, b batch, stats *batchStats) error {
 		stats.cout += c.Reward / float64(len(b.families))
 	}
 	return nil
+}
+
+// familyAdvantages writes the advantages of one family's rollouts to dst.
+func (t *Trainer) familyAdvantages(k Kind, dst [][]float64, rs []espo.Rollout) (espo.COUT, error) {
+	cfg := t.res.Advantage
+	switch {
+	case t.controls.OutcomeOnly:
+		return espo.COUT{}, espo.OutcomeAdvantages(dst, rs, cfg.Eps)
+	case t.controls.GiGPO:
+		return espo.COUT{}, gigpoAdvantages(dst, rs, cfg.Eps)
+	case k == KindGRPO:
+		return espo.COUT{}, espo.AnchorStepAdvantages(dst, rs, cfg.Eps)
+	case t.controls.ShuffleCOUT:
+		return t.shuffledLivedAdvantages(dst, rs)
+	}
+	return espo.LivedAdvantages(dst, rs, cfg)
+}
+
+// gigpoAdvantages writes GiGPO's advantage: the outcome advantage plus the
+// anchor-state step advantage.
+func gigpoAdvantages(dst [][]float64, rs []espo.Rollout, eps float64) error {
+	step := make([][]float64, len(dst))
+	for g := range dst {
+		step[g] = make([]float64, len(dst[g]))
+	}
+	if err := espo.AnchorStepAdvantages(step, rs, eps); err != nil {
+		return err
+	}
+	if err := espo.OutcomeAdvantages(dst, rs, eps); err != nil {
+		return err
+	}
+	for g := range dst {
+		for i := range dst[g] {
+			dst[g][i] += step[g][i]
+		}
+	}
+	return nil
+}
+
+// shuffledLivedAdvantages is Controls.ShuffleCOUT in an environment: the anchor
+// step advantages fused with the per-rollout COUT advantages of the family trained
+// before this one (zeros for the first).
+func (t *Trainer) shuffledLivedAdvantages(dst [][]float64, rs []espo.Rollout) (espo.COUT, error) {
+	cfg := t.res.Advantage
+	if err := espo.AnchorStepAdvantages(dst, rs, cfg.Eps); err != nil {
+		return espo.COUT{}, err
+	}
+	own := make([]float64, len(rs))
+	c, err := espo.LivedCOUTAdvantages(own, rs, cfg)
+	if err != nil {
+		return espo.COUT{}, err
+	}
+	if len(t.shuffledCOUT) != len(rs) {
+		t.shuffledCOUT = make([]float64, len(rs))
+	}
+	for g := range dst {
+		for i := range dst[g] {
+			dst[g][i] += cfg.W * t.shuffledCOUT[g]
+		}
+	}
+	t.shuffledCOUT = own
+	return c, nil
 }
 
 // checkLivedRewards refuses rewards an environment run cannot judge by: intents are

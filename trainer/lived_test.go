@@ -166,3 +166,55 @@ func TestLivedRunRefusesAnEmbedder(t *testing.T) {
 		t.Errorf("New: %v, want ConfigInvalid naming spec.rewards.intent.match", err)
 	}
 }
+
+// TestLivedControlsTrainAndRefuseRecordedRuns: the estimators of the experiment
+// controls run a lived job to the end; the outcome-only one credits every step of
+// a rollout alike; a recorded run refuses them.
+func TestLivedControlsTrainAndRefuseRecordedRuns(t *testing.T) {
+	for _, c := range []Controls{{OutcomeOnly: true}, {GiGPO: true}, {ShuffleCOUT: true}} {
+		cfg := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
+		tr, err := New(cfg, Options{Workers: cpuGang(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.SetControls(c); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := tr.Run(context.Background())
+		if err != nil || rep.Outcome != trainingv1alpha1.OutcomeCompleted {
+			t.Fatalf("%+v: %v %+v", c, err, rep)
+		}
+	}
+	tr, err := New(livedConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: cpuGang(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.SetControls(Controls{OutcomeOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := tr.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := tr.exp.candidates(ctx, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.livedAdvantages(KindESPO, b, &batchStats{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range b.groups {
+		for _, a := range g.adv {
+			if a != g.adv[0] {
+				t.Fatalf("rollout %s: outcome-only advantages %v differ between steps", g.ep.ID, g.adv)
+			}
+		}
+	}
+	rec, err := New(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: cpuGang(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.SetControls(Controls{GiGPO: true}); err == nil {
+		t.Error("a recorded run took the GiGPO control")
+	}
+}

@@ -58,11 +58,6 @@ func step(t testing.TB, env *Simulated, answer string) (Observation, StepResult)
 	return obs, res
 }
 
-// answer formats an action as a policy writes it.
-func answer(action string, point [2]float64, text string) string {
-	return espo.FormatAnswer("", espo.Action{Type: action, Point: point, Text: text})
-}
-
 // clickOn is the answer clicking the first element of obs's screen that ok
 // accepts; it fails the test when there is none.
 func clickOn(t testing.TB, obs Observation, ok func(e *dataset.Element) bool) string {
@@ -80,11 +75,6 @@ func byText(text string) func(e *dataset.Element) bool {
 	return func(e *dataset.Element) bool { return e.Text == text }
 }
 
-// policy answers an observation; env gives the expert and the vocabulary.
-type policy func(env *Simulated, obs Observation) string
-
-func expertPolicy(env *Simulated, _ Observation) string { return env.Expert() }
-
 // tally counts episodes and their judged steps.
 type tally struct {
 	episodes int
@@ -97,7 +87,7 @@ func (c *tally) String() string {
 }
 
 // run plays one episode of seed with p (through Run) and adds its judged steps to c.
-func run(t testing.TB, env *Simulated, seed uint64, p policy, c *tally) {
+func run(t testing.TB, env *Simulated, seed uint64, p Policy, c *tally) {
 	t.Helper()
 	r, err := Run(context.Background(), env, seed, "", func(_ context.Context, obs *Observation, _ *dataset.Episode) (string, error) {
 		return p(env, *obs), nil
@@ -146,31 +136,9 @@ func TestResetDifferentSeedsDiffer(t *testing.T) {
 	}
 }
 
-// randomPolicy is a uniformly random policy: on the GUI stage a click on a
-// random element, a scroll in a random direction or a random value typed; on
-// the pool step a random value; on a recommend step Yes or No.
-func randomPolicy(rng *rand.Rand) policy {
-	return func(env *Simulated, obs Observation) string {
-		values := env.Vocab()[pick(rng, slices.Sorted(maps.Keys(env.Vocab())))]
-		switch obs.Stage {
-		case dataset.StagePool:
-			return answer(espo.ActionPoolFound, espo.NoPoint, pick(rng, values))
-		case dataset.StageRecommend:
-			return answer(espo.ActionRecommendation, espo.NoPoint, pick(rng, []string{dataset.Yes, dataset.No}))
-		}
-		switch rng.IntN(3) {
-		case 0:
-			return answer(espo.ActionScroll, espo.NoPoint, pick(rng, dataset.ScrollDirections))
-		case 1:
-			return answer(espo.ActionType, espo.NoPoint, pick(rng, values))
-		}
-		return answer(espo.ActionClick, pick(rng, obs.Screen.Elements).Box.Center(), espo.NoText)
-	}
-}
-
 // trajectory plays seed with p for at most n steps and returns every
 // observation and result.
-func trajectory(t *testing.T, env *Simulated, seed uint64, p policy, n int) ([]Observation, []StepResult) {
+func trajectory(t *testing.T, env *Simulated, seed uint64, p Policy, n int) ([]Observation, []StepResult) {
 	obs := []Observation{reset(t, env, seed)}
 	var results []StepResult
 	for range n {
@@ -186,13 +154,13 @@ func trajectory(t *testing.T, env *Simulated, seed uint64, p policy, n int) ([]O
 func TestSameSeedSameActionsSameEpisode(t *testing.T) {
 	opts := Options{Difficulty: dataset.DifficultyHard, Seed: 3}
 	for seed := range uint64(12) {
-		o1, r1 := trajectory(t, newEnv(t, opts), seed, randomPolicy(rand.New(rand.NewPCG(seed, 1))), 40)
-		o2, r2 := trajectory(t, newEnv(t, opts), seed, randomPolicy(rand.New(rand.NewPCG(seed, 1))), 40)
+		o1, r1 := trajectory(t, newEnv(t, opts), seed, Random(rand.New(rand.NewPCG(seed, 1))), 40)
+		o2, r2 := trajectory(t, newEnv(t, opts), seed, Random(rand.New(rand.NewPCG(seed, 1))), 40)
 		if !reflect.DeepEqual(o1, o2) || !reflect.DeepEqual(r1, r2) {
 			t.Fatalf("seed %d: the same answers give different episodes", seed)
 		}
-		e1, _ := trajectory(t, newEnv(t, opts), seed, expertPolicy, 60)
-		e2, _ := trajectory(t, newEnv(t, opts), seed, expertPolicy, 60)
+		e1, _ := trajectory(t, newEnv(t, opts), seed, Expert, 60)
+		e2, _ := trajectory(t, newEnv(t, opts), seed, Expert, 60)
 		if !reflect.DeepEqual(e1, e2) {
 			t.Fatalf("seed %d: the expert's episodes differ", seed)
 		}
@@ -346,7 +314,7 @@ func TestMisuseAndBadAnswers(t *testing.T) {
 func TestExpertRecoversFromAnyState(t *testing.T) {
 	env := newEnv(t, Options{Difficulty: dataset.DifficultyHard, MaxSteps: 100})
 	for seed := range uint64(60) {
-		random := randomPolicy(rand.New(rand.NewPCG(seed, 2)))
+		random := Random(rand.New(rand.NewPCG(seed, 2)))
 		obs := reset(t, env, seed)
 		var res StepResult
 		for range int(seed % 20) {

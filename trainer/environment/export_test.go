@@ -16,13 +16,6 @@ limitations under the License.
 
 package environment
 
-import (
-	"context"
-	"testing"
-
-	"github.com/espo-dev/espo-operator/trainer/dataset"
-)
-
 // What the external tests (package environment_test, which may import the trainer)
 // use of the validity checks.
 
@@ -33,12 +26,4 @@ type Tally = tally
 func (c *tally) Count(r *Rollout) {
 	c.episodes++
 	c.Add(r)
-}
-
-// NeverExplore is the policy that never explores, as an Actor on env.
-func NeverExplore(t testing.TB, env *Simulated) Actor {
-	p := neverExplore(t)
-	return func(_ context.Context, obs *Observation, _ *dataset.Episode) (string, error) {
-		return p(env, *obs), nil
-	}
 }

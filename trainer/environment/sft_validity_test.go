@@ -86,7 +86,7 @@ func TestSFTOnDemonstrationsUsesWhatExploringShows(t *testing.T) {
 	// explores browses, so no saved card is in the history; its RecAcc must fall
 	// back to that of the policy that never explores, or the fine-tuned policy's
 	// lead does not come from what exploring shows.
-	never := environment.NeverExplore(t, sim)
+	never := environment.Policy(environment.NeverExplore).Actor(sim)
 	blind := func(ctx context.Context, obs *environment.Observation, ep *dataset.Episode) (string, error) {
 		if obs.Stage == dataset.StageGUI {
 			return never(ctx, obs, ep)

@@ -20,7 +20,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
 
@@ -28,57 +27,8 @@ import (
 // checks.
 const validityEpisodes = 200
 
-// genericIntent is what a policy without evidence says the user wants.
-const genericIntent = "I want a good option that suits me well."
-
-// neverExplore is the policy that never looks for evidence: it browses every
-// item, takes the list to the pool at once, states a generic intent and decides
-// each candidate from its card alone: No when the card has another value of an
-// attribute whose value the instruction names, else Yes.
-func neverExplore(t testing.TB) policy {
-	return func(env *Simulated, obs Observation) string {
-		switch obs.Stage {
-		case dataset.StagePool:
-			return answer(espo.ActionPoolFound, espo.NoPoint, genericIntent)
-		case dataset.StageRecommend:
-			return answer(espo.ActionRecommendation, espo.NoPoint, cardDecision(env.Vocab(), obs.Instruction, obs.Candidate))
-		}
-		if obs.Screen.Page == pageHome {
-			return clickOn(t, obs, byText(textBrowse))
-		}
-		return clickOn(t, obs, byText(textPool))
-	}
-}
-
-// cardDecision decides on an item from its attributes and the instruction.
-func cardDecision(vocab espo.SlotVocab, instruction string, it *dataset.Item) string {
-	for k, have := range it.Attrs {
-		named, agrees := false, false
-		for _, v := range vocab[k] {
-			if dataset.ContainsValue(instruction, v) {
-				named = true
-				agrees = agrees || v == have
-			}
-		}
-		if named && !agrees {
-			return dataset.No
-		}
-	}
-	return dataset.Yes
-}
-
-// templateIntent is the expert with the pool step's intent replaced by the
-// requirement with every preference value deleted (dataset.TemplateOnly).
-func templateIntent(env *Simulated, obs Observation) string {
-	if obs.Stage != dataset.StagePool {
-		return env.Expert()
-	}
-	u := env.st.user
-	return answer(espo.ActionPoolFound, espo.NoPoint, dataset.TemplateOnly(u.requirement, u.prefs))
-}
-
 // measure plays validityEpisodes hard episodes of every channel with p.
-func measure(t *testing.T, p policy) map[string]*tally {
+func measure(t *testing.T, p Policy) map[string]*tally {
 	out := map[string]*tally{}
 	for _, ch := range dataset.Channels() {
 		env := newEnv(t, Options{Channels: []string{ch}, Difficulty: dataset.DifficultyHard, Seed: 11})
@@ -120,17 +70,17 @@ func TestValidity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plays thousands of episodes")
 	}
-	check(t, "expert", measure(t, expertPolicy), true, func(c *tally) bool {
+	check(t, "expert", measure(t, Expert), true, func(c *tally) bool {
 		return c.Intents == c.episodes && c.RecAcc() >= 0.95 && c.IntentAcc() >= 0.95
 	}, "every episode at the pool, RecAcc and intent >= 0.95")
-	check(t, "never explores", measure(t, neverExplore(t)), false, func(c *tally) bool {
+	check(t, "never explores", measure(t, NeverExplore), false, func(c *tally) bool {
 		return c.Intents == c.episodes && c.RecAcc() <= 0.60 && c.IntentAcc() <= 0.05
 	}, "RecAcc <= 0.60, intent <= 0.05")
 	rng := rand.New(rand.NewPCG(11, 12))
-	check(t, "random", measure(t, randomPolicy(rng)), false, func(c *tally) bool {
+	check(t, "random", measure(t, Random(rng)), false, func(c *tally) bool {
 		return c.Decisions > 0 && c.RecAcc() <= 0.65 && c.IntentAcc() <= 0.02
 	}, "RecAcc <= 0.65, intent <= 0.02")
-	check(t, "template-only intent", measure(t, templateIntent), false, func(c *tally) bool {
+	check(t, "template-only intent", measure(t, TemplateIntent), false, func(c *tally) bool {
 		return c.Intents == c.episodes && c.IntentAcc() <= 0.05
 	}, "intent <= 0.05")
 }

@@ -126,6 +126,14 @@ func (t *Trainer) sampling(n int, id string) worker.SampleOptions {
 		Seed: sampleSeed(uint64(t.cfg.Spec.Algorithm.Seed), t.state.Step, id)}
 }
 
+// EvaluationEpisodes returns the episodes of split ("validation" or "test") with the
+// policy's greedy answer to each step: the recorded episodes, answered on their
+// recorded histories, or, in an environment, the split's held-out episodes lived
+// through (their answers the references the policy is judged against).
+func (t *Trainer) EvaluationEpisodes(ctx context.Context, split string) ([]dataset.Episode, [][]string, error) {
+	return t.exp.evaluation(ctx, split)
+}
+
 // evaluationSplit lives through (or replays) split's episodes and scores the
 // policy's greedy answers; nil without episodes of that split.
 func (t *Trainer) evaluationSplit(ctx context.Context, split string) (*EvalResult, error) {

@@ -95,6 +95,16 @@ func (l *lived) batches() int {
 	return (int(l.spec.Episodes) + per - 1) / per
 }
 
+// EvaluationSeed returns the episode seed of the i-th episode of split ("validation"
+// or "test") of a run in an environment: what a comparison lives through with its
+// baselines to pair them with a trained policy's episodes.
+func EvaluationSeed(split string, i int) uint64 {
+	if split == "test" {
+		return testSeeds + uint64(i)
+	}
+	return validationSeeds + uint64(i)
+}
+
 // seeds returns the episode seeds of batch b of epoch e.
 func (l *lived) seeds(e, b int) []uint64 {
 	n, per := int(l.spec.Episodes), int(l.t.cfg.Spec.Algorithm.EpisodesPerBatch)
@@ -223,9 +233,9 @@ func (l *lived) live(ctx context.Context, o environment.Options, seeds []uint64,
 // evaluation lives through the split's held-out seeds greedily, in batches of at
 // most evaluationBatch episodes.
 func (l *lived) evaluation(ctx context.Context, split string) ([]dataset.Episode, [][]string, error) {
-	n, base := *l.spec.ValidationEpisodes, uint64(validationSeeds)
+	n := *l.spec.ValidationEpisodes
 	if split == "test" {
-		n, base = *l.spec.TestEpisodes, testSeeds
+		n = *l.spec.TestEpisodes
 	}
 	var eps []dataset.Episode
 	var answers [][]string
@@ -233,7 +243,7 @@ func (l *lived) evaluation(ctx context.Context, split string) ([]dataset.Episode
 		var seeds []uint64
 		var ids []string
 		for i := start; i < min(start+evaluationBatch, int(n)); i++ {
-			seeds = append(seeds, base+uint64(i))
+			seeds = append(seeds, EvaluationSeed(split, i))
 			ids = append(ids, fmt.Sprintf("%s-%d", split, i))
 		}
 		rs, taken, err := l.live(ctx, l.eval, seeds, ids, func(string) worker.SampleOptions {
@@ -270,7 +280,7 @@ func (t *Trainer) livedAdvantages(k Kind, b batch, stats *batchStats) error {
 			r := t.score(g, stats)
 			rs[i] = espo.Rollout{Stages: r.Stages, Step: r.Step, Stage: r.Stage, States: make([]uint64, len(g.prompts))}
 			for j, p := range g.prompts {
-				rs[i].States[j] = p.StateKey()
+				rs[i].States[j] = p.ObservationKey()
 			}
 			g.adv = make([]float64, len(g.samples))
 			dst[i] = g.adv

@@ -109,11 +109,11 @@ func TestLivedRolloutsOfAGroupStartTogetherAndPart(t *testing.T) {
 			if len(g.samples) != len(g.steps) || len(g.prompts) != len(g.steps) {
 				t.Fatalf("rollout %s: %d samples and %d prompts for %d steps", g.ep.ID, len(g.samples), len(g.prompts), len(g.steps))
 			}
-			if g.prompts[0].StateKey() != first.prompts[0].StateKey() {
+			if g.prompts[0].ObservationKey() != first.prompts[0].ObservationKey() {
 				t.Errorf("rollout %s starts elsewhere than %s", g.ep.ID, first.ep.ID)
 			}
 			n := min(len(g.prompts), len(first.prompts))
-			parted = parted || g.prompts[n-1].StateKey() != first.prompts[n-1].StateKey() || len(g.prompts) != len(first.prompts)
+			parted = parted || g.prompts[n-1].ObservationKey() != first.prompts[n-1].ObservationKey() || len(g.prompts) != len(first.prompts)
 		}
 	}
 	if !parted {

@@ -91,11 +91,11 @@ var arms = []arm{
 	{armRule, "the feature policy's evidence as a rule, no training (RecAcc only)", nil},
 }
 
-// armNamed returns the arm of that name, or nil.
-func armNamed(name string) *arm {
-	for i := range arms {
-		if arms[i].name == name {
-			return &arms[i]
+// arm returns the arm of that name in the comparison o runs, or nil.
+func (o options) arm(name string) *arm {
+	for i := range o.table {
+		if o.table[i].name == name {
+			return &o.table[i]
 		}
 	}
 	return nil

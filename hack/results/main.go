@@ -60,6 +60,10 @@ type options struct {
 	resamples                    int
 	out                          string
 	validityEpisodes             int
+	// environment runs the comparison in the simulated app (environmentArms) instead
+	// of on recorded episodes (arms); table is the arms of the one it runs.
+	environment bool
+	table       []arm
 	// encoder, when set, is a sentence-transformers model folder that judges every
 	// test intent a second time, by embedding (encoderJudge), with python.
 	encoder, python string
@@ -79,7 +83,7 @@ func main() {
 	if err := writeResults(o, res, os.Args[1:]); err != nil {
 		fatal(err)
 	}
-	fmt.Fprintf(os.Stderr, "results: wrote %s/results.md in %s\n", o.out, res.Wall)
+	fmt.Fprintf(os.Stderr, "results: wrote %s/%s.md in %s\n", o.out, o.stem(), res.Wall)
 }
 
 func fatal(err error) {
@@ -98,7 +102,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.trainEpisodes, "train-episodes", 160, "training episodes per seed")
 	fs.IntVar(&o.valEpisodes, "validation-episodes", 20, "validation episodes per seed (training channels)")
 	fs.IntVar(&o.testEpisodes, "test-episodes", 60, "test episodes per seed (test channels)")
-	fs.IntVar(&o.validityEpisodes, "validity-episodes", 600, "episodes per seed of the validity checks (no training)")
+	fs.IntVar(&o.validityEpisodes, "validity-episodes", 600, "episodes per seed of the validity checks (no training; with -environment the checks live through the test episodes)")
 	fs.IntVar(&o.sftEpochs, "sft-epochs", 2, "SFT cold-start epochs (sft runs sft-epochs + epochs of SFT)")
 	fs.IntVar(&o.epochs, "epochs", 3, "epochs of each method")
 	fs.IntVar(&o.groupSize, "group-size", 5, "candidates per step (G)")
@@ -106,9 +110,12 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.learningRate, "learning-rate", "0.01", "AdamW learning rate of the CPU policy")
 	ablation := fs.String("ablation-mode", string(trainingv1alpha1.COUTRollout), "COUT mode of the ablations (w=0, phi only, psi only, shuffled) and the upper bound")
 	slotScore := fs.String("slot-score", string(trainingv1alpha1.IntentSlotScoreF1), "spec.rewards.intent.slotScore of every arm: all or f1 (dense, so that COUT's Intent_acc is not almost always 0)")
-	armList := fs.String("arms", "", "arms to run (default all): "+strings.Join(armNames(), ", "))
+	armList := fs.String("arms", "", "arms to run (default all): "+strings.Join(armNames(arms), ", ")+
+		"; with -environment: "+strings.Join(armNames(environmentArms), ", "))
+	fs.BoolVar(&o.environment, "environment", false, "compare in the simulated app (spec.datasets.environment): the policy lives through "+
+		"its episodes; -train-episodes is then per epoch, and the files are results-environment.*")
 	fs.IntVar(&o.resamples, "bootstrap", 2000, "bootstrap resamples of the intervals")
-	fs.StringVar(&o.out, "out", "docs", "folder of results.md, results.json and results-curve.png")
+	fs.StringVar(&o.out, "out", "docs", "folder of results.md, results.json and results-curve.png (results-environment.* with -environment)")
 	fs.StringVar(&o.encoder, "encoder", "", "a sentence-transformers model folder (all-MiniLM-L6-v2, say): judge every test intent by it too, "+
 		"beside the slots, and report IntentAcc by both and how far they agree")
 	fs.StringVar(&o.python, "python", "", "the interpreter of the PyTorch worker's environment for -encoder (default: what hack/setup-python.sh prints)")
@@ -137,8 +144,15 @@ func parseFlags(args []string) (options, error) {
 	if o.testChannels, err = parseChannels("-test-channels", *test); err != nil {
 		return o, err
 	}
-	if o.arms, err = parseArms(*armList); err != nil {
+	o.table = arms
+	if o.environment {
+		o.table = environmentArms
+	}
+	if o.arms, err = parseArms(o.table, *armList); err != nil {
 		return o, err
+	}
+	if o.environment && o.encoder != "" {
+		return o, fmt.Errorf("-encoder judges the intents of recorded test episodes: leave it out with -environment")
 	}
 	if o.trainEpisodes < 1 || o.valEpisodes < 1 || o.testEpisodes < 1 {
 		return o, fmt.Errorf("-train-episodes, -validation-episodes and -test-episodes must be at least 1")
@@ -174,14 +188,14 @@ func parseChannels(flagName, list string) ([]string, error) {
 	return out, nil
 }
 
-func parseArms(list string) ([]string, error) {
+func parseArms(table []arm, list string) ([]string, error) {
 	names := split(list)
 	if len(names) == 0 {
-		return armNames(), nil
+		return armNames(table), nil
 	}
 	for _, n := range names {
-		if armNamed(n) == nil {
-			return nil, fmt.Errorf("-arms: unknown arm %q, want some of %s", n, strings.Join(armNames(), ", "))
+		if (options{table: table}).arm(n) == nil {
+			return nil, fmt.Errorf("-arms: unknown arm %q, want some of %s", n, strings.Join(armNames(table), ", "))
 		}
 	}
 	if !slices.Contains(names, armGRPO) {
@@ -190,12 +204,20 @@ func parseArms(list string) ([]string, error) {
 	return names, nil
 }
 
-func armNames() []string {
-	out := make([]string, len(arms))
-	for i := range arms {
-		out[i] = arms[i].name
+func armNames(table []arm) []string {
+	out := make([]string, len(table))
+	for i := range table {
+		out[i] = table[i].name
 	}
 	return out
+}
+
+// stem is the name of the files the comparison writes, before their extension.
+func (o options) stem() string {
+	if o.environment {
+		return "results-environment"
+	}
+	return "results"
 }
 
 func split(list string) []string {

@@ -98,7 +98,9 @@ type results struct {
 	// channels[seed][episode] is the channel of each test user.
 	channels [][]string
 	validity []validity
-	Wall     time.Duration
+	// environmentValidity holds the checks of each seed in the simulated app.
+	environmentValidity []environmentValidity
+	Wall                time.Duration
 	// encoderMetric is metricEncoderIntent's index in metricList, -1 without an
 	// encoder judge; encoder names that judge's encoder.
 	encoderMetric int
@@ -124,21 +126,17 @@ func run(ctx context.Context, o options, say progress) (*results, error) {
 		res.encoder = judge.name
 		say("judging the test intents by %s too, at tau %.2f\n", judge.name, judge.tau)
 	}
+	if o.environment {
+		metricList = append(metricList, metricReached)
+	}
 	for _, seed := range o.seeds {
-		test, err := testEpisodes(o, seed)
+		test, err := checkSeed(ctx, o, seed, judge, res, say)
 		if err != nil {
 			return nil, err
 		}
-		v, err := checkValidity(ctx, o, seed, judge)
-		if err != nil {
-			return nil, err
-		}
-		res.validity = append(res.validity, v)
-		res.channels = append(res.channels, channelsOf(test))
-		say("seed %d: %d test episodes; validity: %s\n", seed, len(test), v.summary())
 		for _, name := range o.arms {
 			start := time.Now()
-			sc, curve, err := runArm(ctx, o, armNamed(name), seed, test, judge)
+			sc, curve, channels, err := runArm(ctx, o, o.arm(name), seed, test, judge)
 			if err != nil {
 				return nil, fmt.Errorf("%s, seed %d: %w", name, seed, err)
 			}
@@ -146,13 +144,46 @@ func run(ctx context.Context, o options, say progress) (*results, error) {
 			ar.scores = append(ar.scores, sc)
 			ar.curves = append(ar.curves, curve)
 			ar.wall = append(ar.wall, time.Since(start))
+			if len(res.channels) < len(ar.scores) {
+				res.channels = append(res.channels, channels)
+			}
 			last := len(ar.scores) - 1
+			if name == "sft" && o.environment {
+				v := ar.scores.seedValue(last, metricRec)
+				res.environmentValidity[last].SFT = &v
+				say("seed %d: validity with the sft arm: %s\n", seed, res.environmentValidity[last].summary())
+			}
 			say("  %-20s seed %d: RecAcc %5.1f  IntentAcc %5.1f  StepSR %5.1f  (%s)\n", name, seed,
 				100*ar.scores.seedValue(last, metricRec), 100*ar.scores.seedValue(last, metricIntent),
 				100*ar.scores.seedValue(last, metricStepSR), time.Since(start).Round(time.Second))
 		}
 	}
 	return res, nil
+}
+
+// checkSeed runs the validity checks of a seed into res and returns its recorded
+// test episodes (none in the simulated app, where every arm lives its own).
+func checkSeed(ctx context.Context, o options, seed int64, judge *encoderJudge, res *results, say progress) ([]dataset.Episode, error) {
+	if o.environment {
+		v, err := checkEnvironmentValidity(ctx, o, seed)
+		if err != nil {
+			return nil, err
+		}
+		res.environmentValidity = append(res.environmentValidity, v)
+		say("seed %d: %d test episodes; validity before the sft arm: %s\n", seed, o.testEpisodes, v.summary())
+		return nil, nil
+	}
+	test, err := testEpisodes(o, seed)
+	if err != nil {
+		return nil, err
+	}
+	v, err := checkValidity(ctx, o, seed, judge)
+	if err != nil {
+		return nil, err
+	}
+	res.validity = append(res.validity, v)
+	say("seed %d: %d test episodes; validity: %s\n", seed, len(test), v.summary())
+	return test, nil
 }
 
 // spec returns the job spec shared by every arm of a seed: three synthetic sources
@@ -192,14 +223,19 @@ func testEpisodes(o options, seed int64) ([]dataset.Episode, error) {
 	return splits.Test, nil
 }
 
-// runArm trains an arm on a seed's data and scores it on each test episode; the
-// rule arm only decides the recommendation steps. With judge, every test intent is
-// judged by it too, into the last metric (metricEncoderIntent).
-func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.Episode, judge *encoderJudge) ([][]tally, []curvePoint, error) {
+// runArm trains an arm on a seed's data and scores it on each test episode, and
+// returns the test episodes' channels; the rule arm only decides the
+// recommendation steps. With judge, every test intent is judged by it too, into the
+// last metric (metricEncoderIntent). In the simulated app the trained policy lives
+// through the test episodes.
+func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.Episode, judge *encoderJudge) ([][]tally, []curvePoint, []string, error) {
 	if !a.trained() {
-		return decisionScores(test, evidenceRule), nil, nil
+		return decisionScores(test, evidenceRule), nil, channelsOf(test), nil
 	}
 	c := &trainer.Config{Spec: spec(o, seed)}
+	if o.environment {
+		c.Spec = environmentSpec(o, seed)
+	}
 	var r armRun
 	a.setup(&c.Spec, &r, o.ablationMode)
 	c.Spec.Default()
@@ -210,41 +246,47 @@ func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.E
 	}
 	t, err := trainer.New(c, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	t.SetControls(r.controls)
+	if err := t.SetControls(r.controls); err != nil {
+		return nil, nil, nil, err
+	}
 	rep, err := t.Run(ctx)
 	var curve []curvePoint
 	switch {
 	case r.steps > 0 && errors.Is(err, trainer.ErrDrained): // stopped on purpose, no report
 	case err != nil:
-		return nil, nil, err
+		return nil, nil, nil, err
 	case rep.Outcome != trainingv1alpha1.OutcomeCompleted:
-		return nil, nil, fmt.Errorf("the run ended %s: %s", rep.Outcome, rep.Message)
+		return nil, nil, nil, fmt.Errorf("the run ended %s: %s", rep.Outcome, rep.Message)
 	default:
 		for _, v := range rep.Validation {
 			curve = append(curve, curvePoint{Step: v.Step, RecAcc: v.RecommendationAccuracy})
 		}
+	}
+	if o.environment {
+		sc, channels, err := testScores(ctx, t)
+		return sc, curve, channels, err
 	}
 	vocab := dataset.SlotVocab(test)
 	out := make([][]tally, len(test))
 	for e := range test {
 		answers, err := t.GreedyAnswers(ctx, test[e:e+1])
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		r, err := t.EvaluateAnswers(ctx, "test", test[e:e+1], answers)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		out[e] = tallies(&r.Report.Micro)
 		if judge != nil {
 			if out[e][len(out[e])-1], err = judge.intentTally(ctx, &test[e], answers[0], vocab); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 	}
-	return out, curve, nil
+	return out, curve, channelsOf(test), nil
 }
 
 // drainAfter is a Reporter that closes drain once a report says steps optimizer

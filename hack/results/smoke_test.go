@@ -52,7 +52,7 @@ func TestSmoke(t *testing.T) {
 	}
 	floor := res.arms[armUntrained].scores.seedValue(0, metricStepSR)
 	for _, name := range o.arms {
-		if a := armNamed(name); !a.trained() || name == armUntrained {
+		if a := o.arm(name); !a.trained() || name == armUntrained {
 			continue
 		}
 		if got := res.arms[name].scores.seedValue(0, metricStepSR); !(got >= floor+0.05) {

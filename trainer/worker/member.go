@@ -87,13 +87,14 @@ type Prompt struct{ msg *workerpb.Prompt }
 // NewPrompt returns the prompt of step j of ep; it panics if j is not a step of ep.
 func NewPrompt(ep *dataset.Episode, j int) Prompt { return Prompt{PromptFromStep(ep, j)} }
 
-// StateKey returns a key of what p shows the policy, its episode id left out:
-// FNV-1a over the prompt's deterministic wire form. Prompts of different episodes
-// with equal keys are the same observation (up to a hash collision), answered from
-// one state.
-func (p Prompt) StateKey() uint64 {
+// ObservationKey returns a key of what p shows of the current step: the channel,
+// instruction, stage, screen, candidate and screenshot, without the episode id, the
+// step index and the history. FNV-1a over that part's deterministic wire form:
+// steps of different rollouts with equal keys answered the same screen of the same
+// task (up to a hash collision), however they got there.
+func (p Prompt) ObservationKey() uint64 {
 	m := proto.Clone(p.msg).(*workerpb.Prompt)
-	m.EpisodeId = ""
+	m.EpisodeId, m.StepIndex, m.History = "", 0, nil
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 	if err != nil {
 		panic("worker: a prompt does not marshal: " + err.Error())

@@ -17,6 +17,7 @@ limitations under the License.
 package worker_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,20 +87,22 @@ func checkHistory(t *testing.T, s *dataset.Step, a *workerpb.Action) {
 	}
 }
 
-// TestStateKeyIgnoresTheEpisodeID: a prompt's state key is the observation's, the
-// same under another episode id, different on another step or screen.
-func TestStateKeyIgnoresTheEpisodeID(t *testing.T) {
+// TestObservationKeyIsTheScreen: a prompt's observation key is the current screen's,
+// the same under another episode id or history, different on another screen.
+func TestObservationKeyIsTheScreen(t *testing.T) {
 	eps := generated(t, 2)
 	ep := eps[0]
-	renamed := ep
-	renamed.ID = "another-" + ep.ID
-	if a, b := worker.NewPrompt(&ep, 1).StateKey(), worker.NewPrompt(&renamed, 1).StateKey(); a != b {
-		t.Errorf("the same step under two episode ids: keys %x and %x", a, b)
+	other := ep
+	other.ID = "another-" + ep.ID
+	other.Steps = slices.Clone(ep.Steps)
+	other.Steps[0].Answer.InputText = "a history of its own"
+	if a, b := worker.NewPrompt(&ep, 1).ObservationKey(), worker.NewPrompt(&other, 1).ObservationKey(); a != b {
+		t.Errorf("one screen under two episode ids and histories: keys %x and %x", a, b)
 	}
-	if worker.NewPrompt(&ep, 0).StateKey() == worker.NewPrompt(&ep, 1).StateKey() {
-		t.Error("two steps of an episode share a state key")
+	if worker.NewPrompt(&ep, 0).ObservationKey() == worker.NewPrompt(&ep, 1).ObservationKey() {
+		t.Error("two screens of an episode share a key")
 	}
-	if worker.NewPrompt(&ep, 0).StateKey() == worker.NewPrompt(&eps[1], 0).StateKey() {
-		t.Error("the first steps of two episodes share a state key")
+	if worker.NewPrompt(&ep, 0).ObservationKey() == worker.NewPrompt(&eps[1], 0).ObservationKey() {
+		t.Error("the first screens of two episodes share a key")
 	}
 }

@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +75,68 @@ func TestSmoke(t *testing.T) {
 	for _, f := range []string{"results.json", "results-curve.png"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestSmokeInTheEnvironment runs the comparison in the simulated app small (one
+// seed, a few episodes, one epoch): the validity checks must hold (the sft arm's
+// lead over the never-exploring policy included), every trained arm must beat the
+// untrained policy at step success by 5 points, the sft arm must reach the pool in
+// most test episodes (the untrained policy never does), grpo and espo w=0 (one
+// computation) must score alike, and results-environment.md must be written with
+// every arm.
+func TestSmokeInTheEnvironment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the smoke comparison in the simulated app trains nine arms")
+	}
+	saved := metricList
+	t.Cleanup(func() { metricList = saved })
+	out := t.TempDir()
+	o, err := parseFlags([]string{"-environment", "-seeds", "1", "-difficulty", "hard", "-train-episodes", "30",
+		"-validation-episodes", "5", "-test-episodes", "40", "-sft-epochs", "2", "-epochs", "1", "-bootstrap", "200", "-out", out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(context.Background(), o, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range res.environmentValidity {
+		if !v.ok() || v.SFT == nil {
+			t.Errorf("the simulated app is not a valid test bed: %s", v.summary())
+		}
+	}
+	reached := len(metricList) - 1
+	untrained := res.arms[armUntrained].scores
+	for _, name := range o.arms {
+		if name == armUntrained {
+			continue
+		}
+		sc := res.arms[name].scores
+		if got, floor := sc.seedValue(0, metricStepSR), untrained.seedValue(0, metricStepSR); !(got >= floor+0.05) {
+			t.Errorf("%s: test StepSR %.3f, not above the untrained policy's %.3f by 5 points", name, got, floor)
+		}
+	}
+	if got, floor := res.arms["sft"].scores.seedValue(0, reached), untrained.seedValue(0, reached); !(got >= 0.8 && floor < 0.2) {
+		t.Errorf("the sft arm reached the pool in %.3f of the test episodes, the untrained policy in %.3f: want at least 0.8 and under 0.2", got, floor)
+	}
+	for m := range metricList {
+		a, b := res.arms[armGRPO].scores.seedValue(0, m), res.arms["espo w=0"].scores.seedValue(0, m)
+		if a != b && !(math.IsNaN(a) && math.IsNaN(b)) {
+			t.Errorf("grpo and espo w=0 are one computation, yet score %s %.3f and %.3f", metricList[m].name, a, b)
+		}
+	}
+	if err := writeResults(o, res, []string{"-environment"}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "results-environment.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range o.arms {
+		if !strings.Contains(string(md), "| "+name+" |") {
+			t.Errorf("results-environment.md has no row for %s", name)
 		}
 	}
 }

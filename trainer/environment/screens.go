@@ -17,6 +17,7 @@ limitations under the License.
 package environment
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -205,18 +206,32 @@ func profileScreen(a *dataset.App, viewed []dataset.Item, summaries bool) datase
 	return l.screen()
 }
 
-// savedScreen lists the items the user saved, those the agent opened marked
+// savedScreen lists the items the user saved, those the agent has not opened yet
+// first (as apps list what is new first), those it opened after them, marked
 // viewed.
 func savedScreen(a *dataset.App, saved []dataset.Item, viewed map[string]bool, summaries bool) dataset.Screen {
 	l := newLayout(pageSaved)
 	l.topBar(textSaved)
-	l.cards(a, saved, summaries, func(i int) string {
-		if viewed[saved[i].ID] {
+	order := slices.Clone(saved)
+	slices.SortStableFunc(order, func(x, y dataset.Item) int { return cmpBool(viewed[x.ID], viewed[y.ID]) })
+	l.cards(a, order, summaries, func(i int) string {
+		if viewed[order[i].ID] {
 			return textViewed
 		}
 		return ""
 	})
 	return l.screen()
+}
+
+// cmpBool orders false before true.
+func cmpBool(x, y bool) int {
+	switch {
+	case x == y:
+		return 0
+	case !x:
+		return -1
+	}
+	return 1
 }
 
 // ordersScreen lists the user's past orders, each marked Kept or Returned.

@@ -34,6 +34,7 @@ import (
 // The samples' files, one per scenario the issue asks for; TestSamples fails on a
 // sample that is missing or not listed.
 var sampleFiles = []string{
+	"training_v1alpha1_espojob_environment.yaml",
 	"training_v1alpha1_espojob_gpu.yaml",
 	"training_v1alpha1_espojob_minimal.yaml",
 	"training_v1alpha1_espojob_pvc.yaml",

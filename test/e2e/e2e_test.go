@@ -90,6 +90,33 @@ func TestSampleJobSucceedsWithTheReportsAccuracies(t *testing.T) {
 	g.Expect(prov.WorkerImage).NotTo(BeEmpty())
 }
 
+// The environment sample: a job whose policy lives through the simulated app runs to
+// Succeeded through the operator and its trainer pod, with the test episodes of its
+// held-out channel lived through and their accuracies in kubectl's columns.
+func TestEnvironmentSampleLivesThroughTheSimulatedApp(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ns := newNamespace(t, "e2e-environment")
+	name := apply(g, ns, filepath.Join("config", "samples", "training_v1alpha1_espojob_environment.yaml"))
+	job := waitForSucceeded(t, ns, name)
+
+	pods := jobPods(g, ns, name)
+	g.Expect(pods).To(HaveLen(1))
+	b, err := os.ReadFile(filepath.Join(podDir(&pods[0]), "volumes", "output", "report.json"))
+	g.Expect(err).NotTo(HaveOccurred(), "the trainer's report in its output folder")
+	var report trainer.Report
+	g.Expect(json.Unmarshal(b, &report)).To(Succeed())
+	g.Expect(report.Outcome).To(Equal(trainingv1alpha1.OutcomeCompleted))
+	g.Expect(report.Test).NotTo(BeNil())
+	g.Expect(report.Test.Episodes).To(Equal(20), "the sample's test episodes, lived through")
+	g.Expect(report.Test.Report.ByChannel).To(HaveLen(1))
+	g.Expect(report.Test.Report.ByChannel).To(HaveKey("medicine"), "the held-out evaluation channel only")
+	g.Expect(job.Status.Training.IntentMatch).To(Equal("slots"))
+	rows := columns(mustKubectl(g, "get", "espojobs", "-n", ns))
+	g.Expect(rows).To(HaveLen(1))
+	g.Expect(rows[0]["REC-ACC"]).To(Equal(string(trainingv1alpha1.NewMetric(report.Test.RecommendationAccuracy))))
+}
+
 // The API server rejects an invalid job, and kubectl says which field is wrong.
 func TestInvalidManifestIsRejectedWithTheFieldsMessage(t *testing.T) {
 	t.Parallel()

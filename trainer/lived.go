@@ -20,6 +20,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"time"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
@@ -40,34 +42,51 @@ const (
 // lived is the experience of an environment (spec.datasets.environment): each
 // group of a reinforcement batch is G rollouts of one episode seed, the policy's
 // sampled answers driving the app; an SFT batch is the expert's demonstrations of
-// the batch's seeds; an evaluation lives through the held-out seeds greedily.
+// the batch's seeds (the simulated app only); an evaluation lives through the
+// held-out seeds greedily.
 type lived struct {
 	t    *Trainer
 	spec *trainingv1alpha1.EnvironmentSource
-	// train and eval make the environments of the training episodes and of the
-	// evaluations (spec.datasets.environment.simulated.evaluationChannels).
-	train, eval environment.Options
-	// vocab holds the slot values of both, the intents' vocabulary.
+	// train and eval open n environments for the training episodes and for the
+	// evaluations: simulated apps, or rollouts of the endpoint.
+	train, eval opener
+	// sim holds the options of the simulated app's training episodes (nil for an
+	// endpoint), for the expert's demonstrations.
+	sim *environment.Options
+	// remote is the endpoint's connection, nil for the simulated app.
+	remote *environment.Remote
+	// vocab holds the slot values, the intents' vocabulary.
 	vocab espo.SlotVocab
 }
 
-// newLived returns the experience of spec, checking that its environments can be made.
-func newLived(t *Trainer, spec *trainingv1alpha1.EnvironmentSource) (*lived, error) {
-	sim := spec.Simulated
-	if sim == nil {
-		return nil, fmt.Errorf("spec.datasets.environment.simulated: not set; name the environment to live through")
+// opener opens n environments, one per rollout of a batch.
+type opener func(n int) ([]environment.Env, error)
+
+// newLived returns the experience of spec, checking that its environments can be made
+// (for an endpoint, dialing it with dial).
+func newLived(t *Trainer, spec *trainingv1alpha1.EnvironmentSource, dial DialEnvironment) (*lived, error) {
+	l := &lived{t: t, spec: spec, vocab: espo.SlotVocab{}}
+	switch {
+	case spec.Simulated != nil:
+		return l, l.simulated(spec.Simulated)
+	case spec.Endpoint != nil:
+		return l, l.endpoint(spec.Endpoint, dial)
 	}
-	l := &lived{t: t, spec: spec, vocab: espo.SlotVocab{},
-		train: environment.Options{Channels: channelNames(sim.Channels), Difficulty: string(sim.Difficulty),
-			Seed: uint64(sim.Seed), MaxSteps: int(spec.MaxSteps)}}
-	l.eval = l.train
+	return nil, fmt.Errorf("spec.datasets.environment: set simulated or endpoint")
+}
+
+// simulated makes the environments the simulated app's.
+func (l *lived) simulated(sim *trainingv1alpha1.SimulatedEnvironment) error {
+	train := environment.Options{Channels: channelNames(sim.Channels), Difficulty: string(sim.Difficulty),
+		Seed: uint64(sim.Seed), MaxSteps: int(l.spec.MaxSteps)}
+	eval := train
 	if len(sim.EvaluationChannels) > 0 {
-		l.eval.Channels = channelNames(sim.EvaluationChannels)
+		eval.Channels = channelNames(sim.EvaluationChannels)
 	}
-	for _, o := range []environment.Options{l.train, l.eval} {
+	for _, o := range []environment.Options{train, eval} {
 		env, err := environment.NewSimulated(o)
 		if err != nil {
-			return nil, fmt.Errorf("spec.datasets.environment.simulated: %w", err)
+			return fmt.Errorf("spec.datasets.environment.simulated: %w", err)
 		}
 		for k, vs := range env.Vocab() {
 			for _, v := range vs {
@@ -77,7 +96,54 @@ func newLived(t *Trainer, spec *trainingv1alpha1.EnvironmentSource) (*lived, err
 			}
 		}
 	}
-	return l, nil
+	l.sim, l.train, l.eval = &train, simulatedOpener(train), simulatedOpener(eval)
+	return nil
+}
+
+func simulatedOpener(o environment.Options) opener {
+	return func(n int) ([]environment.Env, error) {
+		out := make([]environment.Env, n)
+		for i := range out {
+			sim, err := environment.NewSimulated(o)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = sim
+		}
+		return out, nil
+	}
+}
+
+// endpoint makes the environments rollouts of the endpoint's server: rollout ids
+// "train-0", "train-1", ... and "eval-0", ..., the same ids batch after batch, so
+// that the server keeps as many episodes as a batch has rollouts.
+func (l *lived) endpoint(e *trainingv1alpha1.EnvironmentEndpoint, dial DialEnvironment) error {
+	remote, err := dial(e.Address, time.Duration(e.TimeoutSeconds)*time.Second)
+	if err != nil {
+		return fmt.Errorf("spec.datasets.environment.endpoint: %w", err)
+	}
+	for k, vs := range e.Slots {
+		l.vocab[k] = slices.Clone(vs)
+	}
+	l.remote = remote
+	rollouts := func(prefix string) opener {
+		return func(n int) ([]environment.Env, error) {
+			out := make([]environment.Env, n)
+			for i := range out {
+				out[i] = remote.Rollout(prefix + strconv.Itoa(i))
+			}
+			return out, nil
+		}
+	}
+	l.train, l.eval = rollouts("train-"), rollouts("eval-")
+	return nil
+}
+
+// close closes the endpoint's connection, if there is one.
+func (l *lived) close() {
+	if l.remote != nil {
+		_ = l.remote.Close()
+	}
 }
 
 func channelNames(cs []trainingv1alpha1.Channel) []string {
@@ -115,21 +181,11 @@ func (l *lived) seeds(e, b int) []uint64 {
 	return out
 }
 
-// envs makes n simulated environments with options o.
-func envs(o environment.Options, n int) ([]environment.Env, error) {
-	out := make([]environment.Env, n)
-	for i := range out {
-		sim, err := environment.NewSimulated(o)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = sim
-	}
-	return out, nil
-}
-
 func (l *lived) demonstrations(ctx context.Context, e, b int) ([]*group, error) {
-	sim, err := environment.NewSimulated(l.train)
+	if l.sim == nil {
+		return nil, fmt.Errorf("trainer: an SFT epoch in an environment without an expert") // New refuses such a run
+	}
+	sim, err := environment.NewSimulated(*l.sim)
 	if err != nil {
 		return nil, err
 	}
@@ -192,12 +248,12 @@ type answered struct {
 	samples []worker.Sample
 }
 
-// live lives through seeds[i] as rollout ids[i] on environments made with o, the
+// live lives through seeds[i] as episode ids[i] on environments open makes, the
 // policy answering with the options opts gives for the rollout, and returns the
 // rollouts and what the policy saw and answered at each of their steps.
-func (l *lived) live(ctx context.Context, o environment.Options, seeds []uint64, ids []string,
+func (l *lived) live(ctx context.Context, open opener, seeds []uint64, ids []string,
 	opts func(id string) worker.SampleOptions) ([]*environment.Rollout, []answered, error) {
-	es, err := envs(o, len(seeds))
+	es, err := open(len(seeds))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -20,10 +20,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/environment"
+	"github.com/espo-dev/espo-operator/trainer/environmentpb"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
@@ -216,5 +223,114 @@ func TestLivedControlsTrainAndRefuseRecordedRuns(t *testing.T) {
 	}
 	if err := rec.SetControls(Controls{GiGPO: true}); err == nil {
 		t.Error("a recorded run took the GiGPO control")
+	}
+}
+
+// serveSimulated serves the simulated app of opts over the environment protocol on a
+// loopback port, checking token, until the test ends; slow, when set, delays every
+// call first. It returns the address.
+func serveSimulated(t *testing.T, opts environment.Options, token string, slow <-chan struct{}) string {
+	t.Helper()
+	srv, err := environment.NewServer(func() environment.Env {
+		sim, err := environment.NewSimulated(opts)
+		if err != nil {
+			t.Error(err)
+		}
+		return sim
+	}, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opt []grpc.ServerOption
+	if slow != nil {
+		opt = append(opt, grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			select {
+			case <-slow:
+			case <-ctx.Done():
+			}
+			return h(ctx, req)
+		}))
+	}
+	gs := grpc.NewServer(opt...)
+	environmentpb.RegisterEnvironmentServer(gs, srv)
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+	return lis.Addr().String()
+}
+
+// endpointConfig is livedConfig with the environment an endpoint at addr: no SFT
+// epochs, the simulated app's slots.
+func endpointConfig(t *testing.T, addr string) *Config {
+	c := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
+	sim, err := environment.NewSimulated(environment.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.Datasets.Environment.Simulated = nil
+	c.Spec.Datasets.Environment.Endpoint = &trainingv1alpha1.EnvironmentEndpoint{Address: addr, Slots: sim.Vocab()}
+	zero := int32(0)
+	c.Spec.Algorithm.SFTEpochs = &zero
+	c.Spec.Default()
+	return c
+}
+
+// TestLivedRunThroughAnEndpoint: a run whose environment is a server of the
+// environment protocol trains on its rollouts and is evaluated through it, with the
+// job's token on every call.
+func TestLivedRunThroughAnEndpoint(t *testing.T) {
+	const token = "the-jobs-token"
+	addr := serveSimulated(t, environment.Options{Difficulty: "hard", Seed: 5}, token, nil)
+	c := endpointConfig(t, addr)
+	dial := func(a string, timeout time.Duration) (*environment.Remote, error) { return environment.Dial(a, token, timeout) }
+	rep, _ := run(t, c, Options{Workers: cpuGang(1), DialEnvironment: dial})
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || rep.Steps != 2 {
+		t.Fatalf("outcome %s after %d steps: %s", rep.Outcome, rep.Steps, rep.Message)
+	}
+	if rep.Test == nil || rep.Test.Episodes != 3 || rep.Test.Steps == 0 {
+		t.Fatalf("test %+v: want 3 episodes lived through the endpoint", rep.Test)
+	}
+
+	wrong := func(a string, timeout time.Duration) (*environment.Remote, error) { return environment.Dial(a, "another", timeout) }
+	tr, err := New(endpointConfig(t, addr), Options{Workers: cpuGang(1), DialEnvironment: wrong, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "wrong environment token") {
+		t.Errorf("a run with another job's token: %v, want the server's refusal", err)
+	}
+}
+
+// TestLivedRunFailsWhenTheEndpointDoesNotAnswer: a server that does not answer within
+// timeoutSeconds fails the run with an error that names the server and the call.
+func TestLivedRunFailsWhenTheEndpointDoesNotAnswer(t *testing.T) {
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	addr := serveSimulated(t, environment.Options{}, "token", never)
+	c := endpointConfig(t, addr)
+	c.Spec.Datasets.Environment.Endpoint.TimeoutSeconds = 1
+	dial := func(a string, timeout time.Duration) (*environment.Remote, error) { return environment.Dial(a, "token", timeout) }
+	tr, err := New(c, Options{Workers: cpuGang(1), DialEnvironment: dial, Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tr.Run(context.Background())
+	var timeout *environment.CallTimeoutError
+	if !errors.As(err, &timeout) || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "Reset") {
+		t.Fatalf("Run: %v (%+v), want a call timeout naming %s and Reset", err, rep, addr)
+	}
+}
+
+// TestEndpointRunsHaveNoSFTEpochs: an endpoint gives no demonstrations.
+func TestEndpointRunsHaveNoSFTEpochs(t *testing.T) {
+	c := endpointConfig(t, "127.0.0.1:1")
+	one := int32(1)
+	c.Spec.Algorithm.SFTEpochs = &one
+	_, err := New(c, Options{Workers: cpuGang(1)})
+	if err == nil || !strings.Contains(err.Error(), "sftEpochs: 0") || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
+		t.Errorf("New: %v, want ConfigInvalid naming sftEpochs", err)
 	}
 }

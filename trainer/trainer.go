@@ -31,6 +31,7 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/checkpoint"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/embedding"
+	"github.com/espo-dev/espo-operator/trainer/environment"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
@@ -94,6 +95,10 @@ type Options struct {
 	PodRoot string
 	// Version is the trainer binary's version, recorded in the run's provenance.
 	Version string
+
+	// DialEnvironment connects to the server of spec.datasets.environment.endpoint;
+	// nil dials it with environment.Dial and no token.
+	DialEnvironment DialEnvironment
 
 	// embeddingRetryWait waits before a retry of the embedding service
 	// (spec.rewards.intent.embedder) and returns early with ctx's error; nil waits on
@@ -193,7 +198,15 @@ func (t *Trainer) liveIn(env *trainingv1alpha1.EnvironmentSource) error {
 	if err := checkLivedRewards(&t.cfg.Spec); err != nil {
 		return invalidInput(trainingv1alpha1.OutcomeConfigInvalid, err)
 	}
-	l, err := newLived(t, env)
+	if alg := t.cfg.Spec.Algorithm; env.Endpoint != nil && (*alg.SFTEpochs > 0 || alg.Name == trainingv1alpha1.AlgorithmSFT) {
+		return invalidInput(trainingv1alpha1.OutcomeConfigInvalid, fmt.Errorf(
+			"spec.algorithm: an environment endpoint gives no demonstrations to fine-tune on: set sftEpochs: 0 and name espo or grpo"))
+	}
+	dial := t.opts.DialEnvironment
+	if dial == nil {
+		dial = func(addr string, timeout time.Duration) (*environment.Remote, error) { return environment.Dial(addr, "", timeout) }
+	}
+	l, err := newLived(t, env, dial)
 	if err != nil {
 		return invalidInput(trainingv1alpha1.OutcomeConfigInvalid, err)
 	}
@@ -201,6 +214,10 @@ func (t *Trainer) liveIn(env *trainingv1alpha1.EnvironmentSource) error {
 	t.plan = newLivedPlan(&t.cfg.Spec.Algorithm, l.batches())
 	return nil
 }
+
+// DialEnvironment connects to an environment server at address, bounding every call
+// by timeout (environment.Dial with the job's worker token, say).
+type DialEnvironment func(address string, timeout time.Duration) (*environment.Remote, error)
 
 // Splits returns the datasets the trainer uses.
 func (t *Trainer) Splits() *Splits { return t.data }
@@ -213,6 +230,9 @@ func (t *Trainer) Splits() *Splits { return t.data }
 // a drained one returns ErrDrained. At every end it releases the workers.
 func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 	defer t.releaseWorkers()
+	if l, ok := t.exp.(*lived); ok {
+		defer l.close()
+	}
 	return t.end(ctx, t.run(ctx))
 }
 

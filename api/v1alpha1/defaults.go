@@ -94,6 +94,8 @@ const (
 	DefaultEnvironmentTestEpisodes = 50
 	// DefaultEnvironmentMaxSteps is the step cap of an episode.
 	DefaultEnvironmentMaxSteps = 40
+	// DefaultEnvironmentTimeoutSeconds bounds each call to an environment endpoint.
+	DefaultEnvironmentTimeoutSeconds = 30
 )
 
 // Default fills the unset fields of e with their defaults.
@@ -102,6 +104,9 @@ func (e *EnvironmentSource) Default() {
 	setDefaultPtr(&e.ValidationEpisodes, DefaultEnvironmentValidationEpisodes)
 	setDefaultPtr(&e.TestEpisodes, DefaultEnvironmentTestEpisodes)
 	setDefault(&e.MaxSteps, DefaultEnvironmentMaxSteps)
+	if e.Endpoint != nil {
+		setDefault(&e.Endpoint.TimeoutSeconds, DefaultEnvironmentTimeoutSeconds)
+	}
 	if e.Simulated != nil {
 		if e.Simulated.Channels == nil {
 			e.Simulated.Channels = DefaultSyntheticChannels()

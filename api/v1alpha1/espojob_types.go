@@ -85,6 +85,7 @@ type ESPOJobList struct {
 // +kubebuilder:validation:XValidation:rule="oldSelf.runPolicy.suspend || self.runPolicy.suspend || (has(self.earlyStopping) == has(oldSelf.earlyStopping) && (!has(self.earlyStopping) || self.earlyStopping == oldSelf.earlyStopping))",message="earlyStopping may change only while the job is suspended (spec.runPolicy.suspend: true)"
 // +kubebuilder:validation:XValidation:rule="!has(self.model) || !has(self.model.worker) || self.model.worker != 'external' || !has(self.trainer) || ((!has(self.trainer.replicas) || self.trainer.replicas == 1) && (!has(self.trainer.workersPerReplica) || self.trainer.workersPerReplica == 1))",message="with worker: external, trainer.replicas and trainer.workersPerReplica must be 1: the trainer drives the one worker at model.endpoint, and more pods or workers would be CPU policies whose gradients it added to the external model's",fieldPath=".trainer"
 // +kubebuilder:validation:XValidation:rule="!has(self.runPolicy) || !has(self.runPolicy.progressDeadlineSeconds) || !has(self.trainer) || !has(self.trainer.statusInterval) || self.runPolicy.progressDeadlineSeconds > 2 * duration(self.trainer.statusInterval).getSeconds()",message="runPolicy.progressDeadlineSeconds must be more than twice trainer.statusInterval, the longest a moving job goes between two progress reports: raise it or lower statusInterval",fieldPath=".runPolicy.progressDeadlineSeconds"
+// +kubebuilder:validation:XValidation:rule="!has(self.datasets.environment) || !has(self.datasets.environment.endpoint) || (has(self.algorithm) && has(self.algorithm.sftEpochs) && self.algorithm.sftEpochs == 0 && (!has(self.algorithm.name) || self.algorithm.name != 'sft'))",message="an environment endpoint gives no demonstrations to fine-tune on: set algorithm.sftEpochs: 0 and algorithm.name espo or grpo, and start from a fine-tuned model",fieldPath=".algorithm"
 // +kubebuilder:validation:XValidation:rule="!has(self.datasets.environment) || !has(self.algorithm) || !has(self.algorithm.maxStepsPerBatch)",message="algorithm.maxStepsPerBatch sizes batches of recorded steps; with datasets.environment a batch is episodesPerBatch episodes of G rollouts: remove maxStepsPerBatch",fieldPath=".algorithm.maxStepsPerBatch"
 // +kubebuilder:validation:XValidation:rule="!has(self.rewards) || !has(self.rewards.intent) || !has(self.rewards.intent.embedder) || !has(self.rewards.intent.embedder.worker) || (has(self.model) && has(self.model.worker) && self.model.worker != 'cpu')",message="rewards.intent.embedder.worker needs model.worker cuda or external: the CPU policy loads no sentence encoder; set model.worker: cuda, or name an embedding service in embedder.endpoint",fieldPath=".rewards.intent.embedder.worker"
 type ESPOJobSpec struct {
@@ -295,12 +296,22 @@ type SyntheticSource struct {
 // episodes each epoch and each evaluation takes. Episode seeds are disjoint across
 // the training epochs (every epoch lives through new episodes), the validation and
 // the test set.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.simulated) != has(self.endpoint)",message="set exactly one of simulated (the built-in app) and endpoint (an environment server)"
 type EnvironmentSource struct {
 	// Simulated is the built-in simulated SmartSpot app: the generator's users living
 	// in an app with search, filter chips, option pages, item pages, saved items and
 	// past orders (see docs/environment-protocol.md).
-	// +required
-	Simulated *SimulatedEnvironment `json:"simulated"`
+	// +optional
+	Simulated *SimulatedEnvironment `json:"simulated,omitempty"`
+
+	// Endpoint is an environment server of the environment protocol (an emulator farm,
+	// a browser pool) that the trainer calls over gRPC with the job's worker token.
+	// It gives no demonstrations before the answers, so a job with an endpoint has no
+	// SFT epochs: start it from a fine-tuned model (model.initialCheckpoint or
+	// pretrained weights).
+	// +optional
+	Endpoint *EnvironmentEndpoint `json:"endpoint,omitempty"`
 
 	// Episodes is the number of episodes (groups of G rollouts) per epoch. Default 100.
 	// +optional
@@ -331,6 +342,35 @@ type EnvironmentSource struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	MaxSteps int32 `json:"maxSteps,omitempty"`
+}
+
+// EnvironmentEndpoint is an environment server the trainer calls (the protocol of
+// docs/environment-protocol.md): every call carries the job's worker token (the key
+// "token" of the Secret <job name>-worker-token, which the server may mount to check
+// it) and is bounded by timeoutSeconds.
+type EnvironmentEndpoint struct {
+	// Address is the server's host:port, a Service of the job's namespace, say:
+	// "smartspot-env:7070".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[^\s/]+:[0-9]{1,5}$`
+	Address string `json:"address"`
+
+	// TimeoutSeconds bounds every Reset and Step call: a server that has not answered
+	// by then fails the step, naming the address and the call. Default 30.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+
+	// Slots lists every value of each preference slot the server's users may hold
+	// (slot: values), the vocabulary an intent is judged by: an intent that names
+	// another value of a slot than the user's is wrong. Unset, an intent is judged by
+	// the preferences the server reports alone, and a conflicting value goes unseen.
+	// +optional
+	Slots map[string][]string `json:"slots,omitempty"`
 }
 
 // SimulatedEnvironment configures the built-in simulated SmartSpot app.

@@ -41,6 +41,7 @@ import (
 	"github.com/espo-dev/espo-operator/internal/localcluster/podenv"
 	"github.com/espo-dev/espo-operator/internal/localcluster/podnet"
 	"github.com/espo-dev/espo-operator/trainer"
+	"github.com/espo-dev/espo-operator/trainer/environment"
 	"github.com/espo-dev/espo-operator/trainer/kubereporter"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
@@ -148,7 +149,10 @@ func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, lo
 	}
 	defer stopMetrics()
 	t, err := trainer.New(cfg, trainer.Options{Workers: workers, Reporter: reporter, Metrics: trainer.NewMetrics(reg), Log: log, Drain: drain,
-		PodRoot: os.Getenv(podenv.PodRoot), Version: fullVersion()})
+		PodRoot: os.Getenv(podenv.PodRoot), Version: fullVersion(),
+		DialEnvironment: func(addr string, timeout time.Duration) (*environment.Remote, error) {
+			return environment.Dial(addr, token, timeout)
+		}})
 	if err != nil {
 		return trainer.ReportSetupError(ctx, reporter, err)
 	}

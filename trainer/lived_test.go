@@ -285,7 +285,9 @@ func TestLivedRunThroughAnEndpoint(t *testing.T) {
 	const token = "the-jobs-token"
 	addr := serveSimulated(t, environment.Options{Difficulty: "hard", Seed: 5}, token, nil)
 	c := endpointConfig(t, addr)
-	dial := func(a string, timeout time.Duration) (*environment.Remote, error) { return environment.Dial(a, token, timeout) }
+	dial := func(a string, timeout time.Duration) (*environment.Remote, error) {
+		return environment.Dial(a, token, timeout)
+	}
 	rep, _ := run(t, c, Options{Workers: cpuGang(1), DialEnvironment: dial})
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || rep.Steps != 2 {
 		t.Fatalf("outcome %s after %d steps: %s", rep.Outcome, rep.Steps, rep.Message)
@@ -294,7 +296,9 @@ func TestLivedRunThroughAnEndpoint(t *testing.T) {
 		t.Fatalf("test %+v: want 3 episodes lived through the endpoint", rep.Test)
 	}
 
-	wrong := func(a string, timeout time.Duration) (*environment.Remote, error) { return environment.Dial(a, "another", timeout) }
+	wrong := func(a string, timeout time.Duration) (*environment.Remote, error) {
+		return environment.Dial(a, "another", timeout)
+	}
 	tr, err := New(endpointConfig(t, addr), Options{Workers: cpuGang(1), DialEnvironment: wrong, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +316,9 @@ func TestLivedRunFailsWhenTheEndpointDoesNotAnswer(t *testing.T) {
 	addr := serveSimulated(t, environment.Options{}, "token", never)
 	c := endpointConfig(t, addr)
 	c.Spec.Datasets.Environment.Endpoint.TimeoutSeconds = 1
-	dial := func(a string, timeout time.Duration) (*environment.Remote, error) { return environment.Dial(a, "token", timeout) }
+	dial := func(a string, timeout time.Duration) (*environment.Remote, error) {
+		return environment.Dial(a, "token", timeout)
+	}
 	tr, err := New(c, Options{Workers: cpuGang(1), DialEnvironment: dial, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)

@@ -204,7 +204,9 @@ func (t *Trainer) liveIn(env *trainingv1alpha1.EnvironmentSource) error {
 	}
 	dial := t.opts.DialEnvironment
 	if dial == nil {
-		dial = func(addr string, timeout time.Duration) (*environment.Remote, error) { return environment.Dial(addr, "", timeout) }
+		dial = func(addr string, timeout time.Duration) (*environment.Remote, error) {
+			return environment.Dial(addr, "", timeout)
+		}
 	}
 	l, err := newLived(t, env, dial)
 	if err != nil {

@@ -34,7 +34,8 @@ type Rollout struct {
 	// Stage holds the stage reward of each step's answer (Score.Stage).
 	Stage []float64
 	// States holds a key per step: steps (of any rollout of the group) with equal
-	// keys answered the same observation, the same prompt.
+	// keys were shown the same observation (the trainer keys a step by its screen,
+	// stage and candidate, not by the history that led there).
 	States []uint64
 }
 
@@ -59,12 +60,14 @@ func (r *Rollout) checkLen() {
 // stage rewards: phi from its GUI steps, psi from its decisions, Intent from its
 // item-pool step) and std is the unbiased (n-1) standard deviation.
 //
-// The step baseline is GiGPO's anchor-state grouping: the answers of S were all
-// drawn from pi(.|s) for the one state s they share, so for each of them the
-// others' rewards do not depend on it and E[(R(a) - b) grad log pi(a|s)] =
-// grad E[R] for a baseline b formed from the others; the group mean (which
-// holds a's own reward) shrinks the gradient by (|S|-1)/|S| and adds no other
-// bias, as in GRPO. A step of a state no other rollout reached has no baseline
+// The step baseline is GiGPO's anchor-state grouping: for the answer a of a
+// step, the other members of S belong to rollouts sampled independently of a, so
+// a baseline b formed from their rewards does not depend on a and
+// E[(R(a) - b) grad log pi(a|h)] = E[R(a) grad log pi(a|h)]; the group mean
+// (which holds a's own reward) scales that by (|S|-1)/|S| and the std by another
+// positive factor, as in GRPO. (Two visits of one rollout to the same observation
+// share a group, and there the later reward may depend on the earlier answer, as
+// in GiGPO.) A step of a state no other step reached has no baseline
 // and gets no step advantage: it is credited through A_COUT only. Rollouts
 // differ in their answers, so R_COUT(g) differs between them and, unlike
 // teacher-forced episode mode, carries credit in both modes: a GUI step is
@@ -76,24 +79,13 @@ func (r *Rollout) checkLen() {
 // rollouts and an error for an unknown mode or gates. It panics if the lengths
 // of dst and rollouts disagree.
 func LivedAdvantages(dst [][]float64, rollouts []Rollout, cfg AdvantageConfig) (COUT, error) {
-	if len(dst) != len(rollouts) {
-		panic("espo: advantage length mismatch")
-	}
-	if err := checkModeGates(&cfg); err != nil {
+	checkDst(dst, rollouts)
+	a := make([]float64, len(rollouts))
+	c, err := LivedCOUTAdvantages(a, rollouts, cfg)
+	if err != nil {
 		return COUT{}, err
 	}
-	if len(rollouts) < 2 {
-		return COUT{}, ErrGroupSize
-	}
-	for g := range rollouts {
-		rollouts[g].checkLen()
-		if len(dst[g]) != len(rollouts[g].Stages) {
-			panic("espo: advantage length mismatch")
-		}
-	}
 	anchorStepAdvantages(dst, rollouts, cfg.Eps)
-	a := make([]float64, len(rollouts))
-	c := livedCOUT(a, rollouts, &cfg)
 	for g := range dst {
 		if v := cfg.W * a[g]; v != 0 {
 			for t := range dst[g] {
@@ -148,11 +140,22 @@ func livedCOUT(dst []float64, rollouts []Rollout, cfg *AdvantageConfig) COUT {
 // for a state reached once. It returns ErrGroupSize for fewer than 2 rollouts and
 // panics if the lengths of dst and rollouts disagree.
 func AnchorStepAdvantages(dst [][]float64, rollouts []Rollout, eps float64) error {
-	if len(dst) != len(rollouts) {
-		panic("espo: advantage length mismatch")
-	}
+	checkDst(dst, rollouts)
 	if len(rollouts) < 2 {
 		return ErrGroupSize
+	}
+	if !(eps > 0) || !finite(eps) {
+		return errors.New("espo: eps must be positive and finite")
+	}
+	anchorStepAdvantages(dst, rollouts, eps)
+	return nil
+}
+
+// checkDst panics unless dst holds a slice per rollout as long as the rollout and
+// every rollout's lengths agree.
+func checkDst(dst [][]float64, rollouts []Rollout) {
+	if len(dst) != len(rollouts) {
+		panic("espo: advantage length mismatch")
 	}
 	for g := range rollouts {
 		rollouts[g].checkLen()
@@ -160,11 +163,6 @@ func AnchorStepAdvantages(dst [][]float64, rollouts []Rollout, eps float64) erro
 			panic("espo: advantage length mismatch")
 		}
 	}
-	if !(eps > 0) || !finite(eps) {
-		return errors.New("espo: eps must be positive and finite")
-	}
-	anchorStepAdvantages(dst, rollouts, eps)
-	return nil
 }
 
 // anchorStepAdvantages groups the steps by state, in the order states first
@@ -212,19 +210,13 @@ func anchorStepAdvantages(dst [][]float64, rollouts []Rollout, eps float64) {
 // that never reached the pool has R_out = 0. It returns ErrGroupSize for fewer
 // than 2 rollouts and panics if the lengths of dst and rollouts disagree.
 func OutcomeAdvantages(dst [][]float64, rollouts []Rollout, eps float64) error {
-	if len(dst) != len(rollouts) {
-		panic("espo: advantage length mismatch")
-	}
+	checkDst(dst, rollouts)
 	if len(rollouts) < 2 {
 		return ErrGroupSize
 	}
 	r := make([]float64, len(rollouts))
 	for g := range rollouts {
 		ro := &rollouts[g]
-		ro.checkLen()
-		if len(dst[g]) != len(ro.Stages) {
-			panic("espo: advantage length mismatch")
-		}
 		for t, st := range ro.Stages {
 			if st == StagePool || st == StageRecommend {
 				r[g] += ro.Stage[t]

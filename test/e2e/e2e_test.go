@@ -32,6 +32,7 @@ import (
 	. "github.com/onsi/gomega"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -55,12 +56,7 @@ func TestSampleJobSucceedsWithTheReportsAccuracies(t *testing.T) {
 
 	pods := jobPods(g, ns, name)
 	g.Expect(pods).To(HaveLen(1))
-	b, err := os.ReadFile(filepath.Join(podDir(&pods[0]), "volumes", "output", "report.json"))
-	g.Expect(err).NotTo(HaveOccurred(), "the trainer's report in its output folder")
-	var report trainer.Report
-	g.Expect(json.Unmarshal(b, &report)).To(Succeed())
-	g.Expect(report.Outcome).To(Equal(trainingv1alpha1.OutcomeCompleted))
-	g.Expect(report.Test).NotTo(BeNil())
+	report := completedReport(g, &pods[0])
 
 	rows := columns(mustKubectl(g, "get", "espojobs", "-n", ns))
 	g.Expect(rows).To(HaveLen(1))
@@ -102,12 +98,7 @@ func TestEnvironmentSampleLivesThroughTheSimulatedApp(t *testing.T) {
 
 	pods := jobPods(g, ns, name)
 	g.Expect(pods).To(HaveLen(1))
-	b, err := os.ReadFile(filepath.Join(podDir(&pods[0]), "volumes", "output", "report.json"))
-	g.Expect(err).NotTo(HaveOccurred(), "the trainer's report in its output folder")
-	var report trainer.Report
-	g.Expect(json.Unmarshal(b, &report)).To(Succeed())
-	g.Expect(report.Outcome).To(Equal(trainingv1alpha1.OutcomeCompleted))
-	g.Expect(report.Test).NotTo(BeNil())
+	report := completedReport(g, &pods[0])
 	g.Expect(report.Test.Episodes).To(Equal(20), "the sample's test episodes, lived through")
 	g.Expect(report.Test.Report.ByChannel).To(HaveLen(1))
 	g.Expect(report.Test.Report.ByChannel).To(HaveKey("medicine"), "the held-out evaluation channel only")
@@ -115,6 +106,18 @@ func TestEnvironmentSampleLivesThroughTheSimulatedApp(t *testing.T) {
 	rows := columns(mustKubectl(g, "get", "espojobs", "-n", ns))
 	g.Expect(rows).To(HaveLen(1))
 	g.Expect(rows[0]["REC-ACC"]).To(Equal(string(trainingv1alpha1.NewMetric(report.Test.RecommendationAccuracy))))
+}
+
+// completedReport reads the final report in the output folder of a job's trainer pod
+// and expects it Completed, with a test evaluation.
+func completedReport(g Gomega, pod *corev1.Pod) trainer.Report {
+	b, err := os.ReadFile(filepath.Join(podDir(pod), "volumes", "output", "report.json"))
+	g.Expect(err).NotTo(HaveOccurred(), "the trainer's report in its output folder")
+	var report trainer.Report
+	g.Expect(json.Unmarshal(b, &report)).To(Succeed())
+	g.Expect(report.Outcome).To(Equal(trainingv1alpha1.OutcomeCompleted))
+	g.Expect(report.Test).NotTo(BeNil())
+	return report
 }
 
 // The API server rejects an invalid job, and kubectl says which field is wrong.

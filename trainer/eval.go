@@ -84,16 +84,6 @@ func (r *EvalResult) status() *trainingv1alpha1.EvaluationStatus {
 	}
 }
 
-// Evaluate answers every step of the episodes greedily (teacher-forced, as in
-// training) and scores the answers with the SmartSpot metrics (EvaluateAnswers).
-func (t *Trainer) Evaluate(ctx context.Context, split string, eps []dataset.Episode) (*EvalResult, error) {
-	answers, err := t.GreedyAnswers(ctx, eps)
-	if err != nil {
-		return nil, fmt.Errorf("evaluating the %s split: %w", split, err)
-	}
-	return t.EvaluateAnswers(ctx, split, eps, answers)
-}
-
 // EvaluateAnswers scores answers[e][j], the answer to step j of episode e, with the
 // SmartSpot metrics, judging intents as the run's rewards do. With an embedding
 // service (or the workers' encoder), the intents of the answers are embedded before

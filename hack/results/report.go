@@ -309,6 +309,9 @@ func orNone(xs []string) string {
 func plotCurves(path string, o options, res *results) error {
 	p := plot.New()
 	p.Title.Text = "Validation recommendation accuracy (training channels)"
+	if o.environment {
+		p.Title.Text = "Validation recommendation accuracy (episodes of the evaluation channels)"
+	}
 	p.X.Label.Text = "optimizer step"
 	p.Y.Label.Text = "RecAcc"
 	for i, name := range o.arms {

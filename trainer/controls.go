@@ -81,10 +81,18 @@ func (t *Trainer) fusedAdvantages(dst []float64, ep espo.EpisodeRewards) (espo.C
 	if err != nil {
 		return espo.COUT{}, err
 	}
-	if len(t.shuffledCOUT) != ep.G {
-		t.shuffledCOUT = make([]float64, ep.G)
-	}
-	espo.FuseAdvantages(dst, t.shuffledCOUT, cfg.W)
-	t.shuffledCOUT = own
+	espo.FuseAdvantages(dst, t.swapShuffledCOUT(own), cfg.W)
 	return c, nil
+}
+
+// swapShuffledCOUT returns the COUT advantages of the group trained before this one
+// (zeros for the run's first, or after G changed) and keeps own, this group's, for
+// the next: Controls.ShuffleCOUT's permutation.
+func (t *Trainer) swapShuffledCOUT(own []float64) []float64 {
+	prev := t.shuffledCOUT
+	if len(prev) != len(own) {
+		prev = make([]float64, len(own))
+	}
+	t.shuffledCOUT = own
+	return prev
 }

@@ -66,23 +66,40 @@ func drainedRun(t *testing.T, c *Config, step int64, stage trainingv1alpha1.Trai
 	return d, err
 }
 
+// drainAndResume runs the config mk makes three times: whole; with a checkpoint claim,
+// drained at step 3 of stage; and resumed from that claim, which must complete with the
+// whole run's weights, byte for byte. It returns the drained run's reports and the
+// resumed run's.
+func drainAndResume(t *testing.T, mk func() *Config, stage trainingv1alpha1.TrainingStage) (*drainAt, *recorder) {
+	t.Helper()
+	ws := cpuMembers(1)
+	run(t, mk(), Options{Workers: worker.NewGang(ws...)})
+	want := savedState(t, ws[0])
+
+	c := mk()
+	c.CheckpointDir = t.TempDir()
+	c.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 100, Keep: 2}
+	d, err := drainedRun(t, c, 3, stage)
+	if !errors.Is(err, ErrDrained) {
+		t.Fatalf("Run returned %v, want ErrDrained", err)
+	}
+	resumed, rec := cpuMembers(1), &recorder{}
+	rep, _ := run(t, c, Options{Workers: worker.NewGang(resumed...), Reporter: rec})
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
+		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
+	}
+	if got := savedState(t, resumed[0]); !bytes.Equal(got, want) {
+		t.Errorf("the drained and resumed run's final state differs from the uninterrupted run's")
+	}
+	return d, rec
+}
+
 // TestDrainCheckpointsTheStepInFlight drains a run mid-epoch, far from any periodic
 // checkpoint: it checkpoints the step it was in, says so in its last report, and a
 // resumed run continues at the next step and ends with the uninterrupted run's
 // weights, byte for byte.
 func TestDrainCheckpointsTheStepInFlight(t *testing.T) {
-	whole := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
-	ws := cpuMembers(1)
-	run(t, whole, Options{Workers: worker.NewGang(ws...)})
-	want := savedState(t, ws[0])
-
-	c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
-	c.CheckpointDir = t.TempDir()
-	c.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 100, Keep: 2}
-	d, err := drainedRun(t, c, 3, trainingv1alpha1.StageSFT)
-	if !errors.Is(err, ErrDrained) {
-		t.Fatalf("Run returned %v, want ErrDrained", err)
-	}
+	d, rec := drainAndResume(t, func() *Config { return smallConfig(t, trainingv1alpha1.AlgorithmESPO) }, trainingv1alpha1.StageSFT)
 	last := d.reports[len(d.reports)-1]
 	if last.LastCheckpoint == nil || last.LastCheckpoint.Step != 3 || last.Step != 3 {
 		t.Fatalf("last report: step %d, checkpoint %+v; want both at step 3", last.Step, last.LastCheckpoint)
@@ -90,17 +107,8 @@ func TestDrainCheckpointsTheStepInFlight(t *testing.T) {
 	if !strings.Contains(last.Message, "stopped on SIGTERM after step 3") || last.Outcome != "" {
 		t.Errorf("last report: outcome %q, message %q", last.Outcome, last.Message)
 	}
-
-	resumed, rec := cpuMembers(1), &recorder{}
-	rep, _ := run(t, c, Options{Workers: worker.NewGang(resumed...), Reporter: rec})
-	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
-		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
-	}
 	if first := rec.reports[0].Step; first != 4 {
 		t.Errorf("the resumed run's first report is at step %d, want 4", first)
-	}
-	if got := savedState(t, resumed[0]); !bytes.Equal(got, want) {
-		t.Errorf("the drained and resumed run's final state differs from the uninterrupted run's")
 	}
 }
 

@@ -403,15 +403,12 @@ func (t *Trainer) shuffledLivedAdvantages(dst [][]float64, rs []espo.Rollout) (e
 	if err != nil {
 		return espo.COUT{}, err
 	}
-	if len(t.shuffledCOUT) != len(rs) {
-		t.shuffledCOUT = make([]float64, len(rs))
-	}
+	prev := t.swapShuffledCOUT(own)
 	for g := range dst {
 		for i := range dst[g] {
-			dst[g][i] += cfg.W * t.shuffledCOUT[g]
+			dst[g][i] += cfg.W * prev[g]
 		}
 	}
-	t.shuffledCOUT = own
 	return c, nil
 }
 

@@ -51,14 +51,19 @@ const (
 	armRule      = "no-weights rule"
 )
 
+// untrainedArm is the floor of both comparisons, on recorded episodes and in the
+// simulated app.
+var untrainedArm = arm{armUntrained, "the token policy after a single SFT step: the floor a method must clear to have learnt",
+	func(s *trainingv1alpha1.ESPOJobSpec, r *armRun, _ trainingv1alpha1.COUTMode) {
+		s.Algorithm.Name = trainingv1alpha1.AlgorithmSFT
+		r.steps = 1
+	}}
+
 // arms are the methods compared, in the order of the table. Every trained arm but
 // the feature upper bound uses the token policy; the ablations of ESPO (w = 0, one
 // gate, shuffled COUT) use the COUT mode of -ablation-mode.
 var arms = []arm{
-	{armUntrained, "the token policy after a single SFT step: the floor a method must clear to have learnt", func(s *trainingv1alpha1.ESPOJobSpec, r *armRun, _ trainingv1alpha1.COUTMode) {
-		s.Algorithm.Name = trainingv1alpha1.AlgorithmSFT
-		r.steps = 1
-	}},
+	untrainedArm,
 	{"sft", "supervised only, as many optimizer steps as the others", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {
 		s.Algorithm.Name = trainingv1alpha1.AlgorithmSFT
 	}},

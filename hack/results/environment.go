@@ -32,10 +32,7 @@ import (
 // from the same SFT cold start on the expert's demonstrations and takes the same
 // optimizer steps.
 var environmentArms = []arm{
-	{armUntrained, "the token policy after a single SFT step: the floor a method must clear to have learnt", func(s *trainingv1alpha1.ESPOJobSpec, r *armRun, _ trainingv1alpha1.COUTMode) {
-		s.Algorithm.Name = trainingv1alpha1.AlgorithmSFT
-		r.steps = 1
-	}},
+	untrainedArm,
 	{"sft", "supervised on the expert's demonstrations only, as many optimizer steps as the others", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {
 		s.Algorithm.Name = trainingv1alpha1.AlgorithmSFT
 	}},

@@ -114,10 +114,19 @@ type Answer struct {
 }
 
 // Sample is a sampled answer with the log-prob of each of its tokens under the
-// policy that sampled it.
+// policy (the worker's training model), and, when an engine other than the policy
+// sampled it, under that engine.
 type Sample struct {
-	Answer   Answer
+	Answer Answer
+	// LogProbs are the per-token log-probs (temperature 1) under the policy, one per
+	// token id.
 	LogProbs []float64
+	// SamplerLogProbs are the per-token log-probs (temperature 1) under the serving
+	// engine that sampled the answer, when that is not the policy itself (the
+	// PyTorch worker's vLLM engine): one per token id, like LogProbs. Empty when the
+	// policy sampled it (the huggingface engine, the CPU policy, an external worker
+	// that does not set them).
+	SamplerLogProbs []float64
 }
 
 // Scored is an answer to a prompt, to be scored.

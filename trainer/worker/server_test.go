@@ -309,3 +309,70 @@ func TestStepDefaults(t *testing.T) {
 		t.Error("a step with zero coefficients differs from one with the defaults")
 	}
 }
+
+// samplerPolicy is a CPU policy whose Generate also reports sampler log-probs, as a
+// worker whose answers a serving engine samples does: each token's log-prob
+// shifted by shift.
+type samplerPolicy struct {
+	worker.Policy
+	shift float64
+}
+
+func (p samplerPolicy) Generate(prompts []*workerpb.Prompt, o worker.SampleOptions) ([]*workerpb.Candidates, error) {
+	cs, err := p.Policy.Generate(prompts, o)
+	for _, c := range cs {
+		for _, s := range c.GetSamples() {
+			for _, lp := range s.GetLogprobs() {
+				s.SamplerLogprobs = append(s.SamplerLogprobs, lp+p.shift)
+			}
+		}
+	}
+	return cs, err
+}
+
+// TestSamplerLogProbsReachTheTrainer: a worker's sampler_logprobs reach
+// Sample.SamplerLogProbs, over gRPC and in process, one per token next to the
+// policy's log-probs; a worker that sets none gives none.
+func TestSamplerLogProbsReachTheTrainer(t *testing.T) {
+	ctx := context.Background()
+	ep := &generated(t, 1)[0]
+	ps := prompts(ep)[:2]
+	for name, m := range map[string]worker.Member{
+		"remote": dial(t, listenPolicy(t, samplerPolicy{cpu.New(1), -0.25}, worker.ServerOptions{Token: workertest.Token}), nil),
+		"local":  worker.NewLocal(samplerPolicy{cpu.New(1), -0.25}),
+		"none":   worker.NewLocal(cpu.New(1)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := m.Configure(ctx, worker.Setup{Seed: 1, Options: smallModel}); err != nil {
+				t.Fatal(err)
+			}
+			gen, err := m.Generate(ctx, ps, worker.SampleOptions{Samples: 2, Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokens := 0
+			for _, c := range gen {
+				for _, s := range c {
+					tokens += len(s.LogProbs)
+					if name == "none" {
+						if s.SamplerLogProbs != nil {
+							t.Errorf("sampler log-probs %v from a worker that sets none", s.SamplerLogProbs)
+						}
+						continue
+					}
+					if len(s.SamplerLogProbs) != len(s.LogProbs) {
+						t.Fatalf("%d sampler log-probs for %d tokens", len(s.SamplerLogProbs), len(s.LogProbs))
+					}
+					for i, lp := range s.LogProbs {
+						if s.SamplerLogProbs[i] != lp-0.25 {
+							t.Errorf("token %d: sampler log-prob %v, want %v", i, s.SamplerLogProbs[i], lp-0.25)
+						}
+					}
+				}
+			}
+			if tokens == 0 {
+				t.Fatal("no tokens sampled")
+			}
+		})
+	}
+}

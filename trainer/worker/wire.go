@@ -60,7 +60,20 @@ func samplesOf(cs []*workerpb.Candidates) [][]Sample {
 	for i, c := range cs {
 		out[i] = make([]Sample, len(c.GetSamples()))
 		for g, s := range c.GetSamples() {
-			out[i][g] = Sample{Answer: answerOf(s.GetAnswer()), LogProbs: s.GetLogprobs()}
+			out[i][g] = Sample{Answer: answerOf(s.GetAnswer()), LogProbs: s.GetLogprobs(), SamplerLogProbs: s.GetSamplerLogprobs()}
+		}
+	}
+	return out
+}
+
+// candidatesMsgs returns each prompt's samples as the protocol's candidates, the
+// inverse of samplesOf.
+func candidatesMsgs(ss [][]Sample) []*workerpb.Candidates {
+	out := make([]*workerpb.Candidates, len(ss))
+	for i, c := range ss {
+		out[i] = &workerpb.Candidates{Samples: make([]*workerpb.Sample, len(c))}
+		for g, s := range c {
+			out[i].Samples[g] = &workerpb.Sample{Answer: answerMsg(s.Answer), Logprobs: s.LogProbs, SamplerLogprobs: s.SamplerLogProbs}
 		}
 	}
 	return out

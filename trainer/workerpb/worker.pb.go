@@ -919,10 +919,19 @@ func (x *GenerateRequest) GetMaxTokens() int32 {
 type Sample struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Answer *Answer                `protobuf:"bytes,1,opt,name=answer,proto3" json:"answer,omitempty"`
-	// Per-token log-probs under the sampling policy (temperature 1), one per token id.
-	Logprobs      []float64 `protobuf:"fixed64,2,rep,packed,name=logprobs,proto3" json:"logprobs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Per-token log-probs under the sampling policy (temperature 1), one per token id:
+	// the log-probs under the worker's training model (the policy), whatever engine
+	// sampled the answer.
+	Logprobs []float64 `protobuf:"fixed64,2,rep,packed,name=logprobs,proto3" json:"logprobs,omitempty"`
+	// The per-token log-probs (temperature 1) of the answer under the serving engine
+	// that sampled it, when the sampler is not the policy itself (the PyTorch worker's
+	// vLLM engine): one per token id, like logprobs. Empty when it is (the huggingface
+	// engine, the CPU policy, external workers that do not set it). The trainer
+	// re-weights each token's loss weight by min(exp(logprobs - sampler_logprobs), C)
+	// (truncated importance sampling) and reports their mismatch.
+	SamplerLogprobs []float64 `protobuf:"fixed64,3,rep,packed,name=sampler_logprobs,json=samplerLogprobs,proto3" json:"sampler_logprobs,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Sample) Reset() {
@@ -965,6 +974,13 @@ func (x *Sample) GetAnswer() *Answer {
 func (x *Sample) GetLogprobs() []float64 {
 	if x != nil {
 		return x.Logprobs
+	}
+	return nil
+}
+
+func (x *Sample) GetSamplerLogprobs() []float64 {
+	if x != nil {
+		return x.SamplerLogprobs
 	}
 	return nil
 }
@@ -2224,10 +2240,11 @@ const file_worker_proto_rawDesc = "" +
 	"\x06greedy\x18\x04 \x01(\bR\x06greedy\x12\x12\n" +
 	"\x04seed\x18\x05 \x01(\x04R\x04seed\x12\x1d\n" +
 	"\n" +
-	"max_tokens\x18\x06 \x01(\x05R\tmaxTokens\"T\n" +
+	"max_tokens\x18\x06 \x01(\x05R\tmaxTokens\"\x7f\n" +
 	"\x06Sample\x12.\n" +
 	"\x06answer\x18\x01 \x01(\v2\x16.espo.worker.v1.AnswerR\x06answer\x12\x1a\n" +
-	"\blogprobs\x18\x02 \x03(\x01R\blogprobs\">\n" +
+	"\blogprobs\x18\x02 \x03(\x01R\blogprobs\x12)\n" +
+	"\x10sampler_logprobs\x18\x03 \x03(\x01R\x0fsamplerLogprobs\">\n" +
 	"\n" +
 	"Candidates\x120\n" +
 	"\asamples\x18\x01 \x03(\v2\x16.espo.worker.v1.SampleR\asamples\"N\n" +

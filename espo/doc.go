@@ -121,6 +121,16 @@ limitations under the License.
 // Back-propagating sum_t w_t * logp_t with w_t held constant gives exactly the
 // gradient of J.
 //
+// When a serving engine other than the policy sampled the tokens (Tokens.SamplerLogP:
+// vLLM, whose kernels and precision give log-probabilities that differ from the
+// trainer's), truncated importance sampling re-weights each token's term by the
+// constant
+//
+//	is_t = min(exp(clamp(logp_old - logp_sampler, -20, 20)), C)      C = LossConfig.ISCap
+//
+// so that the gradient is an estimate under the trainer's policy; C = 0 turns it
+// off. LossStats reports the mismatch, mean |logp_old - logp_sampler|, either way.
+//
 // The per-token work is in internal/losskernel, which, like gonum's internal/asm,
 // keeps a Go loop and an amd64 assembly kernel and chooses once, when the program
 // starts: on amd64 where golang.org/x/sys/cpu reports AVX2, the k3 estimator's

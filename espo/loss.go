@@ -77,6 +77,10 @@ type LossConfig struct {
 	KL KLEstimator
 	// Agg is how token objectives are aggregated.
 	Agg Aggregation
+	// ISCap is the cap C of the truncated importance weight between the trainer's
+	// policy and the engine that sampled the answers (Tokens.SamplerLogP); 0 turns
+	// the correction off.
+	ISCap float64
 }
 
 // DefaultLossConfig returns eps_low 0.2, eps_high 0.3, dual clip 3, beta 0.01, the
@@ -86,7 +90,8 @@ func DefaultLossConfig() LossConfig {
 }
 
 // Validate reports whether c is usable: 0 <= EpsLow < 1, EpsHigh >= 0, DualClip 0
-// or above 1 + EpsHigh, Beta >= 0 and finite, a known estimator and aggregation.
+// or above 1 + EpsHigh, Beta >= 0 and finite, ISCap 0 or at least 1 and finite, a
+// known estimator and aggregation.
 func (c LossConfig) Validate() error {
 	switch {
 	case !(c.EpsLow >= 0 && c.EpsLow < 1):
@@ -98,8 +103,19 @@ func (c LossConfig) Validate() error {
 	case !(c.Beta >= 0) || !finite(c.Beta):
 		return fmt.Errorf("espo: beta %v must be non-negative and finite", c.Beta)
 	}
+	if err := c.checkISCap(); err != nil {
+		return err
+	}
 	if _, err := c.codes(); err != nil {
 		return err
+	}
+	return nil
+}
+
+// checkISCap reports whether ISCap is 0 (off) or at least 1 and finite.
+func (c LossConfig) checkISCap() error {
+	if c.ISCap != 0 && !(c.ISCap >= 1 && finite(c.ISCap)) {
+		return fmt.Errorf("espo: importance-sampling cap %v must be 0 (off) or at least 1, and finite", c.ISCap)
 	}
 	return nil
 }
@@ -131,6 +147,12 @@ type Tokens struct {
 	LogP, OldLogP, RefLogP []float64
 	// Entropy is each token's policy entropy, for the statistics; it may be nil.
 	Entropy []float64
+	// SamplerLogP is each token's log-probability under the engine that sampled it,
+	// when that is not the policy whose log-probabilities OldLogP holds (a serving
+	// engine such as vLLM); nil when the policy sampled the tokens. With it the
+	// weights are corrected by truncated importance sampling (LossConfig.ISCap) and
+	// the mismatch is reported (LossStats.SamplerMismatch).
+	SamplerLogP []float64
 	// Lens holds the number of tokens of each sequence.
 	Lens []int
 	// Adv holds the advantage of each sequence, A_episode of its candidate.
@@ -151,6 +173,11 @@ type LossStats struct {
 	ApproxKL float64
 	// Entropy is the mean entropy, 0 when none was given.
 	Entropy float64
+	// SamplerMismatch is the mean of |logp_old - logp_sampler|, ISWeight the mean
+	// importance weight before truncation, e^clamp(logp_old - logp_sampler, -20, 20),
+	// and ISTruncFrac the fraction of tokens whose weight was truncated to ISCap
+	// (0 with ISCap 0); all three 0 without Tokens.SamplerLogP.
+	SamplerMismatch, ISWeight, ISTruncFrac float64
 	// Tokens is the number of tokens.
 	Tokens int
 }
@@ -171,24 +198,47 @@ type LossStats struct {
 // so that dJ/dlogp_t = a_t * (dL_clip/dlogp_t - beta * dKL/dlogp_t), with a_t the
 // token's aggregation coefficient (1/T, 1/(N T_s) or 1/N), dL_clip/dlogp = rho*A
 // where the unclipped term is taken and 0 where a clip or a clamp holds (at a tie,
-// the unclipped term), and dKL/dlogp as in KLEstimator. The exponentials are
-// computed to within 3 ulp by a fast routine, the same in J and in w, so w is the
-// derivative of the J returned. A NaN in LogP, OldLogP or Adv makes its sequence's
-// weights and J NaN; a NaN in RefLogP makes its token's weight and J NaN. On amd64
-// with AVX2, the default k3 estimator runs four tokens at a time in an assembly
-// kernel whose results are bit for bit those of the Go loop; the build tag purego,
-// or GODEBUG=cpu.avx2=off, keeps the Go loop.
+// the unclipped term), and dKL/dlogp as in KLEstimator.
 //
-// It returns an error if cfg names an unknown estimator or aggregation, and panics
-// if the lengths disagree: dst, LogP, OldLogP, RefLogP (unless nil with Beta 0) and
-// Entropy (unless nil) of one length equal to the sum of Lens, and Adv as long as
-// Lens. It allocates nothing.
+// When the tokens were sampled by an engine other than the policy (SamplerLogP
+// set) and cfg.ISCap = C > 0, each token's term of J is weighted by its truncated
+// importance weight (the TIS of Yao et al. 2025), a constant that is not
+// differentiated:
+//
+//	is = min(exp(clamp(logp_old - logp_sampler, -20, 20)), C)
+//	J  = the aggregation of is * f,  so that  dJ/dlogp_t = is_t * a_t * (...)
+//
+// which makes the gradient an estimate under the policy logp_old though the tokens
+// came from the sampler. Surrogate and KL are then weighted too; ClipFrac,
+// DualClipFrac and ApproxKL are not. SamplerLogP's statistics (SamplerMismatch,
+// ISWeight, ISTruncFrac) are computed whenever it is given, with ISCap 0 too, which
+// leaves the weights exactly as without it.
+//
+// The exponentials are computed to within 3 ulp by a fast routine, the same in J
+// and in w, so w is the derivative of the J returned. A NaN in LogP, OldLogP or Adv
+// makes its sequence's weights and J NaN; a NaN in RefLogP, or in SamplerLogP with
+// ISCap > 0, makes its token's weight and J NaN. On amd64 with AVX2, the default k3
+// estimator runs four tokens at a time in an assembly kernel whose results are bit
+// for bit those of the Go loop; the build tag purego, or GODEBUG=cpu.avx2=off, keeps
+// the Go loop, which the importance-weighted tokens always take.
+//
+// It returns an error if cfg names an unknown estimator or aggregation, if ISCap is
+// neither 0 nor at least 1 and finite, or if SamplerLogP is not nil and not as long
+// as LogP; it panics if the other lengths disagree: dst, LogP, OldLogP, RefLogP
+// (unless nil with Beta 0) and Entropy (unless nil) of one length equal to the sum
+// of Lens, and Adv as long as Lens. It allocates nothing.
 func LossWeights(dst []float64, t Tokens, cfg LossConfig) (LossStats, error) {
 	est, err := cfg.codes()
 	if err != nil {
 		return LossStats{}, err
 	}
+	if err := cfg.checkISCap(); err != nil {
+		return LossStats{}, err
+	}
 	n := len(t.LogP)
+	if t.SamplerLogP != nil && len(t.SamplerLogP) != n {
+		return LossStats{}, fmt.Errorf("espo: %d sampler log-probabilities for %d tokens", len(t.SamplerLogP), n)
+	}
 	if len(dst) != n || len(t.OldLogP) != n || len(t.Adv) != len(t.Lens) ||
 		(t.RefLogP != nil || cfg.Beta != 0) && len(t.RefLogP) != n ||
 		t.Entropy != nil && len(t.Entropy) != n {
@@ -211,6 +261,7 @@ func LossWeights(dst []float64, t Tokens, cfg LossConfig) (LossStats, error) {
 	if t.RefLogP == nil {
 		est = losskernel.NoKL
 	}
+	correct := t.SamplerLogP != nil && cfg.ISCap > 0
 	var st LossStats
 	var clipped, dual int64
 	var l losskernel.Lanes
@@ -244,7 +295,11 @@ func LossWeights(dst []float64, t Tokens, cfg LossConfig) (LossStats, error) {
 		if est != losskernel.NoKL {
 			ref = t.RefLogP[off : off+L]
 		}
-		losskernel.Tokens(w, t.LogP[off:off+L], t.OldLogP[off:off+L], ref, est, &l)
+		if correct {
+			losskernel.TokensIS(w, t.LogP[off:off+L], t.OldLogP[off:off+L], ref, t.SamplerLogP[off:off+L], cfg.ISCap, est, &l)
+		} else {
+			losskernel.Tokens(w, t.LogP[off:off+L], t.OldLogP[off:off+L], ref, est, &l)
+		}
 		off += L
 		sumQ, sumR, sumK, below, above := l.Sums()
 		if math.IsNaN(sumR) || math.IsNaN(A) {
@@ -274,6 +329,27 @@ func LossWeights(dst []float64, t Tokens, cfg LossConfig) (LossStats, error) {
 		if t.Entropy != nil {
 			st.Entropy = mean(t.Entropy)
 		}
+		if t.SamplerLogP != nil {
+			st.SamplerMismatch, st.ISWeight, st.ISTruncFrac = samplerStats(t.OldLogP, t.SamplerLogP, cfg.ISCap)
+		}
 	}
 	return st, nil
+}
+
+// samplerStats returns the mean of |old - smp|, the mean importance weight before
+// truncation (losskernel.ISWeight) and the fraction of weights above isCap (none
+// when isCap is 0), over the tokens; old and smp have one length, not 0.
+func samplerStats(old, smp []float64, isCap float64) (mismatch, weight, truncated float64) {
+	smp = smp[:len(old)]
+	trunc := 0
+	for i, o := range old {
+		mismatch += math.Abs(o - smp[i])
+		is := losskernel.ISWeight(o, smp[i])
+		weight += is
+		if isCap > 0 && is > isCap {
+			trunc++
+		}
+	}
+	n := float64(len(old))
+	return mismatch / n, weight / n, float64(trunc) / n
 }

@@ -17,8 +17,10 @@ limitations under the License.
 package espo
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -250,5 +252,220 @@ func TestLossWeightsContract(t *testing.T) {
 	}
 	if st, err := LossWeights(nil, Tokens{}, cfg); err != nil || st != (LossStats{}) {
 		t.Errorf("empty batch: %+v, %v", st, err)
+	}
+}
+
+// samplerTokens returns tk's sampler log-probabilities: logp_old minus a log-ratio
+// d = logp_old - logp_sampler from each region the correction treats apart: a small
+// mismatch, a weight below 1, a weight above the cap of 2 (truncated), and log-ratios
+// beyond the clamp of 20 either way.
+func samplerTokens(rng *rand.Rand, tk Tokens) []float64 {
+	regions := [][2]float64{{-0.05, 0.05}, {-1.5, -0.2}, {0.2, 0.6}, {0.8, 3}, {21, 25}, {-25, -21}}
+	smp := make([]float64, len(tk.OldLogP))
+	for i, old := range tk.OldLogP {
+		reg := regions[rng.IntN(len(regions))]
+		smp[i] = old - (reg[0] + rng.Float64()*(reg[1]-reg[0]))
+	}
+	return smp
+}
+
+// refISWeights computes, with math.Exp, each token's importance weight before and
+// after truncation at isCap (0: none).
+func refISWeights(tk Tokens, isCap float64) (raw, truncated []float64) {
+	for i, old := range tk.OldLogP {
+		d := math.Max(-20, math.Min(20, old-tk.SamplerLogP[i]))
+		w := math.Exp(d)
+		raw = append(raw, w)
+		if isCap > 0 {
+			w = math.Min(w, isCap)
+		}
+		truncated = append(truncated, w)
+	}
+	return raw, truncated
+}
+
+// TestLossWeightsImportanceSampling checks, for every estimator and aggregation,
+// that with SamplerLogP and ISCap 2 each weight is is_t * dJ/dlogp_t by central
+// differences of refObjective's token terms, with is_t = min(e^(old - sampler), 2)
+// computed in the test; that J is the is-weighted sum of those terms; that the clip
+// statistics are those of the uncorrected objective; and that the mismatch
+// statistics are the test's own means.
+func TestLossWeightsImportanceSampling(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	tk := randomTokens(rng, 60)
+	tk.SamplerLogP = samplerTokens(rng, tk)
+	raw, is := refISWeights(tk, 2)
+	n := len(tk.LogP)
+	var wantMismatch, wantWeight, wantTrunc float64
+	for i := range n {
+		wantMismatch += math.Abs(tk.OldLogP[i]-tk.SamplerLogP[i]) / float64(n)
+		wantWeight += raw[i] / float64(n)
+		if raw[i] > 2 {
+			wantTrunc++
+		}
+	}
+	wantTrunc /= float64(n)
+	if wantTrunc == 0 || wantTrunc == 1 {
+		t.Fatalf("truncated fraction %v: the tokens do not reach both sides of the cap", wantTrunc)
+	}
+	dst, plain := make([]float64, n), make([]float64, n)
+	for _, kl := range []KLEstimator{KLK1, KLK2, KLK3} {
+		for _, agg := range []Aggregation{TokenMean, SeqMeanTokenMean, SeqMeanTokenSum} {
+			cfg := LossConfig{EpsLow: 0.2, EpsHigh: 0.3, DualClip: 3, Beta: 0.1, KL: kl, Agg: agg, ISCap: 2}
+			st, err := LossWeights(dst, tk, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			noIS := tk
+			noIS.SamplerLogP = nil
+			pst, err := LossWeights(plain, noIS, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, _, pg, klt := refObjective(tk, cfg)
+			j := 0.0
+			for i := range n {
+				j += is[i] * (pg[i] + klt[i])
+			}
+			if math.Abs(st.Objective-j) > 1e-12*math.Max(1, math.Abs(j)) || st.Surrogate-cfg.Beta*st.KL != st.Objective {
+				t.Errorf("%s %s: J = %v (%v - beta %v), want %v", kl, agg, st.Objective, st.Surrogate, st.KL, j)
+			}
+			if st.ClipFrac != pst.ClipFrac || st.DualClipFrac != pst.DualClipFrac || st.ApproxKL != pst.ApproxKL || st.Tokens != n {
+				t.Errorf("%s %s: clip statistics %+v, want the uncorrected %+v", kl, agg, st, pst)
+			}
+			if math.Abs(st.SamplerMismatch-wantMismatch) > 1e-12 || math.Abs(st.ISWeight-wantWeight) > 1e-12*wantWeight || st.ISTruncFrac != wantTrunc {
+				t.Errorf("%s %s: mismatch %v, weight %v, truncated %v; want %v, %v, %v",
+					kl, agg, st.SamplerMismatch, st.ISWeight, st.ISTruncFrac, wantMismatch, wantWeight, wantTrunc)
+			}
+			const step = 1e-6
+			for i := range tk.LogP {
+				lp := tk.LogP[i]
+				tk.LogP[i] = lp + step
+				_, _, _, pgp, klp := refObjective(tk, cfg)
+				tk.LogP[i] = lp - step
+				_, _, _, pgm, klm := refObjective(tk, cfg)
+				tk.LogP[i] = lp
+				fd := is[i] * ((pgp[i]-pgm[i])/(2*step) + (klp[i]-klm[i])/(2*step))
+				if math.Abs(fd-dst[i]) > 1e-9+1e-6*math.Abs(fd) {
+					t.Errorf("%s %s: token %d (is %v): weight %v, finite difference %v", kl, agg, i, is[i], dst[i], fd)
+				}
+				if math.Abs(dst[i]-is[i]*plain[i]) > 1e-14*math.Abs(plain[i]) {
+					t.Errorf("%s %s: token %d: weight %v, want is %v times the uncorrected %v", kl, agg, i, dst[i], is[i], plain[i])
+				}
+			}
+		}
+	}
+}
+
+// TestLossWeightsImportanceSamplingGolden works two tokens out by hand: token-mean,
+// no KL, A = 1 and rho = 1, so each uncorrected weight is 1/2; logp_old -
+// logp_sampler is ln 1.5 and ln 3, so with the cap 2 the weights are 1.5 and 2 (the
+// second truncated).
+func TestLossWeightsImportanceSamplingGolden(t *testing.T) {
+	ln := math.Log
+	tk := Tokens{LogP: []float64{-1, -2}, OldLogP: []float64{-1, -2}, SamplerLogP: []float64{-1 - ln(1.5), -2 - ln(3)},
+		Lens: []int{2}, Adv: []float64{1}}
+	cfg := LossConfig{EpsLow: 0.2, EpsHigh: 0.3, KL: KLK3, Agg: TokenMean, ISCap: 2}
+	dst := make([]float64, 2)
+	st, err := LossWeights(dst, tk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// w = is * a * A: .75 and 1. J = (1.5 + 2)/2 = 1.75. Mismatch (ln 1.5 + ln 3)/2,
+	// weight (1.5 + 3)/2 = 2.25, half the tokens truncated.
+	if math.Abs(dst[0]-0.75) > 1e-15 || math.Abs(dst[1]-1) > 1e-15 {
+		t.Errorf("weights %v, want [0.75 1]", dst)
+	}
+	if math.Abs(st.Objective-1.75) > 1e-15 || math.Abs(st.SamplerMismatch-(ln(1.5)+ln(3))/2) > 1e-15 ||
+		math.Abs(st.ISWeight-2.25) > 1e-15 || st.ISTruncFrac != 0.5 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestLossWeightsImportanceSamplingLeavesWeights: ISCap 0 with SamplerLogP, and
+// SamplerLogP equal to OldLogP with any cap, give exactly the weights and J of no
+// SamplerLogP; ISCap 0 still reports the mismatch, and truncates nothing.
+func TestLossWeightsImportanceSamplingLeavesWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	tk := randomTokens(rng, 40)
+	n := len(tk.LogP)
+	want, got := make([]float64, n), make([]float64, n)
+	cfg := DefaultLossConfig()
+	wst, err := LossWeights(want, tk, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(name string, st LossStats) {
+		t.Helper()
+		for i := range want {
+			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+				t.Errorf("%s: token %d: weight %v, want %v exactly", name, i, got[i], want[i])
+			}
+		}
+		if st.Objective != wst.Objective || st.Surrogate != wst.Surrogate || st.KL != wst.KL || st.ClipFrac != wst.ClipFrac {
+			t.Errorf("%s: stats %+v, want %+v", name, st, wst)
+		}
+	}
+
+	off := tk
+	off.SamplerLogP = samplerTokens(rng, tk)
+	st, err := LossWeights(got, off, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("cap 0", st)
+	if st.SamplerMismatch <= 0.1 || st.ISWeight <= 0 || st.ISTruncFrac != 0 {
+		t.Errorf("cap 0: mismatch %v, weight %v, truncated %v; want the mismatch reported and nothing truncated",
+			st.SamplerMismatch, st.ISWeight, st.ISTruncFrac)
+	}
+
+	equal := tk
+	equal.SamplerLogP = append([]float64(nil), tk.OldLogP...)
+	for _, isCap := range []float64{1, 2, 5} {
+		c := cfg
+		c.ISCap = isCap
+		st, err := LossWeights(got, equal, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(fmt.Sprintf("equal log-probs, cap %v", isCap), st)
+		if st.SamplerMismatch != 0 || st.ISWeight != 1 || st.ISTruncFrac != 0 {
+			t.Errorf("equal log-probs: mismatch %v, weight %v, truncated %v; want 0, 1, 0", st.SamplerMismatch, st.ISWeight, st.ISTruncFrac)
+		}
+	}
+}
+
+// TestLossWeightsImportanceSamplingContract: a SamplerLogP of another length and a
+// bad cap are errors, not panics; a NaN sampler log-probability makes its token's
+// weight and J NaN when the correction is on; nothing is allocated.
+func TestLossWeightsImportanceSamplingContract(t *testing.T) {
+	tk := randomTokens(rand.New(rand.NewPCG(11, 12)), 10)
+	n := len(tk.LogP)
+	dst := make([]float64, n)
+	cfg := DefaultLossConfig()
+	cfg.ISCap = 2
+	for _, smp := range [][]float64{make([]float64, n-1), make([]float64, n+1), {}} {
+		t2 := tk
+		t2.SamplerLogP = smp
+		if _, err := LossWeights(dst, t2, cfg); err == nil || !strings.Contains(err.Error(), "sampler log-probabilities") {
+			t.Errorf("%d sampler log-probs for %d tokens: %v, want an error", len(smp), n, err)
+		}
+	}
+	for _, isCap := range []float64{0.5, -1, math.NaN(), math.Inf(1)} {
+		c := cfg
+		c.ISCap = isCap
+		if _, err := LossWeights(dst, tk, c); err == nil {
+			t.Errorf("cap %v accepted", isCap)
+		}
+	}
+	nan := Tokens{LogP: []float64{-1, -1, -1}, OldLogP: []float64{-1, -1, -1}, RefLogP: []float64{-1, -1, -1},
+		SamplerLogP: []float64{-1, math.NaN(), -1}, Lens: []int{3}, Adv: []float64{1}}
+	w := make([]float64, 3)
+	if st, _ := LossWeights(w, nan, cfg); math.IsNaN(w[0]) || !math.IsNaN(w[1]) || math.IsNaN(w[2]) || !math.IsNaN(st.Objective) || !math.IsNaN(st.SamplerMismatch) {
+		t.Errorf("NaN sampler log-prob: weights %v, J %v, mismatch %v", w, st.Objective, st.SamplerMismatch)
+	}
+	tk.SamplerLogP = samplerTokens(rand.New(rand.NewPCG(1, 2)), tk)
+	if a := testing.AllocsPerRun(10, func() { _, _ = LossWeights(dst, tk, cfg) }); a != 0 {
+		t.Errorf("LossWeights with SamplerLogP allocates %v times", a)
 	}
 }

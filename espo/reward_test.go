@@ -112,7 +112,8 @@ func TestConfigs(t *testing.T) {
 	loss := func(f func(*LossConfig)) error { c := DefaultLossConfig(); f(&c); return c.Validate() }
 	sampler := func(f func(*SamplerConfig)) error { c := DefaultSamplerConfig(); f(&c); return c.Validate() }
 	if err := errors.Join(rewards(func(*RewardConfig) {}), advantages(func(*AdvantageConfig) {}),
-		loss(func(*LossConfig) {}), sampler(func(*SamplerConfig) {})); err != nil {
+		loss(func(*LossConfig) {}), sampler(func(*SamplerConfig) {}),
+		loss(func(c *LossConfig) { c.ISCap = 1 }), loss(func(c *LossConfig) { c.ISCap = 2 })); err != nil {
 		t.Error(err)
 	}
 	for i, err := range []error{
@@ -132,6 +133,10 @@ func TestConfigs(t *testing.T) {
 		loss(func(c *LossConfig) { c.EpsLow = 1 }),
 		loss(func(c *LossConfig) { c.EpsHigh = -1 }),
 		loss(func(c *LossConfig) { c.Beta = -1 }),
+		loss(func(c *LossConfig) { c.ISCap = 0.5 }),
+		loss(func(c *LossConfig) { c.ISCap = -2 }),
+		loss(func(c *LossConfig) { c.ISCap = math.Inf(1) }),
+		loss(func(c *LossConfig) { c.ISCap = math.NaN() }),
 		sampler(func(c *SamplerConfig) { c.Rank = 1 }),
 		sampler(func(c *SamplerConfig) { c.EpisodesPerBatch = 0 }),
 	} {

@@ -116,12 +116,40 @@ func Tokens(w, lp, old, ref []float64, est Estimator, l *Lanes) {
 			w, lp, old, ref = w[n:], lp[n:], old[n:], ref[n:]
 		}
 	}
-	tokensGo(w, lp, old, ref, est, l)
+	tokensGo(w, lp, old, ref, nil, 0, est, l)
+}
+
+// TokensIS is Tokens with truncated importance sampling: smp holds each token's
+// log-probability under the engine that sampled it (at least as long as lp), and
+// each token's weight w, clipped ratio q and KL estimate are multiplied by its
+// importance weight, a constant,
+//
+//	is = min(e^clamp(logp_old - logp_smp, -20, 20), isCap)        (ISWeight)
+//
+// so that the sums of l are those of is*q and is*KL; r and the counts are not
+// weighted. isCap must be positive. It runs the Go loop, and allocates nothing.
+func TokensIS(w, lp, old, ref, smp []float64, isCap float64, est Estimator, l *Lanes) {
+	tokensGo(w, lp, old, ref, smp[:len(lp)], isCap, est, l)
+}
+
+// ISWeight returns the importance weight of a token whose log-probability is old
+// under the trainer's policy and smp under the engine that sampled it, before its
+// truncation: e^clamp(old - smp, -20, 20), the log-ratio clamped as the ratio rho
+// is. A NaN gives a NaN.
+func ISWeight(old, smp float64) float64 {
+	d := old - smp
+	if -LogRatioClamp > d {
+		d = -LogRatioClamp
+	}
+	if LogRatioClamp < d {
+		d = LogRatioClamp
+	}
+	return exp20(d)
 }
 
 // tokensGo is Tokens in Go, token by token: the reference the vector kernel
-// agrees with.
-func tokensGo(w, lp, old, ref []float64, est Estimator, l *Lanes) {
+// agrees with. With smp not nil it is TokensIS.
+func tokensGo(w, lp, old, ref, smp []float64, isCap float64, est Estimator, l *Lanes) {
 	old, w = old[:len(lp)], w[:len(lp)]
 	if est != NoKL {
 		ref = ref[:len(lp)]
@@ -146,7 +174,6 @@ func tokensGo(w, lp, old, ref []float64, est Estimator, l *Lanes) {
 		if ub < q {
 			q = ub
 		}
-		l.Q[j] += q
 		var pg float64
 		if q == rho && rc == r {
 			pg = float64(A * rho)
@@ -168,8 +195,17 @@ func tokensGo(w, lp, old, ref []float64, est Estimator, l *Lanes) {
 		case K3:
 			k, dk = klK3(ref[i] - x)
 		}
+		wi := float64(coef*pg) - float64(kb*dk)
+		if smp != nil {
+			is := ISWeight(old[i], smp[i])
+			if is > isCap {
+				is = isCap
+			}
+			q, k, wi = float64(is*q), float64(is*k), float64(is*wi)
+		}
+		l.Q[j] += q
 		l.K[j] += k
-		w[i] = float64(coef*pg) - float64(kb*dk)
+		w[i] = wi
 	}
 }
 

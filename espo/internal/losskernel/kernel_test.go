@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -98,7 +99,7 @@ func vectorVsGo(lp, old, ref []float64, l Lanes) string {
 	n := len(lp)
 	want, got := make([]float64, n), make([]float64, n)
 	lg, la := l, l
-	tokensGo(want, lp, old, ref, K3, &lg)
+	tokensGo(want, lp, old, ref, nil, 0, K3, &lg)
 	Tokens(got, lp, old, ref, K3, &la)
 	for i := range want {
 		if !same(got[i], want[i]) {
@@ -238,4 +239,71 @@ func FuzzVectorMatchesGo(f *testing.F) {
 			t.Fatal(diff)
 		}
 	})
+}
+
+// TestTokensIS checks that TokensIS gives each token the weight of Tokens times its
+// truncated importance weight min(ISWeight(old, smp), cap), bit for bit, and the
+// lanes the sums of the weighted clipped ratios and KL estimates, on sequences that
+// reach every clamp; that a sampler equal to the policy (finite log-probabilities)
+// leaves everything as Tokens computes it; and that ISWeight is e^clamp(old - smp, -20, 20) within 3 ulp.
+func TestTokensIS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 2))
+	equalChecked := 0
+	for trial := range 500 {
+		n := 1 + rng.IntN(23)
+		lp, old, ref, l := kernelInput(rng, n)
+		smp := make([]float64, n)
+		for i := range smp {
+			smp[i] = old[i] - []float64{rng.NormFloat64() * 0.3, 1 + 2*rng.Float64(), 21, -21}[rng.IntN(4)]
+		}
+		est := Estimator(rng.IntN(4))
+		const isCap = 2.0
+		want, got := make([]float64, n), make([]float64, n)
+		lw, lg := l, l
+		Tokens(want, lp, old, ref, est, &lw)
+		TokensIS(got, lp, old, ref, smp, isCap, est, &lg)
+		for i := range want {
+			is := min(ISWeight(old[i], smp[i]), isCap)
+			if w := float64(is * want[i]); !same(got[i], w) {
+				t.Fatalf("trial %d, token %d: weight %v, want is %v times %v", trial, i, got[i], is, want[i])
+			}
+		}
+		_, rw, _, bw, aw := lw.Sums()
+		_, rg, _, bg, ag := lg.Sums()
+		if !same(rg, rw) || bg != bw || ag != aw {
+			t.Fatalf("trial %d: the log-ratio sum and the counts changed: %v %d %d, want %v %d %d", trial, rg, bg, ag, rw, bw, aw)
+		}
+		if slices.ContainsFunc(old, func(x float64) bool { return math.IsInf(x, 0) || math.IsNaN(x) }) {
+			continue // e^(old - old) is NaN at an infinite old: only finite ones are equal
+		}
+		equalChecked++
+		equal := append([]float64(nil), old...)
+		le := l
+		TokensIS(got, lp, old, ref, equal, isCap, est, &le)
+		lw2 := l
+		Tokens(want, lp, old, ref, est, &lw2)
+		for i := range want {
+			if !same(got[i], want[i]) {
+				t.Fatalf("trial %d, token %d: a sampler equal to the policy gives %v, want %v", trial, i, got[i], want[i])
+			}
+		}
+		if qe, re, ke, be, ae := le.Sums(); func() bool {
+			q, r, k, b, a := lw2.Sums()
+			return !same(qe, q) || !same(re, r) || !same(ke, k) || be != b || ae != a
+		}() {
+			t.Fatalf("trial %d: a sampler equal to the policy changes the sums", trial)
+		}
+	}
+	if equalChecked < 50 {
+		t.Errorf("%d trials with finite log-probabilities, want at least 50", equalChecked)
+	}
+	for _, d := range []float64{-25, -20, -3, -0.1, 0, 0.1, 3, 20, 25} {
+		want := math.Exp(math.Max(-20, math.Min(20, d)))
+		if got := ISWeight(d-1, -1); math.Abs(got-want) > 3*0x1p-52*want {
+			t.Errorf("ISWeight at log-ratio %v = %v, want %v", d, got, want)
+		}
+	}
+	if !math.IsNaN(ISWeight(math.NaN(), 0)) || ISWeight(-3, -3) != 1 {
+		t.Error("ISWeight at NaN or 0")
+	}
 }

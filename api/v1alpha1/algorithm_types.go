@@ -141,6 +141,13 @@ type AlgorithmSpec struct {
 	// +kubebuilder:default={}
 	KL KLSpec `json:"kl,omitempty"`
 
+	// SamplerCorrection corrects the policy gradient for answers sampled by an
+	// engine other than the policy (spec.model.rollout.engine vllm), whose
+	// log-probs differ from the trainer's: truncated importance sampling. Unset: on
+	// with a cap of "2" for the vllm engine, off for huggingface.
+	// +optional
+	SamplerCorrection *SamplerCorrectionSpec `json:"samplerCorrection,omitempty"`
+
 	// LossAggregation is how per-token losses are averaged: token-mean,
 	// seq-mean-token-mean (default, the paper's) or seq-mean-token-sum.
 	// +optional
@@ -190,6 +197,44 @@ type KLSpec struct {
 	// +optional
 	// +kubebuilder:default=k3
 	Estimator KLEstimator `json:"estimator,omitempty"`
+}
+
+// SamplerCorrectionSpec is the truncated importance sampling (TIS) between the
+// trainer's policy and the engine that sampled the answers: each token's loss
+// weight is multiplied by the constant
+//
+//	min(exp(logp_old - logp_sampler), cap)
+//
+// so that the gradient is an expectation under the trainer's policy though the
+// answers came from the engine (docs/algorithm.md, "Off-policy correction for a
+// serving engine"). It applies where the worker reports the sampler's log-probs
+// (the vllm engine); the huggingface engine's sampler is the policy itself.
+type SamplerCorrectionSpec struct {
+	// Cap is the truncation C of the importance weight: "0" turns the correction
+	// off, otherwise at least 1. Unset: "2" with spec.model.rollout.engine vllm,
+	// "0" (off) with huggingface, whose sampler is the trainer's policy
+	// (AlgorithmSpec.SamplerCorrectionCap).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || double(self) == 0.0 || double(self) >= 1.0",message="samplerCorrection.cap must be 0 (off) or at least 1, such as \"2\": a cap below 1 would shrink the weight of every token the engine and the policy agree on"
+	Cap Decimal `json:"cap,omitempty"`
+}
+
+// DefaultVLLMSamplerCorrectionCap is spec.algorithm.samplerCorrection.cap's default
+// with the vllm engine.
+const DefaultVLLMSamplerCorrectionCap Decimal = "2"
+
+// SamplerCorrectionCap is the truncation cap of the sampler correction that the
+// trainer uses for a job whose policy samples with engine: the cap set, else
+// DefaultVLLMSamplerCorrectionCap for vllm and "0" (off) for huggingface. The
+// default follows the engine, so the API server stores none.
+func (a *AlgorithmSpec) SamplerCorrectionCap(engine RolloutEngine) Decimal {
+	switch {
+	case a.SamplerCorrection != nil && a.SamplerCorrection.Cap != "":
+		return a.SamplerCorrection.Cap
+	case engine == RolloutVLLM:
+		return DefaultVLLMSamplerCorrectionCap
+	}
+	return "0"
 }
 
 // RewardsSpec holds every reward of ESPO. A candidate answer's step reward is

@@ -103,6 +103,19 @@ func TestDefaultIsIdempotentAndKeepsSetValues(t *testing.T) {
 	if none.Rewards.Intent.Embedder != nil {
 		t.Errorf("Default made an embedder: %+v", none.Rewards.Intent.Embedder)
 	}
+	if none.Model.Rollout != nil || none.Algorithm.SamplerCorrection != nil {
+		t.Errorf("Default made a rollout section %+v or a sampler correction %+v", none.Model.Rollout, none.Algorithm.SamplerCorrection)
+	}
+	vllm := ESPOJobSpec{Model: ModelSpec{Worker: WorkerCUDA, Rollout: &RolloutSpec{Engine: RolloutVLLM, MaxModelLen: 8192}}}
+	vllm.Default()
+	if r := vllm.Model.Rollout; r.Engine != RolloutVLLM || r.MaxModelLen != 8192 || r.GPUMemoryUtilization != "" || r.CPUKVCacheGiB != 0 || r.EnforceEager != nil {
+		t.Errorf("Default changed the rollout section to %+v: the engine's settings are the worker's defaults", r)
+	}
+	empty := ESPOJobSpec{Model: ModelSpec{Worker: WorkerCUDA, Rollout: &RolloutSpec{}}}
+	empty.Default()
+	if empty.Model.Rollout.Engine != RolloutHuggingFace {
+		t.Errorf("an empty rollout section defaults to engine %q, want huggingface", empty.Model.Rollout.Engine)
+	}
 }
 
 // TestCRDMatchesGo holds the generated CRD to the Go constants that repeat its rules.
@@ -171,5 +184,35 @@ func TestIntentTauFollowsTheJudge(t *testing.T) {
 		if got := tc.r.Tau(); got != tc.want {
 			t.Errorf("Tau of %+v = %s, want %s", tc.r, got, tc.want)
 		}
+	}
+}
+
+// TestSamplerCorrectionCap: the cap set wins; unset, it is "2" with the vllm engine
+// and "0" (off) with huggingface, named or left unset.
+func TestSamplerCorrectionCap(t *testing.T) {
+	vllm := ModelSpec{Worker: WorkerCUDA, Rollout: &RolloutSpec{Engine: RolloutVLLM}}
+	hf := ModelSpec{Worker: WorkerCUDA, Rollout: &RolloutSpec{Engine: RolloutHuggingFace}}
+	for _, tc := range []struct {
+		name  string
+		model ModelSpec
+		corr  *SamplerCorrectionSpec
+		want  Decimal
+	}{
+		{"vllm, unset", vllm, nil, "2"},
+		{"vllm, empty section", vllm, &SamplerCorrectionSpec{}, "2"},
+		{"vllm, off", vllm, &SamplerCorrectionSpec{Cap: "0"}, "0"},
+		{"vllm, 5", vllm, &SamplerCorrectionSpec{Cap: "5"}, "5"},
+		{"huggingface named, unset", hf, nil, "0"},
+		{"no rollout section, unset", ModelSpec{Worker: WorkerCUDA}, nil, "0"},
+		{"huggingface, set for an external worker's sampler", ModelSpec{Worker: WorkerExternal}, &SamplerCorrectionSpec{Cap: "3"}, "3"},
+	} {
+		a := AlgorithmSpec{SamplerCorrection: tc.corr}
+		if got := a.SamplerCorrectionCap(tc.model.Engine()); got != tc.want {
+			t.Errorf("%s: cap %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	var m ModelSpec
+	if m.Engine() != RolloutHuggingFace {
+		t.Errorf("an unset engine is %q, want huggingface", m.Engine())
 	}
 }

@@ -130,6 +130,9 @@ func (m *ModelSpec) Default() {
 		m.CPU = &CPUPolicySpec{}
 	}
 	setDefault(&m.Worker, WorkerCPU)
+	if m.Rollout != nil {
+		setDefault(&m.Rollout.Engine, RolloutHuggingFace)
+	}
 	if m.CPU != nil {
 		setDefault(&m.CPU.Architecture, CPUFeatures)
 		setDefault(&m.CPU.HiddenSize, 32)

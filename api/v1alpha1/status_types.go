@@ -294,6 +294,15 @@ type TrainingStatus struct {
 	// +optional
 	KL Decimal `json:"kl,omitempty"`
 
+	// SamplerMismatch is the mean over the latest training step's tokens of
+	// |logp_old - logp_sampler|, how far the log-probs of the engine that sampled the
+	// answers (spec.model.rollout.engine vllm) are from the trainer's policy's; unset
+	// when the policy samples its own answers. Small and steady is what the
+	// correction expects; growing, it says that the engine and the model drift
+	// apart (weights not reaching the engine, a dtype or kernel that differs).
+	// +optional
+	SamplerMismatch Decimal `json:"samplerMismatch,omitempty"`
+
 	// IntentMatch is how the intents of the latest evaluation were judged: "slots",
 	// "embedding" (the built-in hashed embedder), "embedding-service", or two of
 	// them joined by "+" when some episodes carried preferences and others did not.

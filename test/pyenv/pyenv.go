@@ -35,30 +35,47 @@ import (
 // (hack/test.sh sets it once for every package).
 const EnvPython = "ESPO_PYTHON"
 
+// EnvEnginePython names the variable that, when set, is the interpreter of the rollout
+// engine's environment (vLLM's CPU build, hack/setup-python.sh --engine), as the
+// worker reads it (espo_worker.rollout); hack/test.sh sets it too.
+const EnvEnginePython = "ESPO_VLLM_PYTHON"
+
 // Python returns the environment's interpreter: $ESPO_PYTHON when set, else what
 // hack/setup-python.sh of the repository prints, which builds the environment on first
 // use (a minute or two; its progress goes to stderr) and reuses it after. A test
 // binary runs the script at most once.
 func Python() (string, error) { return python() }
 
-var python = sync.OnceValues(func() (string, error) {
-	if p := os.Getenv(EnvPython); p != "" {
+var python = sync.OnceValues(func() (string, error) { return setUp(EnvPython, "the PyTorch worker's test environment") })
+
+// EnginePython returns the rollout engine environment's interpreter: $ESPO_VLLM_PYTHON
+// when set, else what hack/setup-python.sh --engine prints, building it on first use.
+func EnginePython() (string, error) { return enginePython() }
+
+var enginePython = sync.OnceValues(func() (string, error) {
+	return setUp(EnvEnginePython, "the rollout engine's environment", "--engine")
+})
+
+// setUp returns $env when set, else the last line hack/setup-python.sh with args
+// prints (the environment's python), naming what in an error.
+func setUp(env, what string, args ...string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
 	root, err := repo.Root()
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command(filepath.Join(root, "hack", "setup-python.sh"))
+	cmd := exec.Command(filepath.Join(root, "hack", "setup-python.sh"), args...)
 	cmd.Dir = root
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("hack/setup-python.sh (the PyTorch worker's test environment): %w", err)
+		return "", fmt.Errorf("hack/setup-python.sh %s(%s): %w", strings.Join(append(args, ""), " "), what, err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1], nil
-})
+}
 
 // Require returns the environment's interpreter, or fails the test saying why there is
 // none: the tests of the worker are part of the suite, not skipped.

@@ -57,6 +57,9 @@ func TestMain(m *testing.M) {
 	p, err := pyenv.Python()
 	if err == nil {
 		python = p
+		err = useEngine()
+	}
+	if err == nil {
 		modelsDir, err = os.MkdirTemp("", "espo-torch-models-")
 	}
 	if err != nil {
@@ -66,6 +69,16 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = os.RemoveAll(modelsDir)
 	os.Exit(code)
+}
+
+// useEngine sets $ESPO_VLLM_PYTHON, which the worker's vLLM engine and its tests
+// (tests/test_rollout.py) read, to the engine environment's python.
+func useEngine() error {
+	p, err := pyenv.EnginePython()
+	if err == nil {
+		err = os.Setenv(pyenv.EnvEnginePython, p)
+	}
+	return err
 }
 
 // pyEnv is the environment of the Python processes: one CPU thread for torch (the

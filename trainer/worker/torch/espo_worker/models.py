@@ -37,6 +37,8 @@ class Backend:
     max_prompt_tokens = 0
     # SHA-256 (hex) of the model folder's config.json; "" for a model without one.
     config_sha256 = ""
+    # Whether only LoRA adapters train (the engine is then sent the adapter).
+    lora = False
 
     def autocast(self):
         if self.device.startswith("cuda") and self.compute_dtype != torch.float32:
@@ -196,6 +198,7 @@ class HFBackend(Backend):
         self.banned_ids = vision_token_ids(cfg)
         self.keeps_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
         self.pad_id = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.eos_ids[0]
+        self.lora = lora_r > 0
         self.name = "%s%s" % (os.path.basename(os.path.normpath(path)), " lora r=%d" % lora_r if lora_r else "")
 
     def _messages(self, prompt, image):
@@ -222,7 +225,23 @@ class HFBackend(Backend):
         if image is None:
             ids = self._truncate(ids)
         extra = {k: v.to(self.device) for k, v in enc.items() if k not in ("input_ids", "attention_mask")}
-        return {"ids": ids, "extra": extra}
+        out = {"ids": ids, "extra": extra}
+        if image is not None:  # what a serving engine takes: the text's ids, one placeholder per image, and the image
+            out["engine"] = {"ids": self.tok(text, add_special_tokens=False)["input_ids"],
+                             "image": _file_bytes(prompt.screenshot_path)}
+        return out
+
+    def engine_prompt(self, prompt, inputs):
+        """The prompt of inputs as the vLLM engine takes it: {"ids", "image"}: the
+        token ids the model reads, or for a prompt with a screenshot, the ids of its
+        text with one image placeholder (vLLM's processor expands it) and the image
+        file's bytes."""
+        return dict(inputs.get("engine") or {"ids": inputs["ids"], "image": None})
+
+    def engine_tensors(self):
+        """Every trainable tensor, by its Hugging Face name (a tied output head once,
+        as its input embedding), for a full push to the engine."""
+        return dict(self.model.named_parameters())
 
     def answer_ids(self, text):
         return self.tok(text, add_special_tokens=False)["input_ids"] + [self.eos_ids[0]]
@@ -320,6 +339,11 @@ class HFBackend(Backend):
         if rows > 1:
             cache.batch_repeat_interleave(rows)
         return cache
+
+
+def _file_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
 
 
 SUPPORTED = ("a causal language model (what AutoModelForCausalLM loads: Qwen2, Qwen3, Llama, Mistral, ...) or a "

@@ -29,6 +29,7 @@ from . import dist as distlib
 from . import encoder as encoderlib
 from . import models
 from . import protocol as pb
+from . import rollout as rolloutlib
 
 # A state file holds tensors, and dicts, lists, strings and ints of them, only: what
 # torch.load(weights_only=True) reads on every supported torch (1.13 reads no Python
@@ -72,7 +73,18 @@ OPTIONS = {
     "lora_targets": str, "max_new_tokens": _int, "max_prompt_tokens": _int, "tiny_embed": _int,
     "tiny_hidden": _int, "gradient_checkpointing": lambda n, v: v.lower() in ("1", "true", "yes"),
     "attn_implementation": str, "embedder_model": str,
+    "rollout_engine": str, "vllm_gpu_memory_utilization": _float, "vllm_max_model_len": _int,
+    "vllm_enforce_eager": lambda n, v: v.lower() in ("1", "true", "yes"), "vllm_cpu_kv_cache_gib": _int,
 }
+
+# The rollout engines (option rollout_engine): the training model's own generate, or
+# vLLM in a process beside the worker (espo_worker.rollout).
+ENGINES = ("huggingface", "vllm")
+
+def is_rollout_option(name):
+    """Whether an option sets the rollout engine rather than the model."""
+    return name == "rollout_engine" or name.startswith("vllm_")
+
 
 # MAX_EMBED_TEXTS bounds the texts of one Embed call (EmbedRequest.texts).
 MAX_EMBED_TEXTS = 2048
@@ -100,6 +112,12 @@ class Policy:
         self.optimizer = None
         self.steps = 0
         self.encoder = None
+        # The vLLM engine (rollout_engine=vllm), and the version of the weights it
+        # serves: weights_version counts every change of the trainable weights (build,
+        # step, load), and Generate pushes them first when the two differ.
+        self.rollout = None
+        self.weights_version = 0
+        self.rollout_version = 0
 
     # -- configuration ---------------------------------------------------------
 
@@ -111,6 +129,9 @@ class Policy:
             o[k] = OPTIONS[k](k, v) if OPTIONS[k] is not str else v
         if not o.get("pretrained"):
             raise InvalidError("no model: set spec.model.pretrained (Configure option pretrained) or --model")
+        if (o.get("rollout_engine") or "huggingface") not in ENGINES:
+            raise InvalidError("option rollout_engine=%r: want one of %s (spec.model.rollout.engine)" %
+                               (o["rollout_engine"], ", ".join(ENGINES)))
         return o
 
     def build(self, o, seed):
@@ -134,6 +155,53 @@ class Policy:
         self.reference = [p.detach().clone() for p in self.params]
         self.optimizer = torch.optim.AdamW(self.params, lr=0.0, weight_decay=0.0)
         self.steps = 0
+        self.start_rollout(o, seed)
+
+    def start_rollout(self, o, seed):
+        """Starts the vLLM engine on the model folder when o asks for it (closing the
+        one of an earlier Configure either way). Every rank has an engine of its own."""
+        self.close_rollout()
+        self.weights_version += 1
+        if o.get("rollout_engine") != "vllm":
+            return
+        if o["pretrained"] == "tiny":
+            raise InvalidError("option rollout_engine=vllm: the test model tiny is no Hugging Face model vLLM can "
+                               "serve; use the huggingface engine or a model folder")
+        try:
+            self.rollout = rolloutlib.VLLMEngine(
+                o["pretrained"], dtype=o.get("dtype") or "bfloat16", seed=seed, device=self.device,
+                gpu_memory_utilization=o.get("vllm_gpu_memory_utilization") or 0.0,
+                max_model_len=o.get("vllm_max_model_len") or 0, enforce_eager=bool(o.get("vllm_enforce_eager")),
+                cpu_kv_cache_gib=o.get("vllm_cpu_kv_cache_gib") or 0, lora_rank=o.get("lora_r") or 0)
+        except rolloutlib.EngineUnavailableError as e:
+            raise InvalidError(str(e)) from None
+
+    def with_rollout(self, options):
+        """options (a state's) with the rollout settings of the worker's configuration
+        in place of the state's: the engine is how answers are sampled, not part of the
+        model a state holds, so a state written with another engine (an initial
+        checkpoint of a huggingface run) keeps this worker's."""
+        if self.options is None:
+            return options
+        o = {k: v for k, v in options.items() if not is_rollout_option(k)}
+        o.update({k: v for k, v in self.options.items() if is_rollout_option(k)})
+        return o
+
+    def close_rollout(self):
+        if self.rollout is not None:
+            self.rollout.close()
+            self.rollout = None
+
+    def sync_rollout(self):
+        """Pushes the trainable weights to the engine when they changed since the last
+        push: the LoRA adapter under a new id, or every trainable tensor whole."""
+        if self.rollout is None or self.rollout_version == self.weights_version:
+            return
+        if self.backend.lora:
+            self.rollout.push_lora(self.backend.model)
+        else:
+            self.rollout.push_full(self.backend.engine_tensors())
+        self.rollout_version = self.weights_version
 
     def configure(self, seed, options):
         with self.lock:
@@ -251,6 +319,8 @@ class Policy:
                 raise InvalidError("generate: negative samples, temperature or max_tokens")
             resp = pb.GenerateResponse()
             self.backend.model.eval()
+            if self.rollout is not None:
+                return self.generate_with_engine(req, n, temperature, resp)
             for prompt in req.prompts:
                 inputs = self.backend.prompt_inputs(prompt)
                 g = torch.Generator().manual_seed(prompt_seed(req.seed, prompt))
@@ -262,6 +332,32 @@ class Policy:
                     s.answer.token_ids.extend(ids)
                     s.logprobs.extend(lp)
             return resp
+
+    def generate_with_engine(self, req, n, temperature, resp):
+        """generate, sampled by the vLLM engine in one batch of every prompt: each
+        sample carries the engine's per-token log-probs (sampler_logprobs) beside the
+        training model's (logprobs), which score the answers as LogProbs does."""
+        self.sync_rollout()
+        b = self.backend
+        inputs = [b.prompt_inputs(p) for p in req.prompts]
+        cap = req.max_tokens or b.max_new_tokens
+        sampled = self.rollout.generate(
+            [dict(b.engine_prompt(p, x), seed=prompt_seed(req.seed, p)) for p, x in zip(req.prompts, inputs)],
+            n, temperature, req.greedy, cap, b.eos_ids, b.banned_ids)
+        for x, answers in zip(inputs, sampled):
+            kept = []
+            for ids, lps in answers:
+                ids = b.strip_answer(ids, cap)
+                kept.append((ids, lps[:len(ids)]))
+            cands = resp.candidates.add()
+            scores = self._scores([(x, list(enumerate(ids for ids, _ in kept)))], len(kept))
+            for (ids, lps), lp in zip(kept, scores):
+                s = cands.samples.add()
+                s.answer.text = b.decode_answer(ids)
+                s.answer.token_ids.extend(ids)
+                s.logprobs.extend(lp)
+                s.sampler_logprobs.extend(lps)
+        return resp
 
     def logprobs(self, req):
         """Token ids of each answer with their log-probs under the current policy (left
@@ -369,6 +465,7 @@ class Policy:
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
             self.steps += 1
+            self.weights_version += 1
             return norm, self.steps
 
     def snapshot_reference(self):
@@ -414,7 +511,7 @@ class Policy:
                     raise
                 except Exception as e:  # noqa: BLE001 - any unreadable file is data loss
                     raise OSError("load %s: %s" % (path, e)) from e
-            options = self.dist.broadcast_object(st.options if st else None)
+            options = self.with_rollout(self.dist.broadcast_object(st.options if st else None))
             if self.backend is None or options != self.options:
                 self.build(options, seed)
             if st is not None:
@@ -433,6 +530,7 @@ class Policy:
             self.dist.broadcast_optimizer(self.optimizer, self.params)
             for p in self.params:
                 p.grad = None
+            self.weights_version += 1
             return self.steps
 
 

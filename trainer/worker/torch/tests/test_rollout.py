@@ -1,0 +1,170 @@
+# Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
+"""The vLLM rollout engine (option rollout_engine=vllm) beside the policy, on CPU: the
+engine's environment is the one hack/setup-python.sh --engine builds ($ESPO_VLLM_PYTHON),
+the models tiny random Qwen2 (tied embeddings) and Qwen2.5-VL (tests.random_models).
+
+Every Generate returns both the training model's log-probs of the sampled answers
+(logprobs) and the engine's (sampler_logprobs); after training steps they agree only
+if the trained weights reached the engine, which each test also shows by leaving the
+push out once (the control), where they must disagree."""
+
+import os
+
+import pytest
+
+from espo_worker import policy as policylib
+from espo_worker import protocol as pb
+from espo_worker import rollout as rolloutlib
+from tests import random_models
+from tests.test_hf import ANSWER, make_prompt
+
+# The largest |trainer - engine| per-token log-prob difference each model must meet:
+# float32 on both sides, vLLM's kernels against transformers' (a LoRA adapter is
+# applied unmerged by each); the VLM's vision tower runs other kernels still.
+TOLERANCE = {"qwen2": 1e-4, "qwen2_5_vl": 1e-2}
+# What a stale engine must differ by at least, for the comparison to tell the two apart.
+STALE = 0.05
+
+pytestmark = pytest.mark.skipif(not os.environ.get(rolloutlib.ENV_PYTHON),
+                                reason="no engine environment ($ESPO_VLLM_PYTHON): hack/setup-python.sh --engine")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    out = {}
+    for arch in TOLERANCE:
+        random_models.build(str(root / arch), arch)
+        out[arch] = str(root / arch)
+    return out
+
+
+@pytest.fixture(scope="module")
+def screenshot(tmp_path_factory):
+    from PIL import Image
+    path = str(tmp_path_factory.mktemp("screens") / "screen.png")
+    img = Image.new("RGB", (112, 168), (230, 230, 230))
+    img.paste((50, 40, 40), (10, 20, 60, 60))
+    img.save(path)
+    return path
+
+
+def engine_policy(path, seed=1, **opts):
+    p = policylib.Policy({"pretrained": path, "dtype": "float32", "max_new_tokens": 12})
+    p.configure(seed, dict({"rollout_engine": "vllm", "vllm_cpu_kv_cache_gib": "1", "vllm_max_model_len": "1024"},
+                           **{k: str(v) for k, v in opts.items()}))
+    return p
+
+
+def prompts(screenshot=None):
+    ps = [make_prompt(1), make_prompt(2, stage=pb.STAGE_POOL), make_prompt(3, episode="ep-2")]
+    for p in ps:
+        if screenshot:
+            p.screenshot_path = screenshot
+    return ps
+
+
+def train(p, ps, steps, lr=0.05):
+    for _ in range(steps):
+        p.backward(pb.BackwardRequest(items=[pb.Weighted(prompt=q, answer=pb.Answer(text=ANSWER), sequence_weight=0.5)
+                                             for q in ps]))
+        p.step(pb.StepRequest(learning_rate=lr))
+
+
+def mismatch(resp):
+    """The largest |logprobs - sampler_logprobs| of a GenerateResponse's samples."""
+    worst = 0.0
+    for c in resp.candidates:
+        for s in c.samples:
+            assert len(s.sampler_logprobs) == len(s.logprobs) == len(s.answer.token_ids) > 0
+            worst = max(worst, max(abs(a - b) for a, b in zip(s.logprobs, s.sampler_logprobs)))
+    return worst
+
+
+def generate(p, ps, seed=7):
+    return p.generate(pb.GenerateRequest(prompts=ps, samples=4, seed=seed, temperature=1.0))
+
+
+def stale_then_synced(p, ps):
+    """Generate's mismatch with the push left out (the engine serves the weights of
+    before), then with it."""
+    push = p.sync_rollout
+    p.sync_rollout = lambda: None
+    try:
+        stale = mismatch(generate(p, ps))
+    finally:
+        p.sync_rollout = push
+    return stale, mismatch(generate(p, ps))
+
+
+@pytest.mark.parametrize("arch,lora", [("qwen2", 0), ("qwen2", 4), ("qwen2_5_vl", 0)])
+def test_the_engine_serves_the_trained_weights(models, screenshot, arch, lora):
+    """Full fine-tuning (every tensor pushed whole; Qwen2's output head is tied to its
+    embedding), LoRA (the adapter under a new id) and a VLM with a screenshot."""
+    p = engine_policy(models[arch], lora_r=lora) if lora else engine_policy(models[arch])
+    try:
+        ps = prompts(screenshot if arch.endswith("_vl") else None)
+        assert mismatch(generate(p, ps)) < TOLERANCE[arch], "the engine starts from the model folder"
+        train(p, ps, 3)
+        stale, synced = stale_then_synced(p, ps)
+        assert stale > STALE, "the control: without the push the engine samples from the untrained model"
+        assert synced < TOLERANCE[arch], "after the push the engine's log-probs are the trained model's"
+        assert p.rollout.pushes >= 1
+    finally:
+        p.close_rollout()
+
+
+def test_a_resumed_worker_gives_its_engine_the_checkpoint(models, tmp_path):
+    ps = prompts()
+    a = policylib.Policy({"pretrained": models["qwen2"], "dtype": "float32", "max_new_tokens": 12})
+    a.configure(3, {})
+    train(a, ps, 3)
+    state = str(tmp_path / "state.pt")
+    with open(state, "wb") as f:
+        a.save(f)
+    b = engine_policy(models["qwen2"], seed=3)
+    try:
+        assert b.load(state) == 3
+        resp = generate(b, ps)
+        assert mismatch(resp) < TOLERANCE["qwen2"]
+        again = a.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=ps[0], answer=s.answer)
+                                                      for s in resp.candidates[0].samples]))
+        assert [list(it.current) for it in again.items] == [list(s.logprobs) for s in resp.candidates[0].samples]
+    finally:
+        b.close_rollout()
+
+
+def test_sampling_is_seeded_by_prompt(models):
+    """The same seed gives the same answers (a resumed run samples what the
+    uninterrupted one did), whatever else is in the batch; another seed others."""
+    p = engine_policy(models["qwen2"])
+    try:
+        ps = prompts()
+        a, b = generate(p, ps, seed=11), generate(p, ps[:1], seed=11)
+        answers = [[list(s.answer.token_ids) for s in c.samples] for c in a.candidates]
+        assert answers[0] == [list(s.answer.token_ids) for s in b.candidates[0].samples]
+        c = generate(p, ps, seed=12)
+        assert answers != [[list(s.answer.token_ids) for s in c.samples] for c in c.candidates]
+        greedy = p.generate(pb.GenerateRequest(prompts=ps[:1], samples=3, greedy=True))
+        assert len({tuple(s.answer.token_ids) for s in greedy.candidates[0].samples}) == 1
+        # An engine that dies mid-run fails the call, naming it and what it said.
+        p.rollout.proc.kill()
+        with pytest.raises(rolloutlib.EngineDiedError, match=r"vLLM engine \(pid \d+\) exited with code -9"):
+            generate(p, ps)
+    finally:
+        p.close_rollout()
+
+
+def test_an_engine_that_cannot_start_is_a_permanent_error(models, tmp_path, monkeypatch):
+    with pytest.raises(policylib.InvalidError, match="rollout_engine=vllm: the test model tiny"):
+        policylib.Policy({"pretrained": "tiny"}).configure(1, {"rollout_engine": "vllm"})
+    with pytest.raises(policylib.InvalidError, match="rollout_engine='sglang'"):
+        policylib.Policy({"pretrained": "tiny"}).configure(1, {"rollout_engine": "sglang"})
+    not_a_model = tmp_path / "not-a-model"
+    not_a_model.mkdir()
+    (not_a_model / "config.json").write_text('{"model_type": "no-such-architecture"}')
+    with pytest.raises(rolloutlib.EngineUnavailableError, match="could not start on %s" % not_a_model):
+        rolloutlib.VLLMEngine(str(not_a_model), dtype="float32", seed=1, cpu_kv_cache_gib=1)
+    monkeypatch.setenv(rolloutlib.ENV_PYTHON, str(tmp_path / "no-python"))
+    with pytest.raises(policylib.InvalidError, match="ESPO_VLLM_PYTHON=.*no-python is not an executable python"):
+        engine_policy(models["qwen2"])

@@ -17,12 +17,14 @@ limitations under the License.
 package trainer
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"time"
 
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/worker"
@@ -36,12 +38,25 @@ type batchStats struct {
 	cout         float64
 	kl           float64
 	clipFraction float64
+	// sampler holds, for a reinforcement step whose answers carried the log-probs of
+	// the engine that sampled them (worker.Sample.SamplerLogProbs), the mismatch
+	// statistics of espo.LossStats; nil otherwise.
+	sampler *samplerStats
 	// objective is the worker-reported sum_t w_t * logp_t of the step.
 	objective float64
 	gradNorm  float64
 	// coreTime is the time spent in the espo package: scoring, advantages and loss
 	// weights.
 	coreTime time.Duration
+}
+
+// samplerStats are the statistics of the difference between the trainer's policy
+// and the engine that sampled a step's answers, over the step's tokens.
+type samplerStats struct {
+	// mismatch is the mean |logp_old - logp_sampler|, weight the mean importance
+	// weight before truncation, truncated the fraction of tokens whose weight was
+	// truncated at the cap.
+	mismatch, weight, truncated float64
 }
 
 func (s batchStats) meanReward() float64 {
@@ -267,6 +282,16 @@ func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchSta
 			tok.Adv = append(tok.Adv, g.adv[i])
 		}
 	}
+	smp, err := samplerLogProbs(gs)
+	if err != nil {
+		return err
+	}
+	if smp == nil && len(tok.LogP) > 0 && t.cfg.Spec.Model.Engine() == trainingv1alpha1.RolloutVLLM {
+		return fmt.Errorf("spec.model.rollout.engine is vllm, but no answer of the batch carries the engine's log-probs "+
+			"(sampler_logprobs): the workers sampled with their own policy, or do not report them; the sampler correction "+
+			"(cap %g) cannot apply", t.res.Loss.ISCap)
+	}
+	tok.SamplerLogP = smp
 	weights := make([]float64, len(tok.LogP))
 	start := t.opts.Clock.Now()
 	ls, err := espo.LossWeights(weights, tok, t.res.Loss)
@@ -275,6 +300,9 @@ func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchSta
 		return err
 	}
 	stats.kl, stats.clipFraction = ls.KL, ls.ClipFrac
+	if smp != nil {
+		stats.sampler = &samplerStats{mismatch: ls.SamplerMismatch, weight: ls.ISWeight, truncated: ls.ISTruncFrac}
+	}
 	reqs := make([][]worker.Weighted, len(gs))
 	off := 0
 	for k, g := range gs {
@@ -287,6 +315,56 @@ func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchSta
 		}
 	}
 	return t.backward(ctx, reqs, stats)
+}
+
+// samplerLogProbs returns the log-probs of the batch's answers under the engine that
+// sampled them, token by token in the order of the groups and their samples (as
+// lossBackward lays out the tokens), or nil when no answer carries any (the policy
+// sampled them). An answer with tokens either carries one per token or none, and
+// every answer of the batch does the same; otherwise it returns an error naming the
+// answer.
+func samplerLogProbs(gs []*group) ([]float64, error) {
+	var with, without string // an answer with sampler log-probs, one without
+	n := 0
+	for _, g := range gs {
+		for i, s := range g.samples {
+			switch {
+			case len(s.LogProbs) == 0 && len(s.SamplerLogProbs) == 0: // no tokens: either way
+			case len(s.SamplerLogProbs) == 0:
+				without = cmp.Or(without, g.answer(i))
+			case len(s.SamplerLogProbs) != len(s.LogProbs):
+				return nil, fmt.Errorf("generate: %s has %d sampler log-probs for its %d tokens: a worker that samples with an engine must report one per token",
+					g.answer(i), len(s.SamplerLogProbs), len(s.LogProbs))
+			default:
+				with = cmp.Or(with, g.answer(i))
+				n += len(s.LogProbs)
+			}
+		}
+	}
+	switch {
+	case with == "":
+		return nil, nil
+	case without != "":
+		return nil, fmt.Errorf("generate: %s carries the sampling engine's log-probs and %s does not: every answer of a batch must, or none "+
+			"(are the workers configured alike?)", with, without)
+	}
+	out := make([]float64, 0, n)
+	for _, g := range gs {
+		for _, s := range g.samples {
+			out = append(out, s.SamplerLogProbs...)
+		}
+	}
+	return out, nil
+}
+
+// answer names candidate i of the group: its episode, step and candidate index.
+func (g *group) answer(i int) string {
+	G := len(g.samples) / len(g.prompts)
+	step := i / G
+	if g.steps != nil {
+		step = g.steps[step]
+	}
+	return fmt.Sprintf("the answer of episode %s, step %d, candidate %d", g.ep.ID, step, i%G)
 }
 
 // backward accumulates the gradient of each group's weighted answers (request i is

@@ -96,6 +96,7 @@ func Resolve(c *Config) (*Resolved, error) {
 			Beta:     p.parse("spec.algorithm.kl.coefficient", s.Algorithm.KL.Coefficient),
 			KL:       espo.KLEstimator(s.Algorithm.KL.Estimator),
 			Agg:      espo.Aggregation(s.Algorithm.LossAggregation),
+			ISCap:    p.parse("spec.algorithm.samplerCorrection.cap", s.Algorithm.SamplerCorrectionCap(s.Model.Engine())),
 		},
 		LearningRate: p.parse("spec.algorithm.learningRate", s.Algorithm.LearningRate),
 		MaxGradNorm:  p.parse("spec.algorithm.maxGradNorm", s.Algorithm.MaxGradNorm),
@@ -211,9 +212,13 @@ func fieldErr(path string, err error) error {
 // options the workers read: pretrained; the CPU policy's hidden, hash_bits,
 // max_intent_words and arch; and the PyTorch worker's dtype, lora_r, lora_alpha,
 // lora_dropout, lora_targets (comma-separated), gradient_checkpointing ("true" or
-// "false"), attn_implementation, max_new_tokens and max_prompt_tokens. A field left
-// unset sends no option, so the worker keeps its own default (for the PyTorch worker
-// its flag, from $ESPO_WORKER_<OPTION>); an option sent wins over that default.
+// "false"), attn_implementation, max_new_tokens and max_prompt_tokens; and with the
+// vllm rollout engine rollout_engine ("vllm"), vllm_gpu_memory_utilization (the
+// Decimal as written), vllm_max_model_len, vllm_enforce_eager ("true" or "false")
+// and vllm_cpu_kv_cache_gib. A field left unset sends no option, so the worker keeps
+// its own default (for the PyTorch worker its flag, from $ESPO_WORKER_<OPTION>); an
+// option sent wins over that default. The huggingface engine, the default, sends no
+// rollout option, so that a worker that knows none sees nothing new.
 func workerOptions(m *trainingv1alpha1.ModelSpec) map[string]string {
 	o := map[string]string{}
 	if m.Pretrained != "" {
@@ -243,7 +248,66 @@ func workerOptions(m *trainingv1alpha1.ModelSpec) map[string]string {
 	setOption(o, "attn_implementation", string(m.AttnImplementation))
 	setCount(o, "max_new_tokens", m.MaxNewTokens)
 	setCount(o, "max_prompt_tokens", m.MaxPromptTokens)
+	if r := m.Rollout; r != nil && m.Engine() == trainingv1alpha1.RolloutVLLM {
+		o["rollout_engine"] = string(trainingv1alpha1.RolloutVLLM)
+		setOption(o, "vllm_gpu_memory_utilization", string(r.GPUMemoryUtilization))
+		setCount(o, "vllm_max_model_len", r.MaxModelLen)
+		if e := r.EnforceEager; e != nil {
+			o["vllm_enforce_eager"] = strconv.FormatBool(*e)
+		}
+		setCount(o, "vllm_cpu_kv_cache_gib", r.CPUKVCacheGiB)
+	}
 	return o
+}
+
+// defaultMaxNewTokens is the PyTorch worker's max_new_tokens when spec.model sets
+// none, which the rule on spec.model.rollout.maxModelLen counts with, as the API
+// server's does.
+const defaultMaxNewTokens = 256
+
+// checkRollout applies to spec.model.rollout the rules the API server applies, for a
+// run config that did not pass through it: the vllm engine only with worker cuda (it
+// runs beside the PyTorch worker), the vllm settings only with the vllm engine,
+// gpuMemoryUtilization in (0, 1], and maxModelLen at least maxPromptTokens +
+// maxNewTokens (256 when unset) when maxPromptTokens is set.
+func checkRollout(m *trainingv1alpha1.ModelSpec) error {
+	r := m.Rollout
+	if r == nil {
+		return nil
+	}
+	const field = "spec.model.rollout"
+	var errs []error
+	if m.Engine() == trainingv1alpha1.RolloutVLLM {
+		if m.Worker != trainingv1alpha1.WorkerCUDA {
+			errs = append(errs, fmt.Errorf("%s.engine: vllm runs only beside the PyTorch worker, not with spec.model.worker %s: set worker: cuda, or remove rollout", field, m.Worker))
+		}
+	} else if r.GPUMemoryUtilization != "" || r.MaxModelLen != 0 || r.EnforceEager != nil || r.CPUKVCacheGiB != 0 {
+		errs = append(errs, fmt.Errorf("%s: gpuMemoryUtilization, maxModelLen, enforceEager and cpuKVCacheGiB are settings of the vllm engine, which the %s engine would ignore: set engine: vllm or remove them", field, m.Engine()))
+	}
+	if d := r.GPUMemoryUtilization; d != "" {
+		if v, err := d.Float64(); err != nil {
+			errs = append(errs, fmt.Errorf("%s.gpuMemoryUtilization: %w", field, err))
+		} else if !(v > 0 && v <= 1) {
+			errs = append(errs, fmt.Errorf("%s.gpuMemoryUtilization: %g must be greater than 0 and at most 1", field, v))
+		}
+	}
+	if r.MaxModelLen < 0 {
+		errs = append(errs, fmt.Errorf("%s.maxModelLen: %d must be at least 1", field, r.MaxModelLen))
+	}
+	if r.CPUKVCacheGiB < 0 || r.CPUKVCacheGiB > 1024 {
+		errs = append(errs, fmt.Errorf("%s.cpuKVCacheGiB: %d not in [1, 1024]", field, r.CPUKVCacheGiB))
+	}
+	if r.MaxModelLen != 0 && m.MaxPromptTokens != 0 {
+		answer := m.MaxNewTokens
+		if answer == 0 {
+			answer = defaultMaxNewTokens
+		}
+		if need := int64(m.MaxPromptTokens) + int64(answer); int64(r.MaxModelLen) < need {
+			errs = append(errs, fmt.Errorf("%s.maxModelLen: %d is below maxPromptTokens + maxNewTokens = %d (an unset maxNewTokens counts as the worker's default, %d): raise it or leave it unset",
+				field, r.MaxModelLen, need, defaultMaxNewTokens))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // setOption sets the option name to v unless v is empty (the field is unset).

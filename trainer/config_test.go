@@ -17,10 +17,13 @@ limitations under the License.
 package trainer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/go-logr/logr"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
@@ -116,6 +119,85 @@ func TestLoadConfigNamesTheBadField(t *testing.T) {
 				t.Fatalf("LoadConfig error = %v, want one naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestSamplerCorrectionCapResolves: spec.algorithm.samplerCorrection.cap reaches the
+// loss as ISCap: 2 by default with the vllm engine, 0 with huggingface, the value set
+// otherwise; a cap below 1 is refused, naming the field.
+func TestSamplerCorrectionCapResolves(t *testing.T) {
+	const cuda = "  model: {worker: cuda, pretrained: m, rollout: {engine: %s}}\n"
+	for _, tc := range []struct {
+		yaml string
+		want float64
+	}{
+		{minimalConfig, 0},
+		{minimalConfig + fmt.Sprintf(cuda, "vllm"), 2},
+		{minimalConfig + fmt.Sprintf(cuda, "huggingface"), 0},
+		{minimalConfig + fmt.Sprintf(cuda, "vllm") + "  algorithm: {samplerCorrection: {cap: '0'}}\n", 0},
+		{minimalConfig + fmt.Sprintf(cuda, "vllm") + "  algorithm: {samplerCorrection: {cap: '5'}}\n", 5},
+		{minimalConfig + "  algorithm: {samplerCorrection: {cap: '1.5'}}\n", 1.5},
+	} {
+		c, err := LoadConfig(writeConfig(t, tc.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Resolve(c)
+		if err != nil || r.Loss.ISCap != tc.want {
+			t.Errorf("%s: ISCap %v, %v; want %v", tc.yaml, r.Loss.ISCap, err, tc.want)
+		}
+	}
+	for cap, want := range map[string]string{"0.5": "importance-sampling cap 0.5 must be 0 (off) or at least 1", "two": "spec.algorithm.samplerCorrection.cap"} {
+		_, err := LoadConfig(writeConfig(t, minimalConfig+"  algorithm: {samplerCorrection: {cap: '"+cap+"'}}\n"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("cap %s: %v, want an error naming %q", cap, err, want)
+		}
+	}
+}
+
+// TestRolloutRulesWithoutTheAPIServer: a run config that breaks a rule of
+// spec.model.rollout the API server applies (one that never passed through it) fails
+// New with the ConfigInvalid outcome, naming the field: a restart would meet it
+// again.
+func TestRolloutRulesWithoutTheAPIServer(t *testing.T) {
+	yes := true
+	for name, tc := range map[string]struct {
+		model trainingv1alpha1.ModelSpec
+		want  string
+	}{
+		"vllm with the cpu policy": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCPU,
+			Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM}},
+			"spec.model.rollout.engine: vllm runs only beside the PyTorch worker, not with spec.model.worker cpu"},
+		"vllm with an external worker": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerExternal, Endpoint: "w:1",
+			Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM}},
+			"not with spec.model.worker external: set worker: cuda, or remove rollout"},
+		"a vllm setting with huggingface": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m",
+			Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutHuggingFace, EnforceEager: &yes}},
+			"settings of the vllm engine, which the huggingface engine would ignore"},
+		"all of the GPU and more": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m",
+			Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM, GPUMemoryUtilization: "1.5"}},
+			"spec.model.rollout.gpuMemoryUtilization: 1.5 must be greater than 0 and at most 1"},
+		"a context shorter than a prompt with the default answer": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m",
+			MaxPromptTokens: 1000, Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM, MaxModelLen: 1255}},
+			"spec.model.rollout.maxModelLen: 1255 is below maxPromptTokens + maxNewTokens = 1256"},
+		"a CPU KV cache beyond 1024 GiB": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m",
+			Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM, CPUKVCacheGiB: 2048}},
+			"spec.model.rollout.cpuKVCacheGiB: 2048 not in [1, 1024]"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
+			c.Spec.Model = tc.model
+			c.Spec.Default()
+			_, err := New(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
+				t.Errorf("New: %v (outcome %q); want ConfigInvalid naming %q", err, PermanentOutcome(err), tc.want)
+			}
+		})
+	}
+	ok := trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m", MaxPromptTokens: 1000, MaxNewTokens: 100,
+		Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM, GPUMemoryUtilization: "1", MaxModelLen: 1100}}
+	if err := checkRollout(&ok); err != nil {
+		t.Errorf("a vllm engine at every bound refused: %v", err)
 	}
 }
 

@@ -32,8 +32,12 @@ type Metrics struct {
 	kl           prometheus.Gauge
 	clipFraction prometheus.Gauge
 	gradNorm     prometheus.Gauge
-	stepSeconds  *prometheus.HistogramVec
-	accuracy     *prometheus.GaugeVec
+	// samplerMismatch and samplerTruncated are the sampler statistics of the latest
+	// step whose answers an engine other than the policy sampled.
+	samplerMismatch  prometheus.Gauge
+	samplerTruncated prometheus.Gauge
+	stepSeconds      *prometheus.HistogramVec
+	accuracy         *prometheus.GaugeVec
 }
 
 // NewMetrics creates the trainer's metrics and registers them with reg.
@@ -47,12 +51,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		kl:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_kl", Help: "KL to the reference policy at the latest step."}),
 		clipFraction: prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_clip_fraction", Help: "Fraction of clipped tokens at the latest step."}),
 		gradNorm:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_grad_norm", Help: "Gradient norm before clipping at the latest step."}),
+		samplerMismatch: prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_sampler_logprob_mismatch",
+			Help: "Mean over the tokens of the latest step of |logp_policy - logp_sampler|, between the trainer's policy and the engine that sampled the answers (spec.model.rollout.engine vllm)."}),
+		samplerTruncated: prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_sampler_truncated_fraction",
+			Help: "Fraction of the tokens of the latest step whose importance weight between the policy and the sampling engine was truncated at spec.algorithm.samplerCorrection.cap."}),
 		stepSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "espo_trainer_step_seconds",
 			Help: "Wall time of one optimizer step.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, []string{"stage"}),
 		accuracy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "espo_trainer_accuracy",
 			Help: "Metrics of the latest evaluation, by split and metric."}, []string{"split", "metric"}),
 	}
-	reg.MustRegister(m.step, m.totalSteps, m.reward, m.cout, m.kl, m.clipFraction, m.gradNorm, m.stepSeconds, m.accuracy)
+	reg.MustRegister(m.step, m.totalSteps, m.reward, m.cout, m.kl, m.clipFraction, m.gradNorm, m.samplerMismatch, m.samplerTruncated,
+		m.stepSeconds, m.accuracy)
 	return m
 }
 
@@ -70,6 +79,10 @@ func (m *Metrics) observeStep(k Kind, step int64, s batchStats, took time.Durati
 	m.cout.Set(s.cout)
 	m.kl.Set(s.kl)
 	m.clipFraction.Set(s.clipFraction)
+	if s.sampler != nil {
+		m.samplerMismatch.Set(s.sampler.mismatch)
+		m.samplerTruncated.Set(s.sampler.truncated)
+	}
 }
 
 func (m *Metrics) observeTotal(total int64) {

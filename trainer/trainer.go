@@ -152,6 +152,9 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRollout(&cfg.Spec.Model); err != nil {
+		return nil, invalidInput(trainingv1alpha1.OutcomeConfigInvalid, err)
+	}
 	t := &Trainer{cfg: cfg, res: res, opts: opts}
 	if env := cfg.Spec.Datasets.Environment; env != nil {
 		err = t.liveIn(env)
@@ -415,11 +418,15 @@ func (t *Trainer) record(ctx context.Context, ep *epochPlan, s batchStats, took 
 		t.status.MeanCOUTReward = trainingv1alpha1.NewMetric(s.cout)
 		t.status.KL = trainingv1alpha1.NewMetric(s.kl)
 	}
+	kv := []any{"stage", ep.kind, "epoch", ep.number, "step", t.state.Step, "totalSteps", t.status.TotalSteps,
+		"meanStepReward", s.meanReward(), "cout", s.cout, "kl", s.kl, "clipFraction", s.clipFraction}
+	if smp := s.sampler; smp != nil {
+		t.status.SamplerMismatch = trainingv1alpha1.NewMetric(smp.mismatch)
+		kv = append(kv, "samplerMismatch", smp.mismatch, "samplerWeight", smp.weight, "samplerTruncated", smp.truncated)
+	}
 	t.opts.Metrics.observeStep(ep.kind, t.state.Step, s, took)
-	t.opts.Log.Info("step", "stage", ep.kind, "epoch", ep.number, "step", t.state.Step, "totalSteps", t.status.TotalSteps,
-		"meanStepReward", s.meanReward(), "cout", s.cout, "kl", s.kl, "clipFraction", s.clipFraction,
-		"gradNorm", s.gradNorm, "stepSeconds", took.Seconds(),
-		"eta", (time.Duration(t.status.TotalSteps-t.state.Step) * took).Round(time.Second).String())
+	t.opts.Log.Info("step", append(kv, "gradNorm", s.gradNorm, "stepSeconds", took.Seconds(),
+		"eta", (time.Duration(t.status.TotalSteps-t.state.Step)*took).Round(time.Second).String())...)
 	t.reportStep(ctx)
 }
 

@@ -102,6 +102,8 @@ type Rollouts struct {
 
 // Generate samples the answers of every request, dealt among the members: out[i]
 // holds request i's, the answers to prompt j at j*Samples, ..., j*Samples+Samples-1.
+// A sample whose SamplerLogProbs are neither empty nor one per token fails the call,
+// naming its member.
 func (g *Gang) Generate(ctx context.Context, reqs []Rollouts) ([][]Sample, error) {
 	out := make([][]Sample, len(reqs))
 	err := g.dealt(ctx, len(reqs), func(ctx context.Context, i int, m Member) error {
@@ -117,15 +119,21 @@ func (g *Gang) Generate(ctx context.Context, reqs []Rollouts) ([][]Sample, error
 }
 
 // flatten returns the candidates of n prompts, k each, in one slice, or an error
-// when there are not that many.
+// when there are not that many, or when a sample has sampler log-probs, but not one
+// per token.
 func flatten(cs [][]Sample, n, k int) ([]Sample, error) {
 	if len(cs) != n {
 		return nil, fmt.Errorf("generate: %d candidate lists for %d prompts", len(cs), n)
 	}
 	out := make([]Sample, 0, n*k)
-	for _, c := range cs {
+	for j, c := range cs {
 		if len(c) != k {
 			return nil, fmt.Errorf("generate: %d samples, want %d", len(c), k)
+		}
+		for g, s := range c {
+			if m := len(s.SamplerLogProbs); m > 0 && m != len(s.LogProbs) {
+				return nil, fmt.Errorf("generate: sample %d of prompt %d has %d sampler log-probs for %d tokens", g, j, m, len(s.LogProbs))
+			}
 		}
 		out = append(out, c...)
 	}

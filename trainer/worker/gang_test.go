@@ -313,3 +313,48 @@ func TestRemoteConfigureWaitsForAWorkerStillStarting(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// longSampler is a Member whose samples carry one sampler log-prob too many.
+type longSampler struct{ worker.Member }
+
+func (s longSampler) Generate(ctx context.Context, ps []worker.Prompt, o worker.SampleOptions) ([][]worker.Sample, error) {
+	cs, err := s.Member.Generate(ctx, ps, o)
+	for _, c := range cs {
+		for g := range c {
+			c[g].SamplerLogProbs = append(slices.Clone(c[g].LogProbs), -1)
+		}
+	}
+	return cs, err
+}
+
+// TestGangRefusesSamplerLogProbsOfAnotherLength: a member whose samples carry sampler
+// log-probs, but not one per token, fails Generate with an error naming it and the
+// sample; one per token passes.
+func TestGangRefusesSamplerLogProbsOfAnotherLength(t *testing.T) {
+	ctx := context.Background()
+	ep := &generated(t, 1)[0]
+	reqs := []worker.Rollouts{{Prompts: prompts(ep)[:1], Options: worker.SampleOptions{Samples: 2, Seed: 1}},
+		{Prompts: prompts(ep)[:1], Options: worker.SampleOptions{Samples: 2, Seed: 2}}}
+	ms := configured(t, 2)
+	_, err := worker.NewGang(ms[0], longSampler{ms[1]}).Generate(ctx, reqs)
+	if err == nil || !strings.Contains(err.Error(), "worker 1") || !strings.Contains(err.Error(), "sample 0 of prompt 0 has") ||
+		!strings.Contains(err.Error(), "sampler log-probs for") {
+		t.Fatalf("Generate: %v; want an error naming worker 1 and its sample", err)
+	}
+	if _, err := worker.NewGang(ms[0], samplerMember{ms[1]}).Generate(ctx, reqs); err != nil {
+		t.Errorf("one sampler log-prob per token refused: %v", err)
+	}
+}
+
+// samplerMember is a Member whose samples carry one sampler log-prob per token.
+type samplerMember struct{ worker.Member }
+
+func (s samplerMember) Generate(ctx context.Context, ps []worker.Prompt, o worker.SampleOptions) ([][]worker.Sample, error) {
+	cs, err := s.Member.Generate(ctx, ps, o)
+	for _, c := range cs {
+		for g := range c {
+			c[g].SamplerLogProbs = slices.Clone(c[g].LogProbs)
+		}
+	}
+	return cs, err
+}

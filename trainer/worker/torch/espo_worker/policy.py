@@ -22,6 +22,7 @@ import json
 import math
 import struct
 import threading
+import time
 
 import torch
 
@@ -118,6 +119,7 @@ class Policy:
         self.rollout = None
         self.weights_version = 0
         self.rollout_version = 0
+        self.score_seconds = 0.0
 
     # -- configuration ---------------------------------------------------------
 
@@ -186,6 +188,16 @@ class Policy:
         o = {k: v for k, v in options.items() if not is_rollout_option(k)}
         o.update({k: v for k, v in self.options.items() if is_rollout_option(k)})
         return o
+
+    def rollout_stats(self):
+        """The engine's figures so far, or None without one: weight pushes and their
+        seconds, the engine's sampling seconds and the trainer's scoring seconds of
+        its answers."""
+        r = self.rollout
+        if r is None:
+            return None
+        return {"engine": "vllm", "pushes": r.pushes, "push_seconds": r.push_seconds, "sample_seconds": r.sample_seconds,
+                "score_seconds": self.score_seconds}
 
     def close_rollout(self):
         if self.rollout is not None:
@@ -344,6 +356,7 @@ class Policy:
         sampled = self.rollout.generate(
             [dict(b.engine_prompt(p, x), seed=prompt_seed(req.seed, p)) for p, x in zip(req.prompts, inputs)],
             n, temperature, req.greedy, cap, b.eos_ids, b.banned_ids)
+        start = time.perf_counter()
         for x, answers in zip(inputs, sampled):
             kept = []
             for ids, lps in answers:
@@ -357,6 +370,7 @@ class Policy:
                 s.answer.token_ids.extend(ids)
                 s.logprobs.extend(lp)
                 s.sampler_logprobs.extend(lps)
+        self.score_seconds += time.perf_counter() - start
         return resp
 
     def logprobs(self, req):

@@ -78,6 +78,7 @@ class VLLMEngine:
         self.lora = None
         self.pushes = 0
         self.push_seconds = 0.0
+        self.sample_seconds = 0.0
         try:
             self._spawn()
             self.version = self.call("start", model=model, dtype=dtype, seed=seed,
@@ -159,8 +160,12 @@ class VLLMEngine:
     def generate(self, prompts, n, temperature, greedy, max_tokens, stop_ids, banned_ids):
         """prompts: [{"ids", "image" (bytes or None), "seed"}]; returns, per prompt, n
         (token ids, sampler log-probs) pairs."""
-        return self.call("generate", prompts=prompts, n=n, temperature=temperature, greedy=greedy,
-                         max_tokens=max_tokens, stop_ids=list(stop_ids), banned_ids=list(banned_ids), lora=self.lora)
+        start = time.perf_counter()
+        try:
+            return self.call("generate", prompts=prompts, n=n, temperature=temperature, greedy=greedy,
+                             max_tokens=max_tokens, stop_ids=list(stop_ids), banned_ids=list(banned_ids), lora=self.lora)
+        finally:
+            self.sample_seconds += time.perf_counter() - start
 
     def push_full(self, named_tensors):
         """Loads full tensors (name -> tensor, Hugging Face names) into the engine."""

@@ -69,10 +69,12 @@ class InlineState(io.BytesIO):
 
 
 class Stats:
-    """Seconds spent inside each call, tokens generated and trained, and the peak
-    CUDA memory; written as JSON to $ESPO_WORKER_STATS (when set) after every call,
-    so hack/gpu-check.sh can split a step's time between the worker and the Go core
-    plus the protocol."""
+    """Seconds spent inside each call, tokens generated and trained, the peak CUDA
+    memory and, with a rollout engine, its figures (Policy.rollout_stats: weight
+    pushes and their seconds, the engine's sampling and the trainer's scoring
+    seconds); written as JSON to $ESPO_WORKER_STATS (when set) after every call, so
+    hack/gpu-check.sh and the step benchmark can split a step's time between the
+    worker's phases and the Go core plus the protocol."""
 
     def __init__(self, path):
         self.path = path
@@ -80,6 +82,7 @@ class Stats:
         self.calls = {}
         self.generated_tokens = 0
         self.trained_tokens = 0
+        self.rollout = None
 
     def add(self, name, seconds):
         with self.lock:
@@ -95,6 +98,8 @@ class Stats:
                  "generated_tokens": self.generated_tokens, "trained_tokens": self.trained_tokens,
                  "max_memory_allocated": torch.cuda.max_memory_allocated() if torch.cuda.is_available() else 0,
                  "max_memory_reserved": torch.cuda.max_memory_reserved() if torch.cuda.is_available() else 0}
+            if self.rollout is not None:
+                d["rollout"] = self.rollout
         tmp = self.path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(d, f)
@@ -165,6 +170,7 @@ class Servicer:
         def do():  # evaluation's greedy calls are counted apart, as GenerateGreedy
             context.greedy = req.greedy
             resp = self.p.generate(req)
+            self.stats.rollout = self.p.rollout_stats()
             if req.greedy:
                 return resp
             self.stats.generated_tokens += sum(len(s.answer.token_ids) for c in resp.candidates for s in c.samples)

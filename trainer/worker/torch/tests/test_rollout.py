@@ -109,7 +109,8 @@ def test_the_engine_serves_the_trained_weights(models, screenshot, arch, lora):
         stale, synced = stale_then_synced(p, ps)
         assert stale > STALE, "the control: without the push the engine samples from the untrained model"
         assert synced < TOLERANCE[arch], "after the push the engine's log-probs are the trained model's"
-        assert p.rollout.pushes >= 1
+        st = p.rollout_stats()
+        assert st["pushes"] >= 1 and st["push_seconds"] > 0 and st["sample_seconds"] > 0 and st["score_seconds"] > 0, st
     finally:
         p.close_rollout()
 

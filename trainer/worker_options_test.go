@@ -109,22 +109,11 @@ func TestWorkerOptions(t *testing.T) {
 	}
 	t.Run("the PyTorch worker knows every option", func(t *testing.T) {
 		known := torchWorkerOptions(t)
-		for k := range cases["every cuda setting"].want {
-			if !slices.Contains(known, k) {
-				t.Errorf("option %q is not in the PyTorch worker's OPTIONS %v", k, known)
-			}
-		}
-	})
-	t.Run("the PyTorch worker knows every rollout option", func(t *testing.T) {
-		known := torchWorkerOptions(t)
-		if !slices.Contains(known, "rollout_engine") {
-			// The worker's vLLM engine is written apart from the trainer's side:
-			// until it lands, policy.py has none of the options.
-			t.Skip("the PyTorch worker's OPTIONS has no rollout_engine yet")
-		}
-		for k := range cases["the vllm engine with every setting"].want {
-			if !slices.Contains(known, k) {
-				t.Errorf("option %q is not in the PyTorch worker's OPTIONS %v", k, known)
+		for _, c := range []string{"every cuda setting", "the vllm engine with every setting"} {
+			for k := range cases[c].want {
+				if !slices.Contains(known, k) {
+					t.Errorf("option %q is not in the PyTorch worker's OPTIONS %v", k, known)
+				}
 			}
 		}
 	})

@@ -30,13 +30,13 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
-// statusRecorder keeps the trainer's reports.
+// statusRecorder keeps a copy of each of the trainer's reports.
 type statusRecorder struct {
 	reports []*trainingv1alpha1.TrainingStatus
 }
 
 func (r *statusRecorder) Report(_ context.Context, s *trainingv1alpha1.TrainingStatus) error {
-	r.reports = append(r.reports, s)
+	r.reports = append(r.reports, s.DeepCopy())
 	return nil
 }
 

@@ -16,6 +16,24 @@ class WeightLoader:
         from safetensors.torch import load_file
         tensors = load_file(path)
         self.reload_weights(weights_iterator=iter(tensors.items()), is_checkpoint_format=True)
+        self._repack_tied_head(tied_cpu_head)
+        return len(tensors)
+
+    def espo_load_ipc(self, handles):
+        """espo_load of tensors that are CUDA IPC handles of the worker's (name, the
+        rebuild arguments of torch's reduce_tensor), rebuilt on this worker's device
+        (argument 6 is the device index, as vLLM's own IPC weight transfer sets it)."""
+        from torch.multiprocessing.reductions import rebuild_cuda_tensor
+        index = self.device.index if self.device.index is not None else 0
+        tensors = []
+        for name, args in handles:
+            args = list(args)
+            args[6] = index
+            tensors.append((name, rebuild_cuda_tensor(*args)))
+        self.reload_weights(weights_iterator=iter(tensors), is_checkpoint_format=True)
+        return len(tensors)
+
+    def _repack_tied_head(self, tied_cpu_head):
         if tied_cpu_head:
             from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
             head = getattr(self.model_runner.model, "lm_head", None)
@@ -23,4 +41,3 @@ class WeightLoader:
                 head = getattr(self.model_runner.model.language_model, "lm_head", None)
             if head is not None:
                 dispatch_cpu_unquantized_gemm(head, remove_weight=False)
-        return len(tensors)

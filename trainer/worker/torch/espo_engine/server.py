@@ -12,6 +12,8 @@ Every request is a dict with "op"; every reply is {"ok": value} or {"error": mes
                   -> [[(token ids, sampler log-probs), ...n] per prompt]
     load_weights  {path}: a safetensors file of full tensors in Hugging Face names,
                   loaded in place (every tensor of a fused layer must be in it) -> count
+    load_weights_ipc  {handles: [(name, rebuild args of torch's reduce_tensor)]}: the
+                  same, each tensor a CUDA IPC handle of the worker's -> count
     close         -> None, then the server exits
 
 The log-probs are vLLM's raw ones: log_softmax of the logits before temperature,
@@ -108,7 +110,13 @@ class Engine:
 
     def load_weights(self, path):
         self.need()
-        count = self.llm.collective_rpc("espo_load", args=(path, self.tied_cpu_head))[0]
+        return self._loaded(self.llm.collective_rpc("espo_load", args=(path, self.tied_cpu_head))[0])
+
+    def load_weights_ipc(self, handles):
+        self.need()
+        return self._loaded(self.llm.collective_rpc("espo_load_ipc", args=(handles,))[0])
+
+    def _loaded(self, count):
         # Nothing computed from the old weights may be reused: the prefix cache's keys
         # and values, and a VLM's image embeddings (the scheduler's record of them too).
         self.llm.reset_prefix_cache()
@@ -131,7 +139,8 @@ def serve(fd):
     """Answers requests on the socket at fd until close or the worker's end closes."""
     conn = Connection(fd)
     engine = Engine()
-    ops = {"start": engine.start, "generate": engine.generate, "load_weights": engine.load_weights}
+    ops = {"start": engine.start, "generate": engine.generate, "load_weights": engine.load_weights,
+           "load_weights_ipc": engine.load_weights_ipc}
     while True:
         try:
             req = conn.recv()

@@ -9,11 +9,13 @@ working folder (weights in transit, LoRA adapters, its log) is a private (0700)
 temporary folder, in /dev/shm where there is one, removed on close.
 
 Weights cross as tensors in Hugging Face names, so the two sides need not share a
-torch or transformers version: full fine-tuning writes every trainable tensor whole
-to one safetensors file (every projection of a fused layer together), which the
-engine loads in place (vLLM's reload_weights); LoRA writes the adapter as peft saves
-it and the engine serves it under a new id each time (no merge). On a CPU the file
-lives in shared memory; on a GPU it goes through the host too (see docs/user-guide.md).
+torch or transformers version: full fine-tuning sends every trainable tensor whole
+(every projection of a fused layer together), which the engine loads in place (vLLM's
+reload_weights); LoRA writes the adapter as peft saves it and the engine serves it
+under a new id each time (no merge). The full tensors of a model on a GPU cross as
+CUDA IPC handles of the worker's own parameters (torch's reduce_tensor, which the
+engine's torch rebuilds: no copy, nothing through the host); on a CPU they are written
+to one safetensors file in the private folder, in shared memory.
 """
 
 import importlib.util
@@ -168,16 +170,38 @@ class VLLMEngine:
             self.sample_seconds += time.perf_counter() - start
 
     def push_full(self, named_tensors):
-        """Loads full tensors (name -> tensor, Hugging Face names) into the engine."""
-        from safetensors.torch import save_file
+        """Loads full tensors (name -> tensor, Hugging Face names) into the engine:
+        by CUDA IPC when they are on a GPU, else through a safetensors file."""
         start = time.perf_counter()
+        if any(v.is_cuda for v in named_tensors.values()):
+            self._push_cuda_ipc(named_tensors)
+        else:
+            self._push_file(named_tensors)
+        self._pushed(start)
+
+    def _push_file(self, named_tensors):
+        from safetensors.torch import save_file
         path = os.path.join(self.dir, "weights.safetensors")
         save_file({k: v.detach().to("cpu").contiguous() for k, v in named_tensors.items()}, path)
         try:
             self.call("load_weights", path=path)
         finally:
             os.unlink(path)
-        self._pushed(start)
+
+    def _push_cuda_ipc(self, named_tensors):
+        """Sends a CUDA IPC handle of each tensor (the rebuild arguments of torch's
+        reduce_tensor, which the engine's torch takes too) and waits for the engine to
+        have copied them into its weights; the tensors (refs) stay alive until then."""
+        import torch
+        from torch.multiprocessing.reductions import reduce_tensor
+        refs, handles = [], []
+        for name, t in named_tensors.items():
+            w = t.detach().contiguous()
+            refs.append(w)
+            handles.append((name, reduce_tensor(w)[1]))
+        torch.cuda.synchronize()  # the optimizer step's writes are done before the engine reads
+        self.call("load_weights_ipc", handles=handles)
+        del refs
 
     def push_lora(self, peft_model):
         """Serves the peft model's current adapter under a new id from now on."""

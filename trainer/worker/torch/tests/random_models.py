@@ -112,6 +112,16 @@ def build(out, arch, seed=0, hidden=128, layers=2):
     return sum(p.numel() for p in model.parameters())
 
 
+def build_each(root, archs):
+    """Builds one model of each of archs in a folder of its own under root (seed 0,
+    the default size) and returns {arch: folder}."""
+    out = {}
+    for arch in archs:
+        out[arch] = os.path.join(str(root), arch)
+        build(out[arch], arch)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(prog="python3 -m tests.random_models")
     ap.add_argument("out")

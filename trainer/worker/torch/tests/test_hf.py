@@ -22,12 +22,7 @@ ARCHS = ("qwen3", "qwen2_5_vl")
 
 @pytest.fixture(scope="session")
 def models(tmp_path_factory):
-    root = tmp_path_factory.mktemp("models")
-    out = {}
-    for arch in ARCHS:
-        random_models.build(str(root / arch), arch)
-        out[arch] = str(root / arch)
-    return out
+    return random_models.build_each(tmp_path_factory.mktemp("models"), ARCHS)
 
 
 @pytest.fixture(scope="session")

@@ -31,12 +31,7 @@ pytestmark = pytest.mark.skipif(not os.environ.get(rolloutlib.ENV_PYTHON),
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    root = tmp_path_factory.mktemp("models")
-    out = {}
-    for arch in TOLERANCE:
-        random_models.build(str(root / arch), arch)
-        out[arch] = str(root / arch)
-    return out
+    return random_models.build_each(tmp_path_factory.mktemp("models"), TOLERANCE)
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/ptr"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer"
@@ -47,7 +48,7 @@ func TestTrainerSamplesWithVLLM(t *testing.T) {
 	c := smallRun(t)
 	c.Spec.Model.Pretrained = randomModel(t, "qwen2")
 	c.Spec.Model.DType = trainingv1alpha1.DTypeFloat32
-	c.Spec.Model.Rollout = &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM, CPUKVCacheGiB: 1, MaxModelLen: 1024}
+	c.Spec.Model.Rollout = &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM, CPUKVCacheGiB: 1, MaxModelLen: 1024, EnforceEager: ptr.To(true)}
 	c.Spec.Default()
 	stats := filepath.Join(t.TempDir(), "stats.json")
 	w := startWorkerEnv(t, []string{"ESPO_WORKER_STATS=" + stats}, c.OutputDir, "--max-new-tokens", "16", "--max-prompt-tokens", "96")

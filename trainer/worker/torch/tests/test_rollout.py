@@ -46,7 +46,8 @@ def screenshot(tmp_path_factory):
 
 def engine_policy(path, seed=1, **opts):
     p = policylib.Policy({"pretrained": path, "dtype": "float32", "max_new_tokens": 12})
-    p.configure(seed, dict({"rollout_engine": "vllm", "vllm_cpu_kv_cache_gib": "1", "vllm_max_model_len": "1024"},
+    p.configure(seed, dict({"rollout_engine": "vllm", "vllm_cpu_kv_cache_gib": "1", "vllm_max_model_len": "1024",
+                            "vllm_enforce_eager": "true"},
                            **{k: str(v) for k, v in opts.items()}))
     return p
 
@@ -92,10 +93,10 @@ def stale_then_synced(p, ps):
     return stale, mismatch(generate(p, ps))
 
 
-@pytest.mark.parametrize("arch,lora", [("qwen2", 0), ("qwen2", 4), ("qwen2_5_vl", 0)])
+@pytest.mark.parametrize("arch,lora", [("qwen2", 4), ("qwen2_5_vl", 0)])
 def test_the_engine_serves_the_trained_weights(models, screenshot, arch, lora):
-    """Full fine-tuning (every tensor pushed whole; Qwen2's output head is tied to its
-    embedding), LoRA (the adapter under a new id) and a VLM with a screenshot."""
+    """LoRA (the adapter under a new id) and a VLM with a screenshot (full fine-tuning:
+    test_an_engine_through_a_run has the text model's)."""
     p = engine_policy(models[arch], lora_r=lora) if lora else engine_policy(models[arch])
     try:
         ps = prompts(screenshot if arch.endswith("_vl") else None)
@@ -104,38 +105,20 @@ def test_the_engine_serves_the_trained_weights(models, screenshot, arch, lora):
         stale, synced = stale_then_synced(p, ps)
         assert stale > STALE, "the control: without the push the engine samples from the untrained model"
         assert synced < TOLERANCE[arch], "after the push the engine's log-probs are the trained model's"
-        st = p.rollout_stats()
-        assert st["pushes"] >= 1 and st["push_seconds"] > 0 and st["sample_seconds"] > 0 and st["score_seconds"] > 0, st
     finally:
         p.close_rollout()
 
 
-def test_a_resumed_worker_gives_its_engine_the_checkpoint(models, tmp_path):
-    ps = prompts()
-    a = policylib.Policy({"pretrained": models["qwen2"], "dtype": "float32", "max_new_tokens": 12})
-    a.configure(3, {})
-    train(a, ps, 3)
-    state = str(tmp_path / "state.pt")
-    with open(state, "wb") as f:
-        a.save(f)
-    b = engine_policy(models["qwen2"], seed=3)
-    try:
-        assert b.load(state) == 3
-        resp = generate(b, ps)
-        assert mismatch(resp) < TOLERANCE["qwen2"]
-        again = a.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=ps[0], answer=s.answer)
-                                                      for s in resp.candidates[0].samples]))
-        assert [list(it.current) for it in again.items] == [list(s.logprobs) for s in resp.candidates[0].samples]
-    finally:
-        b.close_rollout()
-
-
-def test_sampling_is_seeded_by_prompt(models):
-    """The same seed gives the same answers (a resumed run samples what the
-    uninterrupted one did), whatever else is in the batch; another seed others."""
+def test_an_engine_through_a_run(models, tmp_path):
+    """One engine beside a full fine-tuning of Qwen2 (every tensor pushed whole; its
+    output head is tied to its embedding), through what a run asks of it: seeded
+    sampling, the trained weights after each step, a checkpoint's weights after Load,
+    and an engine that dies."""
     p = engine_policy(models["qwen2"])
     try:
         ps = prompts()
+        # The same seed gives the same answers (a resumed run samples what the
+        # uninterrupted one did), whatever else is in the batch; another seed others.
         a, b = generate(p, ps, seed=11), generate(p, ps[:1], seed=11)
         answers = [[list(s.answer.token_ids) for s in c.samples] for c in a.candidates]
         assert answers[0] == [list(s.answer.token_ids) for s in b.candidates[0].samples]
@@ -143,7 +126,31 @@ def test_sampling_is_seeded_by_prompt(models):
         assert answers != [[list(s.answer.token_ids) for s in c.samples] for c in c.candidates]
         greedy = p.generate(pb.GenerateRequest(prompts=ps[:1], samples=3, greedy=True))
         assert len({tuple(s.answer.token_ids) for s in greedy.candidates[0].samples}) == 1
-        # An engine that dies mid-run fails the call, naming it and what it said.
+        assert mismatch(a) < TOLERANCE["qwen2"], "the engine starts from the model folder"
+
+        train(p, ps, 3)
+        stale, synced = stale_then_synced(p, ps)
+        assert stale > STALE, "the control: without the push the engine samples from the untrained model"
+        assert synced < TOLERANCE["qwen2"], "after the push the engine's log-probs are the trained model's"
+        st = p.rollout_stats()
+        assert st["pushes"] >= 1 and st["push_seconds"] > 0 and st["sample_seconds"] > 0 and st["score_seconds"] > 0, st
+
+        # A checkpoint of another run (another seed, other steps): after Load the
+        # engine samples with its weights, as the worker that wrote it scores them.
+        other = policylib.Policy({"pretrained": models["qwen2"], "dtype": "float32", "max_new_tokens": 12})
+        other.configure(3, {})
+        train(other, ps, 2, lr=0.1)
+        state = str(tmp_path / "state.pt")
+        with open(state, "wb") as f:
+            other.save(f)
+        assert p.load(state) == 2
+        resp = generate(p, ps)
+        assert mismatch(resp) < TOLERANCE["qwen2"], "the engine serves the loaded checkpoint"
+        again = other.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=ps[0], answer=s.answer)
+                                                          for s in resp.candidates[0].samples]))
+        assert [list(it.current) for it in again.items] == [list(s.logprobs) for s in resp.candidates[0].samples]
+
+        # An engine that dies mid-run fails the call, naming it and how it ended.
         p.rollout.proc.kill()
         with pytest.raises(rolloutlib.EngineDiedError, match=r"vLLM engine \(pid \d+\) exited with code -9"):
             generate(p, ps)

@@ -112,8 +112,9 @@ def test_the_engine_serves_the_trained_weights(models, screenshot, arch, lora):
 def test_an_engine_through_a_run(models, tmp_path):
     """One engine beside a full fine-tuning of Qwen2 (every tensor pushed whole; its
     output head is tied to its embedding), through what a run asks of it: seeded
-    sampling, the trained weights after each step, a checkpoint's weights after Load,
-    and an engine that dies."""
+    sampling, the trained weights after each step, a checkpoint's weights after Load
+    (another run's, then its own, whose answers it samples again), and an engine that
+    dies."""
     p = engine_policy(models["qwen2"])
     try:
         ps = prompts()
@@ -134,6 +135,10 @@ def test_an_engine_through_a_run(models, tmp_path):
         assert synced < TOLERANCE["qwen2"], "after the push the engine's log-probs are the trained model's"
         st = p.rollout_stats()
         assert st["pushes"] >= 1 and st["push_seconds"] > 0 and st["sample_seconds"] > 0 and st["score_seconds"] > 0, st
+        mine = str(tmp_path / "mine.pt")
+        with open(mine, "wb") as f:
+            p.save(f)
+        trained = generate(p, ps, seed=21)
 
         # A checkpoint of another run (another seed, other steps): after Load the
         # engine samples with its weights, as the worker that wrote it scores them.
@@ -149,6 +154,11 @@ def test_an_engine_through_a_run(models, tmp_path):
         again = other.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=ps[0], answer=s.answer)
                                                           for s in resp.candidates[0].samples]))
         assert [list(it.current) for it in again.items] == [list(s.logprobs) for s in resp.candidates[0].samples]
+
+        # Resumed from its own checkpoint, the engine samples what it sampled before
+        # the checkpoint was written, token for token.
+        assert p.load(mine) == 3
+        assert generate(p, ps, seed=21) == trained
 
         # An engine that dies mid-run fails the call, naming it and how it ended.
         p.rollout.proc.kill()

@@ -59,6 +59,21 @@ def engine_python():
     return py
 
 
+def visible_device(visible, device):
+    """The CUDA_VISIBLE_DEVICES of the engine of a worker on device ("cuda:k"): the
+    k-th of the worker's visible devices (visible, None when the variable is unset:
+    every device, by index), so that each worker of a pod has its engine on its own
+    GPU, which the engine then sees as its only one (cuda:0)."""
+    k = int(device.split(":", 1)[1]) if ":" in device else 0
+    if visible is None:
+        return str(k)
+    ids = [d.strip() for d in visible.split(",") if d.strip()]
+    if k >= len(ids):
+        raise EngineUnavailableError("rollout engine vllm: the worker's device %s is not among CUDA_VISIBLE_DEVICES=%s"
+                                     % (device, visible))
+    return ids[k]
+
+
 def _private_dir():
     shm = "/dev/shm"
     base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
@@ -73,6 +88,7 @@ class VLLMEngine:
                  enforce_eager=False, cpu_kv_cache_gib=0, lora_rank=0, python=None):
         self.python = python or engine_python()
         self.model = model
+        self.device = device
         self.dir = _private_dir()
         self.log_path = os.path.join(self.dir, "engine.log")
         self.proc = None
@@ -113,6 +129,8 @@ class VLLMEngine:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
         env["PYTHONPATH"] = path
+        if str(self.device).startswith("cuda"):
+            env["CUDA_VISIBLE_DEVICES"] = visible_device(os.environ.get("CUDA_VISIBLE_DEVICES"), self.device)
         with open(self.log_path, "ab") as log:
             try:
                 self.proc = subprocess.Popen([self.python, "-m", "espo_engine", "--fd", str(theirs.fileno())],

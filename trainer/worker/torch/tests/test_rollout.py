@@ -168,6 +168,14 @@ def test_an_engine_through_a_run(models, tmp_path):
         p.close_rollout()
 
 
+def test_each_worker_of_a_pod_has_its_engine_on_its_own_gpu():
+    assert rolloutlib.visible_device(None, "cuda:2") == "2"
+    assert rolloutlib.visible_device("GPU-a,GPU-b", "cuda:1") == "GPU-b"
+    assert rolloutlib.visible_device("3", "cuda") == "3"
+    with pytest.raises(rolloutlib.EngineUnavailableError, match="cuda:2 is not among CUDA_VISIBLE_DEVICES=0,1"):
+        rolloutlib.visible_device("0,1", "cuda:2")
+
+
 def test_an_engine_that_cannot_start_is_a_permanent_error(models, tmp_path, monkeypatch):
     with pytest.raises(policylib.InvalidError, match="rollout_engine=vllm: the test model tiny"):
         policylib.Policy({"pretrained": "tiny"}).configure(1, {"rollout_engine": "vllm"})

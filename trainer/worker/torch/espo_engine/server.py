@@ -40,6 +40,15 @@ class Invalid(ValueError):
     """The request or the model is at fault: retrying will not help."""
 
 
+def model_max_len(model):
+    """The longest sequence the model folder's config allows (max_position_embeddings
+    of its text model), 0 when it says none."""
+    import transformers
+    cfg = transformers.AutoConfig.from_pretrained(model, local_files_only=True)
+    text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    return int(getattr(text, "max_position_embeddings", 0) or 0)
+
+
 class Engine:
     def __init__(self):
         self.llm = None
@@ -63,6 +72,13 @@ class Engine:
                 raise Invalid("LoRA rank %d: vLLM serves ranks up to %d" % (lora_rank, LORA_RANKS[-1]))
             kw.update(enable_lora=True, max_lora_rank=fit[0], max_loras=1)
         try:
+            if device == "cpu":
+                # A prompt's prefill cut over two scheduler steps (chunked prefill, which a
+                # batch of more prompt tokens than a step's budget, 4,096 on a CPU, leads to)
+                # rewinds the request's seeded generator, which a CPU generator cannot do.
+                # Whole prefills, with a step budget of at least one whole sequence.
+                kw.update(enable_chunked_prefill=False,
+                          max_num_batched_tokens=max(int(max_model_len or 0) or model_max_len(model), 4096))
             self.llm = vllm.LLM(**kw)
         except Exception as e:  # noqa: BLE001 - vLLM raises many kinds; all say the model or settings
             raise Invalid("vLLM %s could not load %s: %s: %s" % (vllm.__version__, model, type(e).__name__, e)) from e

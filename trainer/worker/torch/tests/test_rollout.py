@@ -93,12 +93,33 @@ def stale_then_synced(p, ps):
     return stale, mismatch(generate(p, ps))
 
 
+def long_prompts(n, elements):
+    """n prompts of about 14 tokens an element of a tiny random model's tokenizer."""
+    ps = []
+    for i in range(n):
+        q = make_prompt(i, episode="long-%d" % i)
+        q.instruction = "%d %s" % (i, q.instruction)  # no prefix shared beyond the system turn
+        for k in range(elements):
+            q.elements.add(id="x%d" % k, role="button", text="Search %d hotel %d flight movie" % (k, i),
+                           box=[0.1, 0.2, 0.3, 0.25])
+        ps.append(q)
+    return ps
+
+
 @pytest.mark.parametrize("arch,lora", [("qwen2", 4), ("qwen2_5_vl", 0)])
 def test_the_engine_serves_the_trained_weights(models, screenshot, arch, lora):
     """LoRA (the adapter under a new id) and a VLM with a screenshot (full fine-tuning:
-    test_an_engine_through_a_run has the text model's)."""
-    p = engine_policy(models[arch], lora_r=lora) if lora else engine_policy(models[arch])
+    test_an_engine_through_a_run has the text model's). The LoRA engine is also given
+    more prompt tokens in one call than vLLM's CPU backend schedules in one step (4,096),
+    each prompt under the longest sequence, which it must sample whole and seeded."""
+    p = engine_policy(models[arch], lora_r=lora, vllm_max_model_len=4096) if lora else engine_policy(models[arch])
     try:
+        if lora:
+            long = long_prompts(6, 30)
+            resp = generate(p, long, seed=3)
+            lengths = [len(c.samples[0].answer.token_ids) for c in resp.candidates]
+            assert mismatch(resp) < TOLERANCE[arch] and all(n > 0 for n in lengths)
+            assert sum(len(p.backend.prompt_inputs(q)["ids"]) for q in long) > 4096, "the prompts fit one step"
         ps = prompts(screenshot if arch.endswith("_vl") else None)
         assert mismatch(generate(p, ps)) < TOLERANCE[arch], "the engine starts from the model folder"
         train(p, ps, 3)

@@ -131,6 +131,14 @@ type AlgorithmSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0 && double(self) <= 10.0)",message="must be greater than 0 and at most 10"
 	SamplingTemperature Decimal `json:"samplingTemperature,omitempty"`
 
+	// Optimizer holds the AdamW constants and the learning-rate schedule. Unset: the
+	// defaults below, which are the trainer's constants before the section existed
+	// (betas 0.9 and 0.999, epsilon 1e-8, weight decay 0.01, a constant rate without
+	// warm-up).
+	// +optional
+	// +kubebuilder:default={}
+	Optimizer *OptimizerSpec `json:"optimizer,omitempty"`
+
 	// Clip bounds the importance ratio in the PPO-style objective.
 	// +optional
 	// +kubebuilder:default={}
@@ -160,6 +168,85 @@ type AlgorithmSpec struct {
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	Seed int64 `json:"seed,omitempty"`
+}
+
+// LRSchedule is how the learning rate changes over the run's optimizer steps after
+// the warm-up.
+// +kubebuilder:validation:Enum=constant;linear;cosine
+type LRSchedule string
+
+// The learning-rate schedules (those of transformers' get_constant_schedule_with_warmup,
+// get_linear_schedule_with_warmup and get_cosine_schedule_with_warmup).
+const (
+	// ScheduleConstant keeps the learning rate after the warm-up.
+	ScheduleConstant LRSchedule = "constant"
+	// ScheduleLinear decays it linearly to 0 at the run's end.
+	ScheduleLinear LRSchedule = "linear"
+	// ScheduleCosine decays it along half a cosine to 0 at the run's end.
+	ScheduleCosine LRSchedule = "cosine"
+)
+
+// The optimizer's defaults: the AdamW constants the trainer sent before
+// spec.algorithm.optimizer existed, so that a job that sets none trains as before.
+const (
+	DefaultBeta1       Decimal = "0.9"
+	DefaultBeta2       Decimal = "0.999"
+	DefaultEpsilon     Decimal = "1e-8"
+	DefaultWeightDecay Decimal = "0.01"
+)
+
+// OptimizerSpec is the AdamW optimizer of every optimizer step and its learning-rate
+// schedule. Step s of a run of T optimizer steps (s = 0 .. T-1, the SFT cold start's
+// steps included: T is status.training.totalSteps), with W warm-up steps and the
+// learning rate lr, uses
+//
+//	s < W:              lr * s / W
+//	constant, s >= W:   lr
+//	linear, s >= W:     lr * (T - s) / max(1, T - W)
+//	cosine, s >= W:     lr * (1 + cos(pi * (s - W) / max(1, T - W))) / 2
+//
+// as the HF Trainer and TRL do (the first step of a warm-up has rate 0). The rate of
+// the last step is lr / (T - W) for linear, not 0. With W >= T the run only warms up.
+type OptimizerSpec struct {
+	// Beta1 is AdamW's decay of the gradient's running mean, in (0, 1). Default
+	// "0.9".
+	// +optional
+	// +kubebuilder:default="0.9"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0 && double(self) < 1.0)",message="optimizer.beta1 must be greater than 0 and less than 1, such as \"0.9\" (0 is not allowed: the worker protocol reads a beta of 0 as unset and would use 0.9)"
+	Beta1 Decimal `json:"beta1,omitempty"`
+
+	// Beta2 is AdamW's decay of the squared gradient's running mean, in (0, 1).
+	// Default "0.999".
+	// +optional
+	// +kubebuilder:default="0.999"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0 && double(self) < 1.0)",message="optimizer.beta2 must be greater than 0 and less than 1, such as \"0.999\" (0 is not allowed: the worker protocol reads a beta of 0 as unset and would use 0.999)"
+	Beta2 Decimal `json:"beta2,omitempty"`
+
+	// Epsilon is added to AdamW's denominator, greater than 0. Default "1e-8".
+	// +optional
+	// +kubebuilder:default="1e-8"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0)",message="optimizer.epsilon must be greater than 0, such as \"1e-8\""
+	Epsilon Decimal `json:"epsilon,omitempty"`
+
+	// WeightDecay is AdamW's decoupled weight decay, at least 0; "0" turns it off.
+	// Default "0.01".
+	// +optional
+	// +kubebuilder:default="0.01"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) >= 0.0)",message="optimizer.weightDecay must be at least 0, such as \"0.01\" (\"0\" turns it off)"
+	WeightDecay Decimal `json:"weightDecay,omitempty"`
+
+	// WarmupSteps is the number of optimizer steps over which the learning rate rises
+	// linearly from 0 to learningRate, at least 0. Default 0 (no warm-up).
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	WarmupSteps int32 `json:"warmupSteps,omitempty"`
+
+	// Schedule is the learning rate after the warm-up: constant (default), linear or
+	// cosine, which decay to 0 at the end of the run's optimizer steps.
+	// +optional
+	// +kubebuilder:default=constant
+	Schedule LRSchedule `json:"schedule,omitempty"`
 }
 
 // ClipSpec bounds the importance ratio rho: clip(rho, 1 - low, 1 + high), and for

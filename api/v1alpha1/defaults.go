@@ -163,6 +163,21 @@ func (a *AlgorithmSpec) Default() {
 	setDefault(&a.KL.Coefficient, "0.01")
 	setDefault(&a.KL.Estimator, KLK3)
 	setDefault(&a.LossAggregation, LossSeqMeanTokenMean)
+	if a.Optimizer == nil {
+		a.Optimizer = &OptimizerSpec{}
+	}
+	a.Optimizer.Default()
+}
+
+// Default fills the unset fields of o with their defaults: today's AdamW constants
+// and a constant learning rate without warm-up. WarmupSteps' default is 0, its zero
+// value.
+func (o *OptimizerSpec) Default() {
+	setDefault(&o.Beta1, DefaultBeta1)
+	setDefault(&o.Beta2, DefaultBeta2)
+	setDefault(&o.Epsilon, DefaultEpsilon)
+	setDefault(&o.WeightDecay, DefaultWeightDecay)
+	setDefault(&o.Schedule, ScheduleConstant)
 }
 
 // Default fills the unset fields of r with their defaults (the ESPO paper's rewards).

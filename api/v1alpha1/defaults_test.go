@@ -94,3 +94,32 @@ func TestSyntheticDefaultsMatchTheCRD(t *testing.T) {
 			goDefaults.Seed, DefaultSyntheticSeed)
 	}
 }
+
+// TestOptimizerDefaultsMatchTheCRD holds the CRD's default markers of
+// spec.algorithm.optimizer to OptimizerSpec.Default, and the section's own default
+// ({}) to AlgorithmSpec.Default's, which writes the section out for a job that sets
+// none.
+func TestOptimizerDefaultsMatchTheCRD(t *testing.T) {
+	optimizer := property(t, crdSchema(t), "spec", "algorithm", "optimizer")
+	if d, ok := optimizer["default"].(map[string]any); !ok || len(d) != 0 {
+		t.Errorf("spec.algorithm.optimizer's CRD default is %v, want {}", optimizer["default"])
+	}
+	var a AlgorithmSpec
+	a.Default()
+	o := a.Optimizer
+	if o == nil {
+		t.Fatal("AlgorithmSpec.Default left the optimizer unset")
+	}
+	for field, want := range map[string]any{
+		"beta1": o.Beta1, "beta2": o.Beta2, "epsilon": o.Epsilon, "weightDecay": o.WeightDecay,
+		"warmupSteps": o.WarmupSteps, "schedule": o.Schedule,
+	} {
+		got, ok := property(t, optimizer, field)["default"]
+		if !ok || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("optimizer.%s: the CRD defaults to %v, Go to %v", field, got, want)
+		}
+	}
+	if *o != (OptimizerSpec{Beta1: "0.9", Beta2: "0.999", Epsilon: "1e-8", WeightDecay: "0.01", Schedule: ScheduleConstant}) {
+		t.Errorf("the optimizer's defaults %+v are not the trainer's constants before the section existed", *o)
+	}
+}

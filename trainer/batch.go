@@ -378,10 +378,22 @@ func (t *Trainer) backward(ctx context.Context, reqs [][]worker.Weighted, stats 
 // step applies the optimizer step to the batch's gradient (the gang sums its
 // members' gradients: the loss weights already normalise over the whole batch).
 func (t *Trainer) step(ctx context.Context) (float64, error) {
-	return t.opts.Workers.Step(ctx, worker.StepOptions{
-		LearningRate: t.res.LearningRate, MaxGradNorm: t.res.MaxGradNorm,
-		Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.01,
-	})
+	return t.opts.Workers.Step(ctx, t.stepOptions(t.state.Step))
+}
+
+// stepOptions returns the options of optimizer step s (counted from 0: the steps the
+// run took before it): spec.algorithm.optimizer's AdamW constants, and the learning
+// rate its schedule gives step s over the plan's total steps (status.training.
+// totalSteps, the SFT cold start's included; an early stop does not shorten it).
+// The rate depends on s alone, which a checkpoint restores, so a resumed run takes
+// the rates the uninterrupted run took.
+func (t *Trainer) stepOptions(s int64) worker.StepOptions {
+	o := t.res.Optimizer
+	return worker.StepOptions{
+		LearningRate: espo.ScheduledRate(t.res.LearningRate, o.Schedule, s, o.WarmupSteps, t.plan.totalSteps()),
+		MaxGradNorm:  t.res.MaxGradNorm,
+		Beta1:        o.Beta1, Beta2: o.Beta2, Epsilon: o.Epsilon, WeightDecay: o.WeightDecay,
+	}
 }
 
 // sampleSeed derives the sampling seed of one episode at one optimizer step:

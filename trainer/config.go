@@ -65,6 +65,9 @@ type Resolved struct {
 	Loss      espo.LossConfig
 	// LearningRate, MaxGradNorm and Temperature drive the workers.
 	LearningRate, MaxGradNorm, Temperature float64
+	// Optimizer is spec.algorithm.optimizer: the AdamW constants and the schedule
+	// of the learning rate.
+	Optimizer Optimizer
 	// Split holds the train, validation and test fractions.
 	Split [3]float64
 }
@@ -114,6 +117,7 @@ func Resolve(c *Config) (*Resolved, error) {
 	adv.Gates = espo.Gates(s.Rewards.COUT.Gates)
 	adv.EmptyGate = p.parse("spec.rewards.cout.emptyGate", s.Rewards.COUT.EmptyGate)
 	r.Advantage = adv
+	r.Optimizer = resolveOptimizer(&p, s.Algorithm.Optimizer)
 	dropout := 0.0
 	if l := s.Model.LoRA; l != nil && l.Dropout != "" {
 		dropout = p.parse(loraDropoutField, l.Dropout)
@@ -128,7 +132,68 @@ func Resolve(c *Config) (*Resolved, error) {
 		checkEmbedder(s.Rewards.Intent.Embedder),
 		checkEncoderWorker(s),
 		checkDropout(dropout),
+		r.Optimizer.check(),
 	)
+}
+
+// Optimizer is spec.algorithm.optimizer parsed: the AdamW constants of every step and
+// the schedule of its learning rate (espo.ScheduledRate).
+type Optimizer struct {
+	Beta1, Beta2, Epsilon, WeightDecay float64
+	WarmupSteps                        int64
+	Schedule                           espo.Schedule
+}
+
+// optimizerField is the path of spec.algorithm.optimizer in errors.
+const optimizerField = "spec.algorithm.optimizer"
+
+// resolveOptimizer parses o, defaulted (nil is the defaults, as the API server
+// stores them for a job that sets none).
+func resolveOptimizer(p *decimalParser, o *trainingv1alpha1.OptimizerSpec) Optimizer {
+	var d trainingv1alpha1.OptimizerSpec
+	if o != nil {
+		d = *o
+	}
+	d.Default()
+	return Optimizer{
+		Beta1:       p.parse(optimizerField+".beta1", d.Beta1),
+		Beta2:       p.parse(optimizerField+".beta2", d.Beta2),
+		Epsilon:     p.parse(optimizerField+".epsilon", d.Epsilon),
+		WeightDecay: p.parse(optimizerField+".weightDecay", d.WeightDecay),
+		WarmupSteps: int64(d.WarmupSteps),
+		Schedule:    espo.Schedule(d.Schedule),
+	}
+}
+
+// check applies to the optimizer the API server's rules, for a run config that did
+// not pass through it: betas in (0, 1) (the worker protocol reads a beta of 0 as
+// unset), epsilon greater than 0, weight decay and warm-up steps at least 0, and a
+// known schedule.
+func (o Optimizer) check() error {
+	var errs []error
+	for _, b := range []struct {
+		name string
+		v    float64
+	}{{"beta1", o.Beta1}, {"beta2", o.Beta2}} {
+		if !(b.v > 0 && b.v < 1) {
+			errs = append(errs, fmt.Errorf("%s.%s: %g must be greater than 0 and less than 1", optimizerField, b.name, b.v))
+		}
+	}
+	if !(o.Epsilon > 0) {
+		errs = append(errs, fmt.Errorf("%s.epsilon: %g must be greater than 0", optimizerField, o.Epsilon))
+	}
+	if !(o.WeightDecay >= 0) {
+		errs = append(errs, fmt.Errorf("%s.weightDecay: %g must be at least 0", optimizerField, o.WeightDecay))
+	}
+	if o.WarmupSteps < 0 {
+		errs = append(errs, fmt.Errorf("%s.warmupSteps: %d must be at least 0", optimizerField, o.WarmupSteps))
+	}
+	switch o.Schedule {
+	case espo.ScheduleConstant, espo.ScheduleLinear, espo.ScheduleCosine:
+	default:
+		errs = append(errs, fmt.Errorf("%s.schedule: %q is none of constant, linear and cosine", optimizerField, o.Schedule))
+	}
+	return errors.Join(errs...)
 }
 
 // loraDropoutField is the path of spec.model.lora.dropout in errors.

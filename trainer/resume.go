@@ -78,7 +78,7 @@ func runBinding(cfg *Config, data *Splits) (checkpoint.Binding, error) {
 	for name, d := range map[string]*checkpoint.Digest{
 		"datasets":  datasets,
 		"model":     checkpoint.NewDigest().Add(modelAsRun(s.Model)),
-		"algorithm": checkpoint.NewDigest().Add(s.Algorithm),
+		"algorithm": checkpoint.NewDigest().Add(algorithmAsRun(s.Algorithm)),
 		"rewards":   checkpoint.NewDigest().Add(s.Rewards),
 	} {
 		sum, err := d.Sum()
@@ -98,6 +98,21 @@ func modelAsRun(m trainingv1alpha1.ModelSpec) trainingv1alpha1.ModelSpec {
 		m.Default()
 	}
 	return m
+}
+
+// algorithmAsRun is a as it binds checkpoints: an optimizer at its defaults (which
+// the API server writes into every job, those created before the section existed
+// too) digests as none, so that the algorithm's digest, and with it the checkpoints
+// of a job from before spec.algorithm.optimizer, stays what it was.
+func algorithmAsRun(a trainingv1alpha1.AlgorithmSpec) trainingv1alpha1.AlgorithmSpec {
+	if o := a.Optimizer; o != nil {
+		var d trainingv1alpha1.OptimizerSpec
+		d.Default()
+		if *o == d {
+			a.Optimizer = nil
+		}
+	}
+	return a
 }
 
 // resumePoint returns the worker state to start from: the newest valid checkpoint of

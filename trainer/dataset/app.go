@@ -85,3 +85,12 @@ func (r reveal) String() string {
 	}
 	return RevealPage
 }
+
+// Keys are the keys of the app's attributes, in order: what a summary card lists.
+func (a *App) Keys() []string {
+	keys := make([]string, len(a.Attributes))
+	for i, at := range a.Attributes {
+		keys[i] = at.Key
+	}
+	return keys
+}

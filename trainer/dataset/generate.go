@@ -438,12 +438,12 @@ func (b *builder) search() {
 		b.pool = append(b.pool, b.poolItem())
 	}
 	home := homeScreen(c, b.pool[:4], b.hard != nil)
-	b.click(home, home.find("search_box", "Search "+c.noun+"s"))
+	b.click(home, home.find("search_box", SearchPlaceholder(c.noun)))
 	sugg := slices.Clone(c.dims[0].values)
 	b.rng.Shuffle(len(sugg), func(i, j int) { sugg[i], sugg[j] = sugg[j], sugg[i] })
 	sugg = sugg[:4]
 	search := searchScreen(c, "", sugg)
-	b.step(StageGUI, search, Answer{Action: espo.ActionType, Point: espo.NoPoint, InputText: q, Target: search.find("search_box", "Search "+c.noun+"s")})
+	b.step(StageGUI, search, Answer{Action: espo.ActionType, Point: espo.NoPoint, InputText: q, Target: search.find("search_box", SearchPlaceholder(c.noun))})
 	search = searchScreen(c, q, sugg)
 	b.click(search, search.find("button", "Search"))
 

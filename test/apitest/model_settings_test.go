@@ -66,24 +66,7 @@ func TestModelSettingsAccepted(t *testing.T) {
 		"external-settings": "worker: external\n    endpoint: worker.ml.svc:50051",
 	} {
 		t.Run(name, func(t *testing.T) {
-			sent := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal(fmt.Appendf(nil, modelSettings, name, worker), &sent.Object); err != nil {
-				t.Fatal(err)
-			}
-			sent.SetNamespace(ns)
-			if err := env.Client.Create(context.Background(), sent.DeepCopy(), strict); err != nil {
-				t.Fatalf("refused: %v", err)
-			}
-			raw := getRaw(t, ns, name)
-			want, _ := json.Marshal(sent.Object["spec"].(map[string]any)["model"]) // numbers as JSON: YAML and the server decode them differently
-			got, _ := json.Marshal(raw.Object["spec"].(map[string]any)["model"])
-			if string(got) != string(want) {
-				t.Errorf("stored spec.model\n  %s\ndiffers from the one sent\n  %s", got, want)
-			}
-			var typed trainingv1alpha1.ESPOJob
-			if err := env.Scheme.Convert(raw, &typed, nil); err != nil {
-				t.Fatal(err)
-			}
+			typed := createStoredAsSent(t, ns, name, fmt.Appendf(nil, modelSettings, name, worker))
 			m := typed.Spec.Model
 			if m.LoRA == nil || m.LoRA.Rank != 16 || m.LoRA.Alpha != 32 || m.LoRA.Dropout != "0.05" || len(m.LoRA.TargetModules) != 3 ||
 				m.GradientCheckpointing == nil || *m.GradientCheckpointing || m.DType != trainingv1alpha1.DTypeFloat16 ||
@@ -92,6 +75,32 @@ func TestModelSettingsAccepted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// createStoredAsSent creates the job of manifest (named name) in ns, checks that the
+// API server stored its spec.model as sent, nothing defaulted into it, and returns
+// the stored job through the Go types.
+func createStoredAsSent(t *testing.T, ns, name string, manifest []byte) *trainingv1alpha1.ESPOJob {
+	t.Helper()
+	sent := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(manifest, &sent.Object); err != nil {
+		t.Fatal(err)
+	}
+	sent.SetNamespace(ns)
+	if err := env.Client.Create(context.Background(), sent.DeepCopy(), strict); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	raw := getRaw(t, ns, name)
+	want, _ := json.Marshal(sent.Object["spec"].(map[string]any)["model"]) // numbers as JSON: YAML and the server decode them differently
+	got, _ := json.Marshal(raw.Object["spec"].(map[string]any)["model"])
+	if string(got) != string(want) {
+		t.Errorf("stored spec.model\n  %s\ndiffers from the one sent\n  %s", got, want)
+	}
+	typed := &trainingv1alpha1.ESPOJob{}
+	if err := env.Scheme.Convert(raw, typed, nil); err != nil {
+		t.Fatal(err)
+	}
+	return typed
 }
 
 // rolloutSettings sets every setting of the vllm engine at a bound: the whole GPU,
@@ -137,24 +146,7 @@ func TestRolloutSettingsAccepted(t *testing.T) {
 		"vllm-no-section": {`epochs: 6`, "2"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			sent := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal(fmt.Appendf(nil, rolloutSettings, name, tc.algorithm), &sent.Object); err != nil {
-				t.Fatal(err)
-			}
-			sent.SetNamespace(ns)
-			if err := env.Client.Create(context.Background(), sent.DeepCopy(), strict); err != nil {
-				t.Fatalf("refused: %v", err)
-			}
-			raw := getRaw(t, ns, name)
-			want, _ := json.Marshal(sent.Object["spec"].(map[string]any)["model"])
-			got, _ := json.Marshal(raw.Object["spec"].(map[string]any)["model"])
-			if string(got) != string(want) {
-				t.Errorf("stored spec.model\n  %s\ndiffers from the one sent\n  %s", got, want)
-			}
-			var typed trainingv1alpha1.ESPOJob
-			if err := env.Scheme.Convert(raw, &typed, nil); err != nil {
-				t.Fatal(err)
-			}
+			typed := createStoredAsSent(t, ns, name, fmt.Appendf(nil, rolloutSettings, name, tc.algorithm))
 			r := typed.Spec.Model.Rollout
 			if r == nil || r.Engine != trainingv1alpha1.RolloutVLLM || r.GPUMemoryUtilization != "1" || r.MaxModelLen != 4352 ||
 				r.EnforceEager == nil || *r.EnforceEager || r.CPUKVCacheGiB != 1024 {

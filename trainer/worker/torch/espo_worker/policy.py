@@ -60,6 +60,10 @@ def _int(name, v):
         raise InvalidError("option %s=%r: want an integer" % (name, v)) from None
 
 
+def _bool(name, v):
+    return v.lower() in ("1", "true", "yes")
+
+
 def _float(name, v):
     try:
         return float(v)
@@ -72,15 +76,16 @@ def _float(name, v):
 OPTIONS = {
     "pretrained": str, "dtype": str, "lora_r": _int, "lora_alpha": _int, "lora_dropout": _float,
     "lora_targets": str, "max_new_tokens": _int, "max_prompt_tokens": _int, "tiny_embed": _int,
-    "tiny_hidden": _int, "gradient_checkpointing": lambda n, v: v.lower() in ("1", "true", "yes"),
+    "tiny_hidden": _int, "gradient_checkpointing": _bool,
     "attn_implementation": str, "embedder_model": str,
     "rollout_engine": str, "vllm_gpu_memory_utilization": _float, "vllm_max_model_len": _int,
-    "vllm_enforce_eager": lambda n, v: v.lower() in ("1", "true", "yes"), "vllm_cpu_kv_cache_gib": _int,
+    "vllm_enforce_eager": _bool, "vllm_cpu_kv_cache_gib": _int,
 }
 
 # The rollout engines (option rollout_engine): the training model's own generate, or
 # vLLM in a process beside the worker (espo_worker.rollout).
 ENGINES = ("huggingface", "vllm")
+
 
 def is_rollout_option(name):
     """Whether an option sets the rollout engine rather than the model."""

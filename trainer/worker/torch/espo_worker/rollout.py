@@ -104,11 +104,7 @@ class VLLMEngine:
                                      gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                                      enforce_eager=enforce_eager, cpu_kv_cache_gib=cpu_kv_cache_gib,
                                      lora_rank=lora_rank)["vllm"]
-        except EngineError as e:
-            self.close()
-            raise EngineUnavailableError("rollout engine vllm (%s) could not start on %s: %s" %
-                                         (self.python, model, e)) from None
-        except EngineDiedError as e:
+        except (EngineError, EngineDiedError) as e:
             self.close()
             raise EngineUnavailableError("rollout engine vllm (%s) could not start on %s: %s" %
                                          (self.python, model, e)) from None

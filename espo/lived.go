@@ -232,3 +232,30 @@ func OutcomeAdvantages(dst [][]float64, rollouts []Rollout, eps float64) error {
 	}
 	return nil
 }
+
+// GiGPOAdvantages writes GiGPO's advantage of every step of G rollouts: the
+// outcome advantage plus the anchor-state step advantage, with no COUT term,
+//
+//	A(g, t) = A_out(g) + A_step(g, t)
+//
+// with A_out of OutcomeAdvantages and A_step of AnchorStepAdvantages. It returns
+// ErrGroupSize for fewer than 2 rollouts and panics if the lengths of dst and
+// rollouts disagree.
+func GiGPOAdvantages(dst [][]float64, rollouts []Rollout, eps float64) error {
+	step := make([][]float64, len(dst))
+	for g := range dst {
+		step[g] = make([]float64, len(dst[g]))
+	}
+	if err := AnchorStepAdvantages(step, rollouts, eps); err != nil {
+		return err
+	}
+	if err := OutcomeAdvantages(dst, rollouts, eps); err != nil {
+		return err
+	}
+	for g := range dst {
+		for t := range dst[g] {
+			dst[g][t] += step[g][t]
+		}
+	}
+	return nil
+}

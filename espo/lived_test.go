@@ -136,3 +136,32 @@ func TestOutcomeAdvantagesCreditEveryStepWithTheEnd(t *testing.T) {
 		}
 	}
 }
+
+func TestGiGPOAdvantagesAddTheOutcomeToTheAnchorSteps(t *testing.T) {
+	rs := livedGroup()
+	got, outcome, step := newDst(rs), newDst(rs), newDst(rs)
+	if err := GiGPOAdvantages(got, rs, 1e-6); err != nil {
+		t.Fatal(err)
+	}
+	if err := OutcomeAdvantages(outcome, rs, 1e-6); err != nil {
+		t.Fatal(err)
+	}
+	if err := AnchorStepAdvantages(step, rs, 1e-6); err != nil {
+		t.Fatal(err)
+	}
+	differs := false
+	for g := range got {
+		for tt := range got[g] {
+			if want := outcome[g][tt] + step[g][tt]; got[g][tt] != want {
+				t.Errorf("rollout %d step %d: %v, want outcome %v + step %v", g, tt, got[g][tt], outcome[g][tt], step[g][tt])
+			}
+			differs = differs || step[g][tt] != 0
+		}
+	}
+	if !differs {
+		t.Fatal("the group's anchor-step advantages are all 0: the test cannot tell GiGPO from outcome-only")
+	}
+	if err := GiGPOAdvantages(newDst(rs[:1]), rs[:1], 1e-6); !errors.Is(err, ErrGroupSize) {
+		t.Errorf("one rollout: %v, want ErrGroupSize", err)
+	}
+}

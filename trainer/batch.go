@@ -19,14 +19,14 @@ package trainer
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/experience"
+	"github.com/espo-dev/espo-operator/trainer/plan"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
@@ -66,18 +66,12 @@ func (s batchStats) meanReward() float64 {
 	return s.rewardSum / float64(s.rewardCount)
 }
 
-// group is the steps of one episode that a batch holds, in order, with what the
-// reinforcement step computes for them. GRPO batches hold groups of single steps.
-// Group i is request i of every call to the gang, which deals it to one member.
+// group is a group of a reinforcement batch with what the step computes for it.
+// GRPO batches of recorded episodes hold groups of single steps.
 type group struct {
-	ep      *dataset.Episode
-	steps   []int
-	prompts []worker.Prompt
-	// samples[j*G+g] is candidate g of step j.
-	samples []worker.Sample
-	// adv[j*G+g] is its advantage; cout is R_COUT of the group's episode.
-	adv  []float64
-	cout float64
+	*experience.Group
+	// adv[j*G+g] is the advantage of candidate g of step j.
+	adv []float64
 	// logp and ref are the per-token log-probs under the current and the reference
 	// policy, per candidate: logp is the samples' Logprobs unless the worker returned
 	// current log-probs; ref is empty when the loss has no KL term.
@@ -85,18 +79,18 @@ type group struct {
 }
 
 // trainBatch takes one optimizer step on the current batch of the current epoch.
-func (t *Trainer) trainBatch(ctx context.Context, k Kind) (batchStats, error) {
+func (t *Trainer) trainBatch(ctx context.Context, k plan.Kind) (batchStats, error) {
 	var stats batchStats
 	var err error
-	if k == KindSFT {
-		var gs []*group
-		if gs, err = t.exp.demonstrations(ctx, t.state.Epoch, t.state.Batch); err == nil {
+	if k == plan.SFT {
+		var gs []*experience.Group
+		if gs, err = t.src.Demonstrations(ctx, t.state.Epoch, t.state.Batch); err == nil {
 			err = t.backwardSFT(ctx, gs, &stats)
 		}
 	} else {
-		var b batch
-		if b, err = t.exp.candidates(ctx, t.state.Epoch, t.state.Batch); err == nil {
-			err = t.backwardRL(ctx, k, b, &stats)
+		var b experience.Batch
+		if b, err = t.src.Candidates(ctx, t.state.Epoch, t.state.Batch, t.sampling()); err == nil {
+			err = t.backwardRL(ctx, b, &stats)
 		}
 	}
 	if err != nil {
@@ -106,20 +100,26 @@ func (t *Trainer) trainBatch(ctx context.Context, k Kind) (batchStats, error) {
 	return stats, err
 }
 
+// sampling is how the policy samples the candidates of the current step.
+func (t *Trainer) sampling() experience.Sampling {
+	return experience.Sampling{G: int(t.cfg.Spec.Algorithm.GroupSize), Temperature: t.res.Temperature,
+		Seed: uint64(t.cfg.Spec.Algorithm.Seed), Step: t.state.Step}
+}
+
 // backwardSFT accumulates the cross-entropy gradient of the demonstrated answers:
 // every answer gets sequence weight 1/(steps in batch), so the loss is the mean over
 // steps of -log p(answer).
-func (t *Trainer) backwardSFT(ctx context.Context, gs []*group, stats *batchStats) error {
+func (t *Trainer) backwardSFT(ctx context.Context, gs []*experience.Group, stats *batchStats) error {
 	n := 0
 	for _, g := range gs {
-		n += len(g.steps)
+		n += len(g.Steps)
 	}
 	reqs := make([][]worker.Weighted, len(gs))
 	for i, g := range gs {
-		for j, s := range g.steps {
+		for j, s := range g.Steps {
 			reqs[i] = append(reqs[i], worker.Weighted{
-				Prompt:         g.prompts[j],
-				Answer:         worker.Answer{Text: demonstrated(&g.ep.Steps[s])},
+				Prompt:         g.Prompts[j],
+				Answer:         worker.Answer{Text: demonstrated(&g.Episode.Steps[s])},
 				SequenceWeight: 1 / float64(n),
 			})
 		}
@@ -130,22 +130,17 @@ func (t *Trainer) backwardSFT(ctx context.Context, gs []*group, stats *batchStat
 // demonstrated returns the demonstrated answer of a step in the GUI-R1 format.
 func demonstrated(s *dataset.Step) string { return espo.FormatAnswer("", s.Answer.Espo()) }
 
-// backwardRL scores the candidates of a batch, computes their advantages (fused
-// with COUT for ESPO, step-wise for GRPO) and the loss weights of the clipped,
-// KL-penalised objective, and accumulates its gradient.
-func (t *Trainer) backwardRL(ctx context.Context, k Kind, b batch, stats *batchStats) error {
-	gs := b.groups
-	if err := t.prefetchBatchIntents(ctx, gs); err != nil {
+// backwardRL scores the candidates of a batch, computes their advantages with the
+// run's estimator and the loss weights of the clipped, KL-penalised objective, and
+// accumulates its gradient.
+func (t *Trainer) backwardRL(ctx context.Context, b experience.Batch, stats *batchStats) error {
+	gs := groups(b)
+	if err := t.intents.PrefetchBatch(ctx, b.Groups); err != nil {
 		return err
 	}
-	defer t.releaseIntents()
+	defer t.intents.Release()
 	start := t.opts.Clock.Now()
-	var err error
-	if b.families != nil {
-		err = t.livedAdvantages(k, b, stats)
-	} else {
-		err = t.advantages(k, gs, stats)
-	}
+	err := t.advantages(gs, b.Families, stats)
 	stats.coreTime += t.opts.Clock.Since(start)
 	if err != nil {
 		return err
@@ -156,40 +151,67 @@ func (t *Trainer) backwardRL(ctx context.Context, k Kind, b batch, stats *batchS
 	return t.lossBackward(ctx, gs, stats)
 }
 
-// advantages scores every candidate of recorded groups (G per step) and computes
-// its advantage.
-func (t *Trainer) advantages(k Kind, gs []*group, stats *batchStats) error {
-	for _, g := range gs {
-		ep := t.score(g, stats)
-		g.adv = make([]float64, len(g.samples))
-		if k == KindGRPO {
-			if err := espo.StepAdvantages(g.adv, ep.Step, ep.G, t.res.Advantage.Eps); err != nil {
+// groups returns the groups of b, ready for what the step computes.
+func groups(b experience.Batch) []*group {
+	gs := make([]*group, len(b.Groups))
+	for i, g := range b.Groups {
+		gs[i] = &group{Group: g}
+	}
+	return gs
+}
+
+// advantages scores every candidate of the batch and writes its advantage with the
+// run's estimator, one comparison group at a time: each recorded episode's G
+// candidates per step, or, when families is set (a batch lived through an
+// environment), the G rollouts of each episode seed. stats.cout is the mean COUT of
+// those groups.
+func (t *Trainer) advantages(gs []*group, families [][]int, stats *batchStats) error {
+	if families == nil {
+		for _, g := range gs {
+			ep := t.score(g.Group, stats)
+			g.adv = make([]float64, len(g.Samples))
+			c, err := t.estimator.Episode(g.adv, ep)
+			if err != nil {
 				return err
 			}
-			continue
+			stats.cout += c.Reward / float64(len(gs))
 		}
-		cout, err := t.fusedAdvantages(g.adv, ep)
+		return nil
+	}
+	for _, family := range families {
+		rs := make([]espo.Rollout, len(family))
+		dst := make([][]float64, len(family))
+		for i, gi := range family {
+			g := gs[gi]
+			r := t.score(g.Group, stats)
+			rs[i] = espo.Rollout{Stages: r.Stages, Step: r.Step, Stage: r.Stage, States: make([]uint64, len(g.Prompts))}
+			for j, p := range g.Prompts {
+				rs[i].States[j] = p.ObservationKey()
+			}
+			g.adv = make([]float64, len(g.Samples))
+			dst[i] = g.adv
+		}
+		c, err := t.estimator.Rollouts(dst, rs)
 		if err != nil {
 			return err
 		}
-		g.cout = cout.Reward
-		stats.cout += cout.Reward / float64(len(gs))
+		stats.cout += c.Reward / float64(len(families))
 	}
 	return nil
 }
 
 // score scores every candidate of g against its step's ground truth, adding the
 // step rewards to stats: candidate c of step j at index j*G + c.
-func (t *Trainer) score(g *group, stats *batchStats) espo.EpisodeRewards {
-	G := len(g.samples) / len(g.steps)
-	ep := espo.EpisodeRewards{G: G, Stages: make([]espo.Stage, len(g.steps)),
-		Step: make([]float64, len(g.samples)), Stage: make([]float64, len(g.samples))}
-	for j, s := range g.steps {
-		step := &g.ep.Steps[s]
-		gt := g.ep.GroundTruth(step)
+func (t *Trainer) score(g *experience.Group, stats *batchStats) espo.EpisodeRewards {
+	G := len(g.Samples) / len(g.Steps)
+	ep := espo.EpisodeRewards{G: G, Stages: make([]espo.Stage, len(g.Steps)),
+		Step: make([]float64, len(g.Samples)), Stage: make([]float64, len(g.Samples))}
+	for j, s := range g.Steps {
+		step := &g.Episode.Steps[s]
+		gt := g.Episode.GroundTruth(step)
 		ep.Stages[j] = step.Stage.Espo()
 		for c := range G {
-			sc := t.rewarder.Score(&gt, g.samples[j*G+c].Answer.Text)
+			sc := t.rewarder.Score(&gt, g.Samples[j*G+c].Answer.Text)
 			ep.Step[j*G+c], ep.Stage[j*G+c] = sc.Step(), sc.Stage
 			stats.rewardSum += sc.Step()
 			stats.rewardCount++
@@ -220,7 +242,7 @@ func (t *Trainer) logProbs(ctx context.Context, gs []*group) error {
 	}
 	for i, g := range gs {
 		if err := g.useReference(lps[i]); err != nil {
-			return fmt.Errorf("episode %s: %w", g.ep.ID, err)
+			return fmt.Errorf("episode %s: %w", g.Episode.ID, err)
 		}
 	}
 	return nil
@@ -229,18 +251,18 @@ func (t *Trainer) logProbs(ctx context.Context, gs []*group) error {
 // useSampledLogProbs takes the log-probs Generate reported as the group's current
 // log-probs and leaves its reference log-probs empty.
 func (g *group) useSampledLogProbs() {
-	g.logp, g.ref = make([][]float64, len(g.samples)), make([][]float64, len(g.samples))
-	for i, s := range g.samples {
+	g.logp, g.ref = make([][]float64, len(g.Samples)), make([][]float64, len(g.Samples))
+	for i, s := range g.Samples {
 		g.logp[i] = s.LogProbs
 	}
 }
 
 // scored returns the group's candidates as answers to score.
 func (g *group) scored() []worker.Scored {
-	G := len(g.samples) / len(g.prompts)
-	out := make([]worker.Scored, len(g.samples))
-	for i, s := range g.samples {
-		out[i] = worker.Scored{Prompt: g.prompts[i/G], Answer: s.Answer}
+	G := len(g.Samples) / len(g.Prompts)
+	out := make([]worker.Scored, len(g.Samples))
+	for i, s := range g.Samples {
+		out[i] = worker.Scored{Prompt: g.Prompts[i/G], Answer: s.Answer}
 	}
 	return out
 }
@@ -251,7 +273,7 @@ func (g *group) scored() []worker.Scored {
 // reference log-probs must have as many tokens as Generate gave it.
 func (g *group) useReference(lps []worker.TokenLogProbs) error {
 	for i, it := range lps {
-		n := len(g.samples[i].LogProbs)
+		n := len(g.Samples[i].LogProbs)
 		if len(it.Current) > 0 {
 			if len(it.Current) != n {
 				return fmt.Errorf("logprobs: answer %d has %d tokens, generate gave %d", i, len(it.Current), n)
@@ -272,7 +294,7 @@ func (g *group) useReference(lps []worker.TokenLogProbs) error {
 func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchStats) error {
 	var tok espo.Tokens
 	for _, g := range gs {
-		for i, s := range g.samples {
+		for i, s := range g.Samples {
 			tok.LogP = append(tok.LogP, g.logp[i]...)
 			tok.OldLogP = append(tok.OldLogP, s.LogProbs...)
 			if tok.RefLogP != nil || len(g.ref[i]) > 0 {
@@ -306,11 +328,11 @@ func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchSta
 	reqs := make([][]worker.Weighted, len(gs))
 	off := 0
 	for k, g := range gs {
-		G := len(g.samples) / len(g.prompts)
-		reqs[k] = make([]worker.Weighted, len(g.samples))
-		for i, s := range g.samples {
+		G := len(g.Samples) / len(g.Prompts)
+		reqs[k] = make([]worker.Weighted, len(g.Samples))
+		for i, s := range g.Samples {
 			n := len(s.LogProbs)
-			reqs[k][i] = worker.Weighted{Prompt: g.prompts[i/G], Answer: s.Answer, TokenWeights: weights[off : off+n]}
+			reqs[k][i] = worker.Weighted{Prompt: g.Prompts[i/G], Answer: s.Answer, TokenWeights: weights[off : off+n]}
 			off += n
 		}
 	}
@@ -327,7 +349,7 @@ func samplerLogProbs(gs []*group) ([]float64, error) {
 	var with, without string // an answer with sampler log-probs, one without
 	n := 0
 	for _, g := range gs {
-		for i, s := range g.samples {
+		for i, s := range g.Samples {
 			switch {
 			case len(s.LogProbs) == 0 && len(s.SamplerLogProbs) == 0: // no tokens: either way
 			case len(s.SamplerLogProbs) == 0:
@@ -350,7 +372,7 @@ func samplerLogProbs(gs []*group) ([]float64, error) {
 	}
 	out := make([]float64, 0, n)
 	for _, g := range gs {
-		for _, s := range g.samples {
+		for _, s := range g.Samples {
 			out = append(out, s.SamplerLogProbs...)
 		}
 	}
@@ -359,12 +381,12 @@ func samplerLogProbs(gs []*group) ([]float64, error) {
 
 // answer names candidate i of the group: its episode, step and candidate index.
 func (g *group) answer(i int) string {
-	G := len(g.samples) / len(g.prompts)
+	G := len(g.Samples) / len(g.Prompts)
 	step := i / G
-	if g.steps != nil {
-		step = g.steps[step]
+	if g.Steps != nil {
+		step = g.Steps[step]
 	}
-	return fmt.Sprintf("the answer of episode %s, step %d, candidate %d", g.ep.ID, step, i%G)
+	return fmt.Sprintf("the answer of episode %s, step %d, candidate %d", g.Episode.ID, step, i%G)
 }
 
 // backward accumulates the gradient of each group's weighted answers (request i is
@@ -390,20 +412,8 @@ func (t *Trainer) step(ctx context.Context) (float64, error) {
 func (t *Trainer) stepOptions(s int64) worker.StepOptions {
 	o := t.res.Optimizer
 	return worker.StepOptions{
-		LearningRate: espo.ScheduledRate(t.res.LearningRate, o.Schedule, s, o.WarmupSteps, t.plan.totalSteps()),
+		LearningRate: espo.ScheduledRate(t.res.LearningRate, o.Schedule, s, o.WarmupSteps, t.plan.TotalSteps()),
 		MaxGradNorm:  t.res.MaxGradNorm,
 		Beta1:        o.Beta1, Beta2: o.Beta2, Epsilon: o.Epsilon, WeightDecay: o.WeightDecay,
 	}
-}
-
-// sampleSeed derives the sampling seed of one episode at one optimizer step:
-// FNV-1a over (seed, step, episode id).
-func sampleSeed(seed uint64, step int64, episode string) uint64 {
-	h := fnv.New64a()
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], seed)
-	binary.LittleEndian.PutUint64(b[8:], uint64(step))
-	h.Write(b[:])
-	h.Write([]byte(episode))
-	return h.Sum64()
 }

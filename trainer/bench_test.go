@@ -25,6 +25,7 @@ import (
 	"github.com/go-logr/logr"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/plan"
 )
 
 // benchTrainer returns a trainer over n generated episodes, configured and past SFT
@@ -45,7 +46,7 @@ func benchTrainer(b *testing.B, episodes int) *Trainer {
 	if err := tr.start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if err := tr.freezeReferenceBefore(ctx, KindESPO); err != nil {
+	if err := tr.freezeReferenceBefore(ctx, plan.ESPO); err != nil {
 		b.Fatal(err)
 	}
 	return tr
@@ -61,8 +62,8 @@ func BenchmarkTrainStep(b *testing.B) {
 	b.ReportAllocs()
 	start := time.Now()
 	for i := range b.N {
-		tr.state.Batch = i % tr.plan.batches[0]
-		stats, err := tr.trainBatch(ctx, KindESPO)
+		tr.state.Batch = i % tr.plan.Epochs[0].Batches
+		stats, err := tr.trainBatch(ctx, plan.ESPO)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -78,7 +79,7 @@ func BenchmarkESPOEpoch100(b *testing.B) {
 		b.StopTimer()
 		tr := benchTrainer(b, 100)
 		b.StartTimer()
-		if s, stopped := tr.trainEpoch(context.Background(), &tr.plan.epochs[0]); stopped {
+		if s, stopped := tr.trainEpoch(context.Background(), &tr.plan.Epochs[0]); stopped {
 			b.Fatalf("the epoch stopped: %s", s.message)
 		}
 	}
@@ -98,7 +99,7 @@ func BenchmarkRunBinding(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			data, err := LoadSplits(c, res.Split)
+			data, err := loadSplits(c, res.Split)
 			if err != nil {
 				b.Fatal(err)
 			}

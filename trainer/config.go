@@ -31,7 +31,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
-	"github.com/espo-dev/espo-operator/trainer/embedding"
+	"github.com/espo-dev/espo-operator/trainer/intents"
 )
 
 // Config is the resolved run configuration (trainingv1alpha1.RunConfig).
@@ -129,8 +129,8 @@ func Resolve(c *Config) (*Resolved, error) {
 		fieldErr("spec.rewards", r.Rewards.Validate()),
 		fieldErr("spec.rewards.cout", r.Advantage.Validate()),
 		fieldErr("spec.algorithm", r.Loss.Validate()),
-		checkEmbedder(s.Rewards.Intent.Embedder),
-		checkEncoderWorker(s),
+		intents.CheckEmbedder(s.Rewards.Intent.Embedder),
+		intents.CheckEncoderWorker(s),
 		checkDropout(dropout),
 		r.Optimizer.check(),
 	)
@@ -208,53 +208,6 @@ func checkDropout(v float64) error {
 	return nil
 }
 
-// checkEmbedder applies to spec.rewards.intent.embedder, when set and defaulted, the
-// rules the API server applies: exactly one of endpoint and worker; an http or https
-// endpoint with a host, a port of 1-65535 if any and no credentials, and an
-// apiKeySecretRef with a name and a key; a worker model named, without the service's
-// model and apiKeySecretRef; the bounds of timeoutSeconds and batchSize. The rule
-// that worker needs a PyTorch (or external) worker is checkEncoderWorker's.
-func checkEmbedder(e *trainingv1alpha1.EmbedderSpec) error {
-	if e == nil {
-		return nil
-	}
-	var errs []error
-	switch {
-	case (e.Endpoint == "") == (e.Worker == nil):
-		errs = append(errs, fmt.Errorf("%s: set exactly one of endpoint (an embedding service) and worker (a sentence encoder the policy workers load)", embedderField))
-	case e.Worker != nil:
-		if e.Worker.Model == "" {
-			errs = append(errs, fmt.Errorf("%s.worker.model: empty: name the sentence-transformers model folder", embedderField))
-		}
-		if e.Model != "" || e.APIKeySecretRef != nil {
-			errs = append(errs, fmt.Errorf("%s: model and apiKeySecretRef are an embedding service's: with worker, remove them", embedderField))
-		}
-	default:
-		if err := embedding.CheckEndpoint(e.Endpoint); err != nil {
-			errs = append(errs, fmt.Errorf("%s.endpoint: %w", embedderField, err))
-		}
-		if ref := e.APIKeySecretRef; ref != nil && (ref.Name == "" || ref.Key == "") {
-			errs = append(errs, fmt.Errorf("%s.apiKeySecretRef: name and key are required", embedderField))
-		}
-	}
-	if e.TimeoutSeconds < 1 || e.TimeoutSeconds > trainingv1alpha1.MaxEmbedderTimeoutSeconds {
-		errs = append(errs, fmt.Errorf("%s.timeoutSeconds: %d not in [1, %d]", embedderField, e.TimeoutSeconds, trainingv1alpha1.MaxEmbedderTimeoutSeconds))
-	}
-	if e.BatchSize < 1 || e.BatchSize > trainingv1alpha1.MaxEmbedderBatchSize {
-		errs = append(errs, fmt.Errorf("%s.batchSize: %d not in [1, %d]", embedderField, e.BatchSize, trainingv1alpha1.MaxEmbedderBatchSize))
-	}
-	return errors.Join(errs...)
-}
-
-// checkEncoderWorker refuses spec.rewards.intent.embedder.worker with the CPU policy,
-// which loads no sentence encoder, as the API server does.
-func checkEncoderWorker(s *trainingv1alpha1.ESPOJobSpec) error {
-	if e := s.Rewards.Intent.Embedder; e == nil || e.Worker == nil || s.Model.Worker != trainingv1alpha1.WorkerCPU {
-		return nil
-	}
-	return fmt.Errorf("%s.worker needs spec.model.worker cuda or external: the CPU policy loads no sentence encoder", embedderField)
-}
-
 // decimalParser parses decimal fields, collecting one error per bad field.
 type decimalParser struct{ err error }
 
@@ -323,6 +276,20 @@ func workerOptions(m *trainingv1alpha1.ModelSpec) map[string]string {
 		setCount(o, "vllm_cpu_kv_cache_gib", r.CPUKVCacheGiB)
 	}
 	return o
+}
+
+// encoderOption is the Configure option embedder_model of spec, "" without
+// spec.rewards.intent.embedder.worker: its model folder, under the models volume
+// when spec.model.weights is set (as workerOptions places pretrained).
+func encoderOption(spec *trainingv1alpha1.ESPOJobSpec) string {
+	e := spec.Rewards.Intent.Embedder
+	if e == nil || e.Worker == nil {
+		return ""
+	}
+	if spec.Model.Weights != nil {
+		return path.Join(trainingv1alpha1.ModelsMountPath, e.Worker.Model)
+	}
+	return e.Worker.Model
 }
 
 // defaultMaxNewTokens is the PyTorch worker's max_new_tokens when spec.model sets

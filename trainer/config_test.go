@@ -28,6 +28,7 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/experience"
 )
 
 func writeConfig(t *testing.T, yaml string) string {
@@ -206,11 +207,11 @@ func TestLoadSplitsCutsByEpisodeDeterministically(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s1, err := LoadSplits(c, [3]float64{0.8, 0.1, 0.1})
+	s1, err := loadSplits(c, [3]float64{0.8, 0.1, 0.1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, _ := LoadSplits(c, [3]float64{0.8, 0.1, 0.1})
+	s2, _ := loadSplits(c, [3]float64{0.8, 0.1, 0.1})
 	if len(s1.Train) != 16 || len(s1.Validation) != 2 || len(s1.Test) != 2 {
 		t.Fatalf("split sizes %d/%d/%d, want 16/2/2", len(s1.Train), len(s1.Validation), len(s1.Test))
 	}
@@ -249,11 +250,16 @@ func TestLoadSplitsReadsExplicitSplitsFromFiles(t *testing.T) {
 		{Name: "val", Split: trainingv1alpha1.SplitValidation, PersistentVolumeClaim: &trainingv1alpha1.VolumePath{ClaimName: "pvc", Path: "a.jsonl"}},
 	}}}}
 	c.Spec.Default()
-	s, err := LoadSplits(c, [3]float64{0.8, 0.1, 0.1})
+	s, err := loadSplits(c, [3]float64{0.8, 0.1, 0.1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(s.Train) != 3 || len(s.Validation) != 3 || len(s.Test) != 0 {
 		t.Errorf("split sizes %d/%d/%d, want 3/3/0", len(s.Train), len(s.Validation), len(s.Test))
 	}
+}
+
+// loadSplits loads the datasets of c as the trainer does.
+func loadSplits(c *Config, fractions [3]float64) (*experience.Splits, error) {
+	return experience.LoadSplits(c.DataRoot, c.Spec.Datasets.Sources, fractions, uint64(c.Spec.Datasets.Split.Seed))
 }

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"testing"
 
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 )
 
@@ -37,10 +38,12 @@ func TestSyntheticSourceDifficulty(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := loadSource(c.DataRoot, &c.Spec.Datasets.Sources[0])
+		c.Spec.Datasets.Sources[0].Split = trainingv1alpha1.SplitTrain // loaded whole, in order
+		splits, err := loadSplits(c, [3]float64{1, 0, 0})
 		if err != nil {
 			t.Fatal(err)
 		}
+		got := splits.Train
 		want, err := dataset.Generate(dataset.GenerateOptions{Channels: []string{"food", "hotel"}, Episodes: 20, Seed: 7, Difficulty: difficulty})
 		if err != nil {
 			t.Fatal(err)

@@ -24,12 +24,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/plan"
 )
 
 // evaluation is one validation result fed to earlyStop: the epoch's kind, its
 // recommendation accuracy and the epoch's mean step reward.
 type evaluation struct {
-	kind   Kind
+	kind   plan.Kind
 	recAcc float64
 	reward float64
 }
@@ -41,7 +42,7 @@ func earlyStops(es *trainingv1alpha1.EarlyStoppingSpec, evals []evaluation) (int
 	tr.cfg.Spec.EarlyStopping = es
 	for i, e := range evals {
 		tr.epochReward = meanAcc{sum: e.reward, n: 1}
-		if s, stopped := tr.earlyStop(&epochPlan{kind: e.kind}, &EvalResult{RecommendationAccuracy: e.recAcc}); stopped {
+		if s, stopped := tr.earlyStop(&plan.Epoch{Kind: e.kind}, &EvalResult{RecommendationAccuracy: e.recAcc}); stopped {
 			return i, s
 		}
 	}
@@ -64,42 +65,42 @@ func TestPatienceAppliesToEveryCondition(t *testing.T) {
 	}{{
 		name:    "target, patience 1: the first evaluation that reaches it, the cold start's included",
 		es:      trainingv1alpha1.EarlyStoppingSpec{Target: target, Patience: 1},
-		evals:   []evaluation{{KindSFT, 0.6, 0}, {KindESPO, 0.6, 0}},
+		evals:   []evaluation{{plan.SFT, 0.6, 0}, {plan.ESPO, 0.6, 0}},
 		stopsAt: 0, reason: stopTargetReached, message: "recommendationAccuracy 0.600 reached the target 0.5 at step 0",
 	}, {
 		name:    "target, patience 2: the second evaluation in a row",
 		es:      trainingv1alpha1.EarlyStoppingSpec{Target: target, Patience: 2},
-		evals:   []evaluation{{KindSFT, 0.6, 0}, {KindESPO, 0.7, 0}},
+		evals:   []evaluation{{plan.SFT, 0.6, 0}, {plan.ESPO, 0.7, 0}},
 		stopsAt: 1, reason: stopTargetReached, message: "recommendationAccuracy 0.700 reached the target 0.5 at step 0, 2 evaluations in a row",
 	}, {
 		name:    "target, patience 2: a miss starts the row again",
 		es:      trainingv1alpha1.EarlyStoppingSpec{Target: target, Patience: 2},
-		evals:   []evaluation{{KindSFT, 0.6, 0}, {KindESPO, 0.4, 0}, {KindESPO, 0.5, 0}, {KindESPO, 0.9, 0}},
+		evals:   []evaluation{{plan.SFT, 0.6, 0}, {plan.ESPO, 0.4, 0}, {plan.ESPO, 0.5, 0}, {plan.ESPO, 0.9, 0}},
 		stopsAt: 3, reason: stopTargetReached,
 	}, {
 		name:    "target, patience 3: never three in a row",
 		es:      trainingv1alpha1.EarlyStoppingSpec{Target: target, Patience: 3},
-		evals:   []evaluation{{KindESPO, 0.6, 0}, {KindESPO, 0.6, 0}, {KindESPO, 0.1, 0}, {KindESPO, 0.6, 0}, {KindESPO, 0.6, 0}},
+		evals:   []evaluation{{plan.ESPO, 0.6, 0}, {plan.ESPO, 0.6, 0}, {plan.ESPO, 0.1, 0}, {plan.ESPO, 0.6, 0}, {plan.ESPO, 0.6, 0}},
 		stopsAt: -1,
 	}, {
 		name:    "minReward, patience 2: SFT evaluations neither count nor break the row",
 		es:      trainingv1alpha1.EarlyStoppingSpec{MinReward: "-0.5", Patience: 2},
-		evals:   []evaluation{{KindSFT, 0, -1}, {KindESPO, 0, -1}, {KindSFT, 0, 0}, {KindESPO, 0, -0.75}},
+		evals:   []evaluation{{plan.SFT, 0, -1}, {plan.ESPO, 0, -1}, {plan.SFT, 0, 0}, {plan.ESPO, 0, -0.75}},
 		stopsAt: 3, reason: stopRewardCollapsed, message: "the mean step reward -0.750 was below -0.5, 2 evaluations in a row",
 	}, {
 		name:    "minReward, patience 2: a good epoch starts the row again",
 		es:      trainingv1alpha1.EarlyStoppingSpec{MinReward: "-0.5", Patience: 2},
-		evals:   []evaluation{{KindESPO, 0, -1}, {KindESPO, 0, 0.2}, {KindESPO, 0, -1}},
+		evals:   []evaluation{{plan.ESPO, 0, -1}, {plan.ESPO, 0, 0.2}, {plan.ESPO, 0, -1}},
 		stopsAt: -1,
 	}, {
 		name:    "both: each keeps its own row",
 		es:      trainingv1alpha1.EarlyStoppingSpec{Target: target, MinReward: "-0.5", Patience: 2},
-		evals:   []evaluation{{KindESPO, 0.6, 0}, {KindESPO, 0.1, -1}, {KindESPO, 0.6, -1}},
+		evals:   []evaluation{{plan.ESPO, 0.6, 0}, {plan.ESPO, 0.1, -1}, {plan.ESPO, 0.6, -1}},
 		stopsAt: 2, reason: stopRewardCollapsed,
 	}, {
 		name:    "patience unset (0, a config read without defaults) acts as 1",
 		es:      trainingv1alpha1.EarlyStoppingSpec{Target: target},
-		evals:   []evaluation{{KindESPO, 0.6, 0}},
+		evals:   []evaluation{{plan.ESPO, 0.6, 0}},
 		stopsAt: 0, reason: stopTargetReached,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,14 +127,14 @@ func TestPatienceTwoRunsAnESPOEpochAfterTheColdStart(t *testing.T) {
 	if rep.Outcome != trainingv1alpha1.OutcomeTargetReached {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
-	if want := int64(tr.plan.batches[0] + tr.plan.batches[1]); rep.Steps != want {
+	if want := int64(tr.plan.Epochs[0].Batches + tr.plan.Epochs[1].Batches); rep.Steps != want {
 		t.Errorf("stopped after %d steps, want after the SFT epoch and the first ESPO epoch: %d", rep.Steps, want)
 	}
-	var stages []Kind
+	var stages []plan.Kind
 	for _, r := range rep.Validation {
 		stages = append(stages, r.Stage)
 	}
-	if len(stages) != 2 || stages[0] != KindSFT || stages[1] != KindESPO {
+	if len(stages) != 2 || stages[0] != plan.SFT || stages[1] != plan.ESPO {
 		t.Errorf("validation evaluations after %v, want [sft espo]", stages)
 	}
 }
@@ -161,9 +162,9 @@ func TestThePVCSampleRunsESPO(t *testing.T) {
 	}
 	var evals []evaluation
 	for range *alg.SFTEpochs {
-		evals = append(evals, evaluation{KindSFT, 1, 0})
+		evals = append(evals, evaluation{plan.SFT, 1, 0})
 	}
-	evals = append(evals, evaluation{KindESPO, 1, 0})
+	evals = append(evals, evaluation{plan.ESPO, 1, 0})
 	if at, s := earlyStops(es, evals); at >= 0 && at < int(*alg.SFTEpochs) {
 		t.Errorf("stops after evaluation %d, in its SFT cold start: %s", at, s.message)
 	}

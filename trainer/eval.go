@@ -23,7 +23,7 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/metrics"
-	"github.com/espo-dev/espo-operator/trainer/worker"
+	"github.com/espo-dev/espo-operator/trainer/plan"
 )
 
 // EvalResult holds the metrics of one evaluation, as fractions in [0, 1].
@@ -31,18 +31,18 @@ type EvalResult struct {
 	Split string `json:"split"`
 	// Stage and Epoch name the epoch after which the evaluation ran; Step is the
 	// number of optimizer steps taken by then.
-	Stage                  Kind    `json:"stage,omitempty"`
-	Epoch                  int     `json:"epoch,omitempty"`
-	Step                   int64   `json:"step"`
-	Episodes               int     `json:"episodes"`
-	Steps                  int     `json:"steps"`
-	GUITypeAccuracy        float64 `json:"guiTypeAccuracy"`
-	ElementAccuracy        float64 `json:"elementAccuracy"`
-	OperationF1            float64 `json:"operationF1"`
-	StepSuccessRate        float64 `json:"stepSuccessRate"`
-	IntentAccuracy         float64 `json:"intentAccuracy"`
-	RecommendationAccuracy float64 `json:"recommendationAccuracy"`
-	FormatRate             float64 `json:"formatRate"`
+	Stage                  plan.Kind `json:"stage,omitempty"`
+	Epoch                  int       `json:"epoch,omitempty"`
+	Step                   int64     `json:"step"`
+	Episodes               int       `json:"episodes"`
+	Steps                  int       `json:"steps"`
+	GUITypeAccuracy        float64   `json:"guiTypeAccuracy"`
+	ElementAccuracy        float64   `json:"elementAccuracy"`
+	OperationF1            float64   `json:"operationF1"`
+	StepSuccessRate        float64   `json:"stepSuccessRate"`
+	IntentAccuracy         float64   `json:"intentAccuracy"`
+	RecommendationAccuracy float64   `json:"recommendationAccuracy"`
+	FormatRate             float64   `json:"formatRate"`
 	// IntentMatch is how the intents were judged (status.training.intentMatch):
 	// "slots", "embedding", "embedding-service", or "slots+" one of the others.
 	IntentMatch string `json:"intentMatch,omitempty"`
@@ -89,50 +89,47 @@ func (r *EvalResult) status() *trainingv1alpha1.EvaluationStatus {
 // service (or the workers' encoder), the intents of the answers are embedded before
 // they are scored.
 func (t *Trainer) EvaluateAnswers(ctx context.Context, split string, eps []dataset.Episode, answers [][]string) (*EvalResult, error) {
-	if err := t.prefetchEvalIntents(ctx, eps, answers); err != nil {
+	if err := t.intents.PrefetchEvaluation(ctx, eps, answers); err != nil {
 		return nil, err
 	}
-	defer t.releaseIntents()
-	ev := metrics.NewEvaluator(metrics.Options{Tau: t.res.Rewards.Tau, TextF1: t.res.Rewards.TextF1, Embedder: t.intentEmbedder(),
-		Match: t.res.Rewards.Match, Slots: t.slots})
+	defer t.intents.Release()
+	ev := metrics.NewEvaluator(metrics.Options{Tau: t.res.Rewards.Tau, TextF1: t.res.Rewards.TextF1, Embedder: t.intents.Embedder(),
+		Match: t.res.Rewards.Match, Slots: t.src.Vocab()})
 	for e := range eps {
 		if err := ev.Add(&eps[e], answers[e]); err != nil {
 			return nil, err
 		}
 	}
 	r := evalResult(split, len(eps), ev.Report())
-	r.IntentMatch = t.intentMatch(eps)
+	r.IntentMatch = t.intents.Match(eps)
 	return r, nil
 }
 
-// GreedyAnswers returns the policy's greedy answer to every step of every episode,
-// one request per episode.
-func (t *Trainer) GreedyAnswers(ctx context.Context, eps []dataset.Episode) ([][]string, error) {
-	reqs := make([]worker.Rollouts, len(eps))
-	for e := range eps {
-		reqs[e].Options = worker.SampleOptions{Samples: 1, Greedy: true}
-		for j := range eps[e].Steps {
-			reqs[e].Prompts = append(reqs[e].Prompts, worker.NewPrompt(&eps[e], j))
-		}
-	}
-	samples, err := t.opts.Workers.Generate(ctx, reqs)
+// EvaluationEpisodes returns the episodes of split ("validation" or "test") with the
+// policy's greedy answer to each step: the recorded episodes, answered on their
+// recorded histories, or, in an environment, the split's held-out episodes lived
+// through (their answers the references the policy is judged against).
+func (t *Trainer) EvaluationEpisodes(ctx context.Context, split string) ([]dataset.Episode, [][]string, error) {
+	return t.src.Evaluation(ctx, split)
+}
+
+// evaluationSplit lives through (or replays) split's episodes and scores the
+// policy's greedy answers; nil without episodes of that split.
+func (t *Trainer) evaluationSplit(ctx context.Context, split string) (*EvalResult, error) {
+	eps, answers, err := t.src.Evaluation(ctx, split)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("evaluating the %s split: %w", split, err)
 	}
-	answers := make([][]string, len(eps))
-	for e, ss := range samples {
-		answers[e] = make([]string, len(ss))
-		for j, s := range ss {
-			answers[e][j] = s.Answer.Text
-		}
+	if len(eps) == 0 {
+		return nil, nil
 	}
-	return answers, nil
+	return t.EvaluateAnswers(ctx, split, eps, answers)
 }
 
 // evaluateEpoch evaluates on the validation split after an epoch, reports, and applies
 // early stopping; it stops the loop on an early stop or a failure. A drain stops the
 // evaluation at once.
-func (t *Trainer) evaluateEpoch(ctx context.Context, ep *epochPlan) (stop, bool) {
+func (t *Trainer) evaluateEpoch(ctx context.Context, ep *plan.Epoch) (stop, bool) {
 	evalCtx, cancel := t.untilDrained(ctx)
 	r, err := t.evaluationSplit(evalCtx, "validation")
 	cancel()
@@ -142,7 +139,7 @@ func (t *Trainer) evaluateEpoch(ctx context.Context, ep *epochPlan) (stop, bool)
 	if r == nil {
 		return stop{}, false
 	}
-	r.Stage, r.Epoch, r.Step = ep.kind, ep.number, t.state.Step
+	r.Stage, r.Epoch, r.Step = ep.Kind, ep.Number, t.state.Step
 	t.state.History = append(t.state.History, r.summary())
 	if r.RecommendationAccuracy > t.state.BestRecommendationAccuracy {
 		t.state.BestRecommendationAccuracy = r.RecommendationAccuracy
@@ -152,17 +149,17 @@ func (t *Trainer) evaluateEpoch(ctx context.Context, ep *epochPlan) (stop, bool)
 }
 
 // publishEval logs, records and reports an evaluation.
-func (t *Trainer) publishEval(ctx context.Context, ep *epochPlan, r *EvalResult) {
+func (t *Trainer) publishEval(ctx context.Context, ep *plan.Epoch, r *EvalResult) {
 	st := r.status()
 	now := t.now()
-	st.Epoch, st.Step, st.Time = int32(ep.number), t.state.Step, &now
+	st.Epoch, st.Step, st.Time = int32(ep.Number), t.state.Step, &now
 	t.status.Evaluation = st
 	t.status.IntentMatch = r.IntentMatch
 	if t.state.BestRecommendationAccuracy >= 0 {
 		t.status.BestRecommendationAccuracy = trainingv1alpha1.NewMetric(t.state.BestRecommendationAccuracy)
 	}
-	t.opts.Metrics.observeEval(r.Split, r)
-	t.opts.Log.Info("evaluation", "split", r.Split, "stage", ep.kind, "epoch", ep.number, "step", t.state.Step,
+	t.opts.Metrics.observeEval(r.Split, r.named())
+	t.opts.Log.Info("evaluation", "split", r.Split, "stage", ep.Kind, "epoch", ep.Number, "step", t.state.Step,
 		"guiTypeAccuracy", percent(r.GUITypeAccuracy), "elementAccuracy", percent(r.ElementAccuracy),
 		"operationF1", percent(r.OperationF1), "stepSuccessRate", percent(r.StepSuccessRate),
 		"intentAccuracy", percent(r.IntentAccuracy), "recommendationAccuracy", percent(r.RecommendationAccuracy),
@@ -176,7 +173,7 @@ func (t *Trainer) publishEval(ctx context.Context, ep *epochPlan, r *EvalResult)
 // included), minReward only after epochs that sample candidates (SFT has no rewards;
 // its evaluations neither count nor break the count). The counts are part of the
 // checkpointed State, so a resumed run keeps them.
-func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (stop, bool) {
+func (t *Trainer) earlyStop(ep *plan.Epoch, r *EvalResult) (stop, bool) {
 	es := t.cfg.Spec.EarlyStopping
 	if es == nil {
 		return stop{}, false
@@ -193,7 +190,7 @@ func (t *Trainer) earlyStop(ep *epochPlan, r *EvalResult) (stop, bool) {
 				es.Target.Metric, v, es.Target.Value, t.state.Step, inARow(t.state.TargetEvals))}, true
 		}
 	}
-	if es.MinReward == "" || ep.kind == KindSFT {
+	if es.MinReward == "" || ep.Kind == plan.SFT {
 		return stop{}, false
 	}
 	minReward, err := es.MinReward.Float64()
@@ -255,9 +252,9 @@ func (t *Trainer) test(ctx context.Context, rep *Report) error {
 	}
 	r.Step = t.state.Step
 	rep.Test = r
-	last := &t.plan.epochs[len(t.plan.epochs)-1]
-	if t.state.Epoch < len(t.plan.epochs) {
-		last = &t.plan.epochs[t.state.Epoch]
+	last := &t.plan.Epochs[len(t.plan.Epochs)-1]
+	if t.state.Epoch < len(t.plan.Epochs) {
+		last = &t.plan.Epochs[t.state.Epoch]
 	}
 	t.status.Stage = trainingv1alpha1.StageEval
 	t.publishEval(ctx, last, r)

@@ -458,8 +458,8 @@ func TestIntentMatchNamesBothWhenMixed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		all := slices.Concat(tr.data.Train, tr.data.Validation, tr.data.Test)
-		if got := tr.intentMatch(all); got != tc.want {
+		all := slices.Concat(tr.Splits().Train, tr.Splits().Validation, tr.Splits().Test)
+		if got := tr.intents.Match(all); got != tc.want {
 			t.Errorf("match %s: intent match %q, want %q", tc.match, got, tc.want)
 		}
 	}
@@ -482,11 +482,11 @@ func TestSlotJudgedIntentsAreNotSentToTheEmbeddingService(t *testing.T) {
 			c.Spec.Rewards.Intent.Embedder = &trainingv1alpha1.EmbedderSpec{Endpoint: svc.endpoint(), Model: "sentence-encoder"}
 			c.Spec.Default()
 			_, tr := run(t, c, Options{Workers: cpuGang(1), embeddingRetryWait: noWait})
-			if got := tr.intentMatch(slices.Concat(tr.data.Train, tr.data.Validation, tr.data.Test)); got != tc.want {
+			if got := tr.intents.Match(slices.Concat(tr.Splits().Train, tr.Splits().Validation, tr.Splits().Test)); got != tc.want {
 				t.Errorf("intent match %q, want %q", got, tc.want)
 			}
 			withPrefs := map[string]bool{}
-			for _, eps := range [][]dataset.Episode{tr.data.Train, tr.data.Validation, tr.data.Test} {
+			for _, eps := range [][]dataset.Episode{tr.Splits().Train, tr.Splits().Validation, tr.Splits().Test} {
 				for _, ep := range eps {
 					if len(ep.Preferences) > 0 {
 						withPrefs[ep.Requirement] = true

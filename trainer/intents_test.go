@@ -160,7 +160,7 @@ func TestEmbeddingServiceRunEqualsTheBuiltInEmbeddersRun(t *testing.T) {
 		received[text] = true
 	}
 	requirements := map[string]bool{}
-	for _, eps := range [][]dataset.Episode{tr.data.Train, tr.data.Validation, tr.data.Test} {
+	for _, eps := range [][]dataset.Episode{tr.Splits().Train, tr.Splits().Validation, tr.Splits().Test} {
 		for _, ep := range eps {
 			requirements[ep.Requirement] = true
 			if !received[ep.Requirement] {

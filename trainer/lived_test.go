@@ -30,6 +30,7 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/environment"
 	"github.com/espo-dev/espo-operator/trainer/environmentpb"
+	"github.com/espo-dev/espo-operator/trainer/estimator"
 )
 
 // livedConfig is a small run that lives in the simulated app: 4 episodes per epoch,
@@ -61,8 +62,8 @@ func TestLivedRunCompletesWithEvaluationsInTheEnvironment(t *testing.T) {
 			if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 				t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 			}
-			if rep.Steps != 4 || tr.plan.totalSteps() != 4 {
-				t.Errorf("%d steps, plan %d; want 2 epochs of 2 batches", rep.Steps, tr.plan.totalSteps())
+			if rep.Steps != 4 || tr.plan.TotalSteps() != 4 {
+				t.Errorf("%d steps, plan %d; want 2 epochs of 2 batches", rep.Steps, tr.plan.TotalSteps())
 			}
 			if len(rep.Validation) != 2 || rep.Validation[0].Episodes != 2 {
 				t.Fatalf("validation %+v, want 2 evaluations of 2 episodes", rep.Validation)
@@ -99,33 +100,33 @@ func TestLivedRolloutsOfAGroupStartTogetherAndPart(t *testing.T) {
 	if err := tr.start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b, err := tr.exp.candidates(ctx, 1, 0)
+	b, err := tr.src.Candidates(ctx, 1, 0, tr.sampling())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.families) != 2 || len(b.groups) != 6 {
-		t.Fatalf("%d families of %d rollouts, want 2 seeds of G = 3", len(b.families), len(b.groups))
+	if len(b.Families) != 2 || len(b.Groups) != 6 {
+		t.Fatalf("%d families of %d rollouts, want 2 seeds of G = 3", len(b.Families), len(b.Groups))
 	}
 	parted := false
-	for _, family := range b.families {
-		first := b.groups[family[0]]
+	for _, family := range b.Families {
+		first := b.Groups[family[0]]
 		for _, gi := range family {
-			g := b.groups[gi]
-			if len(g.samples) != len(g.steps) || len(g.prompts) != len(g.steps) {
-				t.Fatalf("rollout %s: %d samples and %d prompts for %d steps", g.ep.ID, len(g.samples), len(g.prompts), len(g.steps))
+			g := b.Groups[gi]
+			if len(g.Samples) != len(g.Steps) || len(g.Prompts) != len(g.Steps) {
+				t.Fatalf("rollout %s: %d samples and %d prompts for %d steps", g.Episode.ID, len(g.Samples), len(g.Prompts), len(g.Steps))
 			}
-			if g.prompts[0].ObservationKey() != first.prompts[0].ObservationKey() {
-				t.Errorf("rollout %s starts elsewhere than %s", g.ep.ID, first.ep.ID)
+			if g.Prompts[0].ObservationKey() != first.Prompts[0].ObservationKey() {
+				t.Errorf("rollout %s starts elsewhere than %s", g.Episode.ID, first.Episode.ID)
 			}
-			n := min(len(g.prompts), len(first.prompts))
-			parted = parted || g.prompts[n-1].ObservationKey() != first.prompts[n-1].ObservationKey() || len(g.prompts) != len(first.prompts)
+			n := min(len(g.Prompts), len(first.Prompts))
+			parted = parted || g.Prompts[n-1].ObservationKey() != first.Prompts[n-1].ObservationKey() || len(g.Prompts) != len(first.Prompts)
 		}
 	}
 	if !parted {
 		t.Error("no two rollouts of a group parted: the samples do not drive the environment")
 	}
 	var stats batchStats
-	if err := tr.livedAdvantages(KindESPO, b, &stats); err != nil {
+	if err := tr.advantages(groups(b), b.Families, &stats); err != nil {
 		t.Fatal(err)
 	}
 	if stats.rewardCount == 0 {
@@ -157,50 +158,41 @@ func TestLivedRunRefusesAnEmbedder(t *testing.T) {
 // controls run a lived job to the end; the outcome-only one credits every step of
 // a rollout alike; a recorded run refuses them.
 func TestLivedControlsTrainAndRefuseRecordedRuns(t *testing.T) {
-	for _, c := range []Controls{{OutcomeOnly: true}, {GiGPO: true}, {ShuffleCOUT: true}} {
+	for _, e := range []estimator.Name{estimator.OutcomeOnly, estimator.GiGPO, estimator.ShuffledCOUT} {
 		cfg := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
-		tr, err := New(cfg, Options{Workers: cpuGang(1)})
+		tr, err := New(cfg, Options{Workers: cpuGang(1), Estimator: e})
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tr.SetControls(c); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := tr.Run(context.Background())
 		if err != nil || rep.Outcome != trainingv1alpha1.OutcomeCompleted {
-			t.Fatalf("%+v: %v %+v", c, err, rep)
+			t.Fatalf("%s: %v %+v", e, err, rep)
 		}
 	}
-	tr, err := New(livedConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: cpuGang(1)})
+	tr, err := New(livedConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: cpuGang(1), Estimator: estimator.OutcomeOnly})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.SetControls(Controls{OutcomeOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	if err := tr.start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b, err := tr.exp.candidates(ctx, 1, 0)
+	b, err := tr.src.Candidates(ctx, 1, 0, tr.sampling())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.livedAdvantages(KindESPO, b, &batchStats{}); err != nil {
+	gs := groups(b)
+	if err := tr.advantages(gs, b.Families, &batchStats{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range b.groups {
+	for _, g := range gs {
 		for _, a := range g.adv {
 			if a != g.adv[0] {
-				t.Fatalf("rollout %s: outcome-only advantages %v differ between steps", g.ep.ID, g.adv)
+				t.Fatalf("rollout %s: outcome-only advantages %v differ between steps", g.Episode.ID, g.adv)
 			}
 		}
 	}
-	rec, err := New(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: cpuGang(1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.SetControls(Controls{GiGPO: true}); err == nil {
+	if _, err := New(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: cpuGang(1), Estimator: estimator.GiGPO}); err == nil {
 		t.Error("a recorded run took the GiGPO control")
 	}
 }

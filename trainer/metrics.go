@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/espo-dev/espo-operator/trainer/plan"
 )
 
 // Metrics are the trainer's Prometheus metrics, espo_trainer_*. A nil *Metrics
@@ -65,14 +67,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) observeStep(k Kind, step int64, s batchStats, took time.Duration) {
+func (m *Metrics) observeStep(k plan.Kind, step int64, s batchStats, took time.Duration) {
 	if m == nil {
 		return
 	}
 	m.step.Set(float64(step))
 	m.stepSeconds.WithLabelValues(string(k)).Observe(took.Seconds())
 	m.gradNorm.Set(s.gradNorm)
-	if k == KindSFT {
+	if k == plan.SFT {
 		return
 	}
 	m.reward.WithLabelValues(string(k)).Set(s.meanReward())
@@ -91,11 +93,12 @@ func (m *Metrics) observeTotal(total int64) {
 	}
 }
 
-func (m *Metrics) observeEval(split string, r *EvalResult) {
+// observeEval records the metrics of an evaluation of split, by their API names.
+func (m *Metrics) observeEval(split string, named map[string]float64) {
 	if m == nil {
 		return
 	}
-	for name, v := range r.named() {
+	for name, v := range named {
 		m.accuracy.WithLabelValues(split, name).Set(v)
 	}
 }

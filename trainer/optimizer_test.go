@@ -30,6 +30,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
+	"github.com/espo-dev/espo-operator/trainer/experience"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
@@ -65,7 +66,7 @@ func TestAnUnsetOptimizerStepsAsBefore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for s := range tr.plan.totalSteps() + 1 {
+		for s := range tr.plan.TotalSteps() + 1 {
 			if got := tr.stepOptions(s); !cmp.Equal(got, want) {
 				t.Fatalf("%s: step %d's options %+v, want today's %+v", name, s, got, want)
 			}
@@ -73,8 +74,8 @@ func TestAnUnsetOptimizerStepsAsBefore(t *testing.T) {
 	}
 	rec := &stepRecorder{Member: cpuMembers(1)[0]}
 	rep, tr := run(t, defaulted, Options{Workers: worker.NewGang(rec)})
-	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || int64(len(rec.steps)) != tr.plan.totalSteps() {
-		t.Fatalf("outcome %s after %d steps, want Completed after %d", rep.Outcome, len(rec.steps), tr.plan.totalSteps())
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || int64(len(rec.steps)) != tr.plan.TotalSteps() {
+		t.Fatalf("outcome %s after %d steps, want Completed after %d", rep.Outcome, len(rec.steps), tr.plan.TotalSteps())
 	}
 	for s, got := range rec.steps {
 		if !cmp.Equal(got, want) {
@@ -100,7 +101,7 @@ func scheduledConfig(t *testing.T) *Config {
 func TestTheScheduleResumesWhereItStopped(t *testing.T) {
 	whole := &stepRecorder{Member: cpuMembers(1)[0]}
 	rep, tr := run(t, scheduledConfig(t), Options{Workers: worker.NewGang(whole)})
-	total := tr.plan.totalSteps()
+	total := tr.plan.TotalSteps()
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || int64(len(whole.steps)) != total || total < 6 {
 		t.Fatalf("outcome %s after %d steps, want Completed after the plan's %d (at least 6)", rep.Outcome, len(whole.steps), total)
 	}
@@ -171,7 +172,7 @@ func TestTheDefaultOptimizerBindsAsNone(t *testing.T) {
 	binding := func(o *trainingv1alpha1.OptimizerSpec) string {
 		c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 		c.Spec.Algorithm.Optimizer = o
-		b, err := runBinding(c, &Splits{})
+		b, err := runBinding(c, &experience.Splits{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func TestLoadSplitsCallsACorruptDatasetInvalid(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "web", "episodes.jsonl"), []byte("not json\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := LoadSplits(configMapConfig(root), [3]float64{0.8, 0.1, 0.1})
+	_, err := loadSplits(configMapConfig(root), [3]float64{0.8, 0.1, 0.1})
 	if got := PermanentOutcome(err); got != trainingv1alpha1.OutcomeDatasetInvalid {
 		t.Fatalf("PermanentOutcome(%v) = %q, want DatasetInvalid", err, got)
 	}
@@ -61,7 +61,7 @@ func TestLoadSplitsCallsACorruptDatasetInvalid(t *testing.T) {
 }
 
 func TestLoadSplitsRefusesASplitThatLeavesValidationEmpty(t *testing.T) {
-	_, err := LoadSplits(syntheticConfig(1), [3]float64{0.8, 0.1, 0.1})
+	_, err := loadSplits(syntheticConfig(1), [3]float64{0.8, 0.1, 0.1})
 	if got := PermanentOutcome(err); got != trainingv1alpha1.OutcomeSplitEmpty {
 		t.Fatalf("PermanentOutcome(%v) = %q, want SplitEmpty", err, got)
 	}
@@ -72,7 +72,7 @@ func TestLoadSplitsRefusesASplitThatLeavesValidationEmpty(t *testing.T) {
 }
 
 func TestLoadSplitsAcceptsAnEmptySetItsFractionAsksNothingOf(t *testing.T) {
-	s, err := LoadSplits(syntheticConfig(1), [3]float64{1, 0, 0})
+	s, err := loadSplits(syntheticConfig(1), [3]float64{1, 0, 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func (f reporterFunc) Report(_ context.Context, s *trainingv1alpha1.TrainingStat
 func TestReportSetupErrorReportsOnlyPermanentErrors(t *testing.T) {
 	var got []trainingv1alpha1.TrainingStatus
 	r := reporterFunc(func(s *trainingv1alpha1.TrainingStatus) error { got = append(got, *s); return nil })
-	_, splitErr := LoadSplits(syntheticConfig(1), [3]float64{0.8, 0.1, 0.1})
+	_, splitErr := loadSplits(syntheticConfig(1), [3]float64{0.8, 0.1, 0.1})
 	other := errors.New("worker unreachable")
 	if err := ReportSetupError(context.Background(), r, other); err != other {
 		t.Errorf("ReportSetupError returned %v, want the error itself", err)

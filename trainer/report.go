@@ -19,14 +19,17 @@ package trainer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/permanent"
 )
 
 // Reporter receives the trainer's progress: the status.training of its ESPOJob.
@@ -102,3 +105,77 @@ func (t *Trainer) now() metav1.Time { return metav1.NewTime(t.opts.Clock.Now()) 
 
 // percent formats a fraction for logs.
 func percent(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
+
+// lastReport is what the trainer last sent its Reporter: when, and at which stage
+// and epoch. reportStep uses it to bound the rate of step reports.
+type lastReport struct {
+	sent  bool
+	at    time.Time
+	stage trainingv1alpha1.TrainingStage
+	epoch int32
+}
+
+// reportStep reports the progress after a training step when the stage or epoch
+// changed since the last report, or spec.trainer.statusInterval has passed since it
+// (on Options.Clock); otherwise the step is only in the next report. Evaluations and
+// the end report at once (report).
+func (t *Trainer) reportStep(ctx context.Context) {
+	l := t.lastReport
+	if l.sent && l.stage == t.status.Stage && l.epoch == t.status.Epoch &&
+		t.opts.Clock.Since(l.at) < t.statusInterval() {
+		return
+	}
+	t.report(ctx)
+}
+
+// statusInterval is spec.trainer.statusInterval; unset, its default. A config
+// loaded without an API server may set it to 0: then every step is reported.
+func (t *Trainer) statusInterval() time.Duration {
+	if d := t.cfg.Spec.Trainer.StatusInterval; d != nil {
+		return d.Duration
+	}
+	return trainingv1alpha1.DefaultStatusInterval
+}
+
+// markReported records that the current status was just sent.
+func (t *Trainer) markReported() {
+	t.lastReport = lastReport{sent: true, at: t.opts.Clock.Now(), stage: t.status.Stage, epoch: t.status.Epoch}
+}
+
+// reportWorkerWait reports wait as status.training.waitingForWorker, and logs it,
+// when it differs from what was reported last.
+func (t *Trainer) reportWorkerWait(ctx context.Context, wait string) {
+	if trainingv1alpha1.BoundMessage(wait) == t.status.WaitingForWorker {
+		return
+	}
+	t.status.WaitingForWorker = trainingv1alpha1.BoundMessage(wait)
+	if wait != "" {
+		t.opts.Log.Info(wait)
+	}
+	t.report(ctx)
+}
+
+// ReportSetupError reports err, an error of New, as the run's outcome when a
+// restart cannot fix it, so that the job fails at once rather than after its
+// restarts; it returns err. Other errors, and a nil reporter, report nothing.
+func ReportSetupError(ctx context.Context, r Reporter, err error) error {
+	outcome := permanent.Outcome(err)
+	if outcome == "" || r == nil {
+		return err
+	}
+	s := &trainingv1alpha1.TrainingStatus{Outcome: outcome, Message: trainingv1alpha1.BoundMessage(err.Error())}
+	if rerr := r.Report(ctx, s); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	return err
+}
+
+// report sends the current status; a failed report is logged, never fatal.
+func (t *Trainer) report(ctx context.Context) {
+	now := t.now()
+	t.status.LastUpdateTime = &now
+	t.markReported()
+	if err := t.opts.Reporter.Report(ctx, t.status.DeepCopy()); err != nil {
+		t.opts.Log.Error(err, "reporting progress")
+	}
+}

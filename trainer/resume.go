@@ -27,6 +27,8 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/checkpoint"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/experience"
+	"github.com/espo-dev/espo-operator/trainer/permanent"
 )
 
 // newStore returns the run's checkpoint store, bound to the run (b, runBinding's);
@@ -62,7 +64,7 @@ func provenance(cfg *Config, b checkpoint.Binding, version string) *trainingv1al
 // change while suspended stay out: trainer (replicas, resources, scheduling),
 // runPolicy, checkpoint (path, cadence, keep) and earlyStopping (when to stop, not
 // what a step means).
-func runBinding(cfg *Config, data *Splits) (checkpoint.Binding, error) {
+func runBinding(cfg *Config, data *experience.Splits) (checkpoint.Binding, error) {
 	b := checkpoint.Binding{UID: string(cfg.Job.UID), Parts: map[string]string{}}
 	if cfg.Job.Name != "" {
 		b.Run = cfg.Job.Namespace + "/" + cfg.Job.Name
@@ -139,7 +141,7 @@ func (t *Trainer) resumePoint() (string, error) {
 	}
 	c, err := checkpoint.Verify(t.cfg.InitialCheckpoint)
 	if err != nil { // the same claim on every restart: no restart helps
-		return "", inPodPaths(invalidInput(trainingv1alpha1.OutcomeConfigInvalid,
+		return "", permanent.InPodPaths(permanent.ConfigInvalid(
 			fmt.Errorf("spec.model.initialCheckpoint (%s): %w", t.cfg.InitialCheckpoint, err)), t.opts.PodRoot)
 	}
 	t.opts.Log.Info("starting from an initial checkpoint", "dir", c.Dir, "itsStep", c.Step)
@@ -154,9 +156,9 @@ func (t *Trainer) resumeFrom(c *checkpoint.Checkpoint) (string, error) {
 	if err := json.Unmarshal(c.State, &s); err != nil {
 		return "", fmt.Errorf("checkpoint %s: trainer state: %w", c.Dir, err)
 	}
-	if !t.plan.at(s.Epoch, s.Batch, s.Step) {
+	if !t.plan.At(s.Epoch, s.Batch, s.Step) {
 		return "", t.refuse(fmt.Errorf("checkpoint %s: its position (epoch index %d, batch %d, step %d) is not one of this run's plan (%d epochs, %d steps)",
-			c.Dir, s.Epoch, s.Batch, s.Step, len(t.plan.epochs), t.plan.totalSteps()))
+			c.Dir, s.Epoch, s.Batch, s.Step, len(t.plan.Epochs), t.plan.TotalSteps()))
 	}
 	t.state, t.status.Step = s, s.Step
 	t.status.LastCheckpoint = &trainingv1alpha1.CheckpointStatus{Step: c.Step, Path: c.Dir}

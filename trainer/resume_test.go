@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/experience"
 )
 
 // jobConfig is smallConfig as the controller writes it for job ns/demo of the given
@@ -153,7 +154,7 @@ func TestTheSameJobResumesWhatItMayChangeWhileSuspended(t *testing.T) {
 	c.Spec.EarlyStopping = &trainingv1alpha1.EarlyStoppingSpec{MinReward: "-100", Patience: 1}
 	rec := &recorder{}
 	rep, tr := run(t, c, Options{Workers: cpuGang(1), Reporter: rec})
-	total := tr.plan.totalSteps()
+	total := tr.plan.TotalSteps()
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || rep.Steps != total {
 		t.Fatalf("outcome %s after %d steps, want Completed after the plan's %d: %s", rep.Outcome, rep.Steps, total, rep.Message)
 	}
@@ -175,8 +176,8 @@ func TestAPositionOutsideThePlanIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := tr.plan.totalSteps()
-	past := State{Epoch: len(tr.plan.epochs), Step: total}
+	total := tr.plan.TotalSteps()
+	past := State{Epoch: len(tr.plan.Epochs), Step: total}
 	if _, err := tr.store.Save(total, past, func(dir string) error {
 		return os.WriteFile(filepath.Join(dir, workerStateFile), []byte("never loaded"), 0o644)
 	}); err != nil {
@@ -196,7 +197,7 @@ func TestACPUModelWithoutItsSectionBindsAsItsDefaults(t *testing.T) {
 		c.Spec.Model = trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCPU}
 		change(&c.Spec.Model)
 		c.Spec.Default()
-		b, err := runBinding(c, &Splits{})
+		b, err := runBinding(c, &experience.Splits{})
 		if err != nil {
 			t.Fatal(err)
 		}

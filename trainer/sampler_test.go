@@ -30,6 +30,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/experience"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
@@ -264,26 +265,26 @@ func TestSamplerLogProbsThatDoNotFitFailTheStep(t *testing.T) {
 // names the answer whose sampler log-probs do not fit.
 func TestSamplerLogProbsOfAnAnswer(t *testing.T) {
 	ep := &dataset.Episode{ID: "food-7"}
-	g := &group{ep: ep, steps: []int{4, 5}, prompts: make([]worker.Prompt, 2), samples: []worker.Sample{
+	g := &group{Group: &experience.Group{Episode: ep, Steps: []int{4, 5}, Prompts: make([]worker.Prompt, 2), Samples: []worker.Sample{
 		{LogProbs: []float64{-1, -2}, SamplerLogProbs: []float64{-1.5, -2.5}},
 		{},
 		{LogProbs: []float64{-3}, SamplerLogProbs: []float64{-3.5}},
 		{LogProbs: []float64{-4, -5, -6}, SamplerLogProbs: []float64{-4.5, -5.5, -6.5}},
-	}}
+	}}}
 	got, err := samplerLogProbs([]*group{g})
 	if err != nil || !slices.Equal(got, []float64{-1.5, -2.5, -3.5, -4.5, -5.5, -6.5}) {
 		t.Errorf("samplerLogProbs = %v, %v", got, err)
 	}
-	g.samples[3].SamplerLogProbs = g.samples[3].SamplerLogProbs[:2]
+	g.Samples[3].SamplerLogProbs = g.Samples[3].SamplerLogProbs[:2]
 	if _, err := samplerLogProbs([]*group{g}); err == nil || !strings.Contains(err.Error(), "the answer of episode "+ep.ID+", step 5, candidate 1 has 2 sampler log-probs for its 3 tokens") {
 		t.Errorf("a short answer: %v", err)
 	}
-	g.samples[3].SamplerLogProbs = nil
+	g.Samples[3].SamplerLogProbs = nil
 	if _, err := samplerLogProbs([]*group{g}); err == nil || !strings.Contains(err.Error(), "step 4, candidate 0 carries the sampling engine's log-probs and the answer of episode "+ep.ID+", step 5, candidate 1 does not") {
 		t.Errorf("an answer without: %v", err)
 	}
-	for i := range g.samples {
-		g.samples[i].SamplerLogProbs = nil
+	for i := range g.Samples {
+		g.Samples[i].SamplerLogProbs = nil
 	}
 	if got, err := samplerLogProbs([]*group{g}); got != nil || err != nil {
 		t.Errorf("no sampler log-probs: %v, %v; want nil", got, err)

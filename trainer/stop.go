@@ -22,6 +22,7 @@ import (
 	"fmt"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/permanent"
 )
 
 // stopReason is why the training loop stopped.
@@ -77,7 +78,7 @@ func (s stop) outcome() trainingv1alpha1.TrainingOutcome {
 	case stopCheckpointMismatch:
 		return trainingv1alpha1.OutcomeCheckpointMismatch
 	case stopInvalidInput:
-		return PermanentOutcome(s.cause)
+		return permanent.Outcome(s.cause)
 	}
 	return ""
 }
@@ -98,7 +99,7 @@ func failure(err error) stop {
 	reason := stopFailed
 	if refused := (*checkpointRefused)(nil); errors.As(err, &refused) {
 		reason = stopCheckpointMismatch
-	} else if PermanentOutcome(err) != "" {
+	} else if permanent.Outcome(err) != "" {
 		reason = stopInvalidInput
 	}
 	return stop{reason: reason, message: err.Error(), cause: err}
@@ -161,3 +162,8 @@ func (t *Trainer) reportDrained(ctx context.Context, err error) error {
 	t.opts.Log.Info(msg)
 	return fmt.Errorf("%w: %s", ErrDrained, msg)
 }
+
+// PermanentOutcome is the outcome of an error that a restart cannot fix (a dataset
+// that cannot be read, a split that leaves a set empty, a model folder that lacks
+// files), or "" for any other error.
+func PermanentOutcome(err error) trainingv1alpha1.TrainingOutcome { return permanent.Outcome(err) }

@@ -29,9 +29,12 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/checkpoint"
-	"github.com/espo-dev/espo-operator/trainer/dataset"
-	"github.com/espo-dev/espo-operator/trainer/embedding"
 	"github.com/espo-dev/espo-operator/trainer/environment"
+	"github.com/espo-dev/espo-operator/trainer/estimator"
+	"github.com/espo-dev/espo-operator/trainer/experience"
+	"github.com/espo-dev/espo-operator/trainer/intents"
+	"github.com/espo-dev/espo-operator/trainer/permanent"
+	"github.com/espo-dev/espo-operator/trainer/plan"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
@@ -98,7 +101,13 @@ type Options struct {
 
 	// DialEnvironment connects to the server of spec.datasets.environment.endpoint;
 	// nil dials it with environment.Dial and no token.
-	DialEnvironment DialEnvironment
+	DialEnvironment experience.Dial
+
+	// Estimator is the advantage estimator of the reinforcement epochs; empty for the
+	// one spec.algorithm names (espo or grpo). The others (outcome-only, GiGPO, the
+	// shuffled-COUT control) are an experiment's, as the comparison of methods in
+	// hack/results runs them: no job sets one.
+	Estimator estimator.Name
 
 	// embeddingRetryWait waits before a retry of the embedding service
 	// (spec.rewards.intent.embedder) and returns early with ctx's error; nil waits on
@@ -110,29 +119,22 @@ type Options struct {
 type Trainer struct {
 	cfg *Config
 	res *Resolved
-	// data holds the recorded episodes (none when the run lives in an environment).
-	data *Splits
-	// exp is where the batches and the evaluations' episodes come from.
-	exp      experience
-	plan     *plan
-	opts     Options
-	rewarder *espo.Rewarder // made by start (prepareRewards)
-	store    *checkpoint.Store
-	state    State
-	// intents serves the intent embeddings of spec.rewards.intent.embedder; nil for
-	// espo's built-in HashEmbedder.
-	intents *embedding.Cache
-	// slots holds every value of each preference slot in the data (dataset.SlotVocab), for
-	// intents judged by slots.
-	slots espo.SlotVocab
+	// src is where the batches and the evaluations' episodes come from.
+	src  experience.Source
+	plan *plan.Plan
+	// estimator computes the advantages of the reinforcement epochs (nil for a run of
+	// SFT only).
+	estimator estimator.Estimator
+	opts      Options
+	rewarder  *espo.Rewarder // made by start (prepareRewards)
+	store     *checkpoint.Store
+	state     State
+	// intents judges the intents of the rewards and the evaluations.
+	intents *intents.Judge
 	// status is the report being built; the loop fills it and sends it.
 	status trainingv1alpha1.TrainingStatus
 	// epochReward accumulates the current epoch's step rewards.
 	epochReward meanAcc
-	// controls are the experiment controls (SetControls); shuffledCOUT holds the COUT
-	// advantages of the episode trained last, for Controls.ShuffleCOUT.
-	controls     Controls
-	shuffledCOUT []float64
 	// lastReport is the last report sent (reportStep bounds the rate of reports).
 	lastReport lastReport
 }
@@ -153,22 +155,21 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 		return nil, err
 	}
 	if err := checkRollout(&cfg.Spec.Model); err != nil {
-		return nil, invalidInput(trainingv1alpha1.OutcomeConfigInvalid, err)
+		return nil, permanent.ConfigInvalid(err)
 	}
 	t := &Trainer{cfg: cfg, res: res, opts: opts}
-	if env := cfg.Spec.Datasets.Environment; env != nil {
-		err = t.liveIn(env)
-	} else {
-		err = t.replay()
-	}
-	if err != nil {
+	if t.src, err = newSource(cfg, res, opts); err != nil {
 		return nil, err
 	}
-	if t.intents, err = newIntentCache(cfg.Spec.Rewards.Intent.Embedder, opts.Workers, opts.embeddingRetryWait); err != nil {
+	t.plan = t.src.Plan()
+	if t.estimator, err = newEstimator(&cfg.Spec.Algorithm, opts.Estimator, res.Advantage, cfg.Spec.Datasets.Environment != nil); err != nil {
+		return nil, err
+	}
+	if t.intents, err = intents.New(res.Rewards, cfg.Spec.Rewards.Intent.Embedder, opts.Workers, opts.embeddingRetryWait); err != nil {
 		return nil, err
 	}
 	t.state.BestRecommendationAccuracy = -1
-	b, err := runBinding(cfg, t.data)
+	b, err := runBinding(cfg, t.src.Recorded())
 	if err != nil {
 		return nil, err
 	}
@@ -179,53 +180,52 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	return t, nil
 }
 
-// replay makes the run's experience the recorded episodes of spec.datasets.sources:
-// it loads and splits them and plans their batches.
-func (t *Trainer) replay() error {
-	data, err := LoadSplits(t.cfg, t.res.Split)
-	if err != nil {
-		return inPodPaths(err, t.opts.PodRoot)
-	}
-	if t.plan, err = newPlan(&t.cfg.Spec.Algorithm, data.Train); err != nil {
-		return err
-	}
-	if err := checkSlotsHavePreferences(t.res.Rewards, data.Train, data.Validation, data.Test); err != nil {
-		return err
-	}
-	t.data, t.exp, t.slots = data, recorded{t}, dataset.SlotVocab(data.Train, data.Validation, data.Test)
-	return nil
-}
-
-// liveIn makes the run's experience the environment of spec.datasets.environment.
-func (t *Trainer) liveIn(env *trainingv1alpha1.EnvironmentSource) error {
-	if err := checkLivedRewards(&t.cfg.Spec); err != nil {
-		return invalidInput(trainingv1alpha1.OutcomeConfigInvalid, err)
-	}
-	if alg := t.cfg.Spec.Algorithm; env.Endpoint != nil && (*alg.SFTEpochs > 0 || alg.Name == trainingv1alpha1.AlgorithmSFT) {
-		return invalidInput(trainingv1alpha1.OutcomeConfigInvalid, fmt.Errorf(
-			"spec.algorithm: an environment endpoint gives no demonstrations to fine-tune on: set sftEpochs: 0 and name espo or grpo"))
-	}
-	dial := t.opts.DialEnvironment
-	if dial == nil {
-		dial = func(addr string, timeout time.Duration) (*environment.Remote, error) {
-			return environment.Dial(addr, "", timeout)
+// newSource returns the run's source of experience: the environment of
+// spec.datasets.environment, or the recorded episodes of spec.datasets.sources.
+func newSource(cfg *Config, res *Resolved, opts Options) (experience.Source, error) {
+	s := &cfg.Spec
+	if env := s.Datasets.Environment; env != nil {
+		if err := experience.CheckRewards(s); err != nil {
+			return nil, permanent.ConfigInvalid(err)
 		}
+		dial := opts.DialEnvironment
+		if dial == nil {
+			dial = func(addr string, timeout time.Duration) (*environment.Remote, error) {
+				return environment.Dial(addr, "", timeout)
+			}
+		}
+		l, err := experience.NewLived(env, &s.Algorithm, opts.Workers, dial)
+		if err != nil {
+			return nil, permanent.ConfigInvalid(err)
+		}
+		return l, nil
 	}
-	l, err := newLived(t, env, dial)
+	data, err := experience.LoadSplits(cfg.DataRoot, s.Datasets.Sources, res.Split, uint64(s.Datasets.Split.Seed))
 	if err != nil {
-		return invalidInput(trainingv1alpha1.OutcomeConfigInvalid, err)
+		return nil, permanent.InPodPaths(err, opts.PodRoot)
 	}
-	t.data, t.exp, t.slots = &Splits{}, l, l.vocab
-	t.plan = newLivedPlan(&t.cfg.Spec.Algorithm, l.batches())
-	return nil
+	r, err := experience.NewRecorded(data, &s.Algorithm, opts.Workers)
+	if err != nil {
+		return nil, err
+	}
+	return r, intents.CheckSlotsHavePreferences(res.Rewards, data.Train, data.Validation, data.Test)
 }
 
-// DialEnvironment connects to an environment server at address, bounding every call
-// by timeout (environment.Dial with the job's worker token, say).
-type DialEnvironment func(address string, timeout time.Duration) (*environment.Remote, error)
+// newEstimator returns the estimator of the reinforcement epochs: name, or when it
+// is empty the one alg names; nil for a run of SFT only. rollouts says whether the
+// batches are rollouts lived through an environment.
+func newEstimator(alg *trainingv1alpha1.AlgorithmSpec, name estimator.Name, cfg espo.AdvantageConfig, rollouts bool) (estimator.Estimator, error) {
+	if name == "" {
+		if alg.Name == trainingv1alpha1.AlgorithmSFT {
+			return nil, nil
+		}
+		name = estimator.Name(alg.Name)
+	}
+	return estimator.New(name, cfg, rollouts)
+}
 
-// Splits returns the datasets the trainer uses.
-func (t *Trainer) Splits() *Splits { return t.data }
+// Splits returns the recorded episodes the trainer uses (none in an environment).
+func (t *Trainer) Splits() *experience.Splits { return t.src.Recorded() }
 
 // Run trains to the end of the plan (or an early stop), evaluates on the test split and
 // returns the final report. It resumes from the newest valid checkpoint when there is
@@ -235,9 +235,7 @@ func (t *Trainer) Splits() *Splits { return t.data }
 // a drained one returns ErrDrained. At every end it releases the workers.
 func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 	defer t.releaseWorkers()
-	if l, ok := t.exp.(*lived); ok {
-		defer l.close()
-	}
+	defer t.src.Close()
 	return t.end(ctx, t.run(ctx))
 }
 
@@ -293,7 +291,7 @@ func (t *Trainer) untilDrained(ctx context.Context) (context.Context, context.Ca
 // makes the rewarder (with an embedding service, once the workers are ready: a
 // service started with the job has had their start-up time to come up).
 func (t *Trainer) start(ctx context.Context) error {
-	t.status.TotalSteps = t.plan.totalSteps()
+	t.status.TotalSteps = t.plan.TotalSteps()
 	t.opts.Metrics.observeTotal(t.status.TotalSteps)
 	loadPath, err := t.resumePoint()
 	if err != nil {
@@ -301,9 +299,11 @@ func (t *Trainer) start(ctx context.Context) error {
 	}
 	options := workerOptions(&t.cfg.Spec.Model)
 	setOption(options, "embedder_model", encoderOption(&t.cfg.Spec))
-	d, err := t.configureWorkers(ctx, worker.Setup{Seed: uint64(t.cfg.Spec.Algorithm.Seed), Options: options, LoadPath: loadPath})
+	setup := worker.Setup{Seed: uint64(t.cfg.Spec.Algorithm.Seed), Options: options, LoadPath: loadPath}
+	d, err := configureWorkers(ctx, t.opts.Workers, setup, t.opts.Clock, max(t.statusInterval(), time.Second),
+		func(wait string) { t.reportWorkerWait(ctx, wait) })
 	if err != nil {
-		return configInvalid(modelIncomplete(err, t.opts.PodRoot))
+		return permanent.OfWorkers(err, t.opts.PodRoot)
 	}
 	t.opts.Log.Info("workers ready", "workers", t.opts.Workers.Size(), "model", d.Model,
 		"device", d.Device, "parameters", d.Parameters)
@@ -311,11 +311,28 @@ func (t *Trainer) start(ctx context.Context) error {
 	return t.prepareRewards(ctx)
 }
 
+// prepareRewards readies the intent judge on the recorded episodes (an embedding
+// service embeds their requirements now, before any step) and makes the rewarder,
+// with the slot vocabulary of the source.
+func (t *Trainer) prepareRewards(ctx context.Context) error {
+	data := t.src.Recorded()
+	if err := t.intents.Prepare(ctx, t.opts.Log, data.Train, data.Validation, data.Test); err != nil {
+		return err
+	}
+	rewarder, err := espo.NewRewarder(t.res.Rewards, t.intents.Embedder())
+	if err != nil {
+		return fmt.Errorf("spec.rewards: %w", err)
+	}
+	rewarder.SetSlotVocab(t.src.Vocab())
+	t.rewarder = rewarder
+	return nil
+}
+
 // train runs the epochs of the plan from the current state and says why it stopped.
 func (t *Trainer) train(ctx context.Context) stop {
-	for ; t.state.Epoch < len(t.plan.epochs); t.state.Epoch, t.state.Batch = t.state.Epoch+1, 0 {
-		ep := &t.plan.epochs[t.state.Epoch]
-		if err := t.freezeReferenceBefore(ctx, ep.kind); err != nil {
+	for ; t.state.Epoch < len(t.plan.Epochs); t.state.Epoch, t.state.Batch = t.state.Epoch+1, 0 {
+		ep := &t.plan.Epochs[t.state.Epoch]
+		if err := t.freezeReferenceBefore(ctx, ep.Kind); err != nil {
 			return t.failed(err)
 		}
 		if s, stopped := t.trainEpoch(ctx, ep); stopped {
@@ -337,8 +354,8 @@ func (t *Trainer) train(ctx context.Context) stop {
 
 // freezeReferenceBefore snapshots the reference policy once, before the first
 // reinforcement epoch: the reference of the KL penalty is the SFT cold-start policy.
-func (t *Trainer) freezeReferenceBefore(ctx context.Context, k Kind) error {
-	if k == KindSFT || t.state.ReferenceFrozen {
+func (t *Trainer) freezeReferenceBefore(ctx context.Context, k plan.Kind) error {
+	if k == plan.SFT || t.state.ReferenceFrozen {
 		return nil
 	}
 	err := t.opts.Workers.SnapshotReference(ctx)
@@ -348,14 +365,14 @@ func (t *Trainer) freezeReferenceBefore(ctx context.Context, k Kind) error {
 
 // trainEpoch runs the remaining batches of one epoch; it stops the loop on a failure,
 // a loss that is not finite, or a drain (after the step in flight, checkpointed).
-func (t *Trainer) trainEpoch(ctx context.Context, ep *epochPlan) (stop, bool) {
-	t.status.Stage, t.status.Epoch = ep.kind.Stage(), int32(ep.number)
+func (t *Trainer) trainEpoch(ctx context.Context, ep *plan.Epoch) (stop, bool) {
+	t.status.Stage, t.status.Epoch = ep.Kind.Stage(), int32(ep.Number)
 	if t.state.Batch == 0 {
 		t.epochReward = meanAcc{}
 	}
-	for ; t.state.Batch < t.plan.batches[t.state.Epoch]; t.state.Batch++ {
+	for ; t.state.Batch < ep.Batches; t.state.Batch++ {
 		start := t.opts.Clock.Now()
-		stats, err := t.trainBatch(ctx, ep.kind)
+		stats, err := t.trainBatch(ctx, ep.Kind)
 		if err != nil {
 			return t.failed(err), true
 		}
@@ -410,7 +427,7 @@ func (t *Trainer) checkpoint(ctx context.Context) error {
 }
 
 // record updates the running statistics, metrics and report after a training step.
-func (t *Trainer) record(ctx context.Context, ep *epochPlan, s batchStats, took time.Duration) {
+func (t *Trainer) record(ctx context.Context, ep *plan.Epoch, s batchStats, took time.Duration) {
 	t.epochReward.add(s.rewardSum, s.rewardCount)
 	t.status.Step = t.state.Step
 	if s.rewardCount > 0 {
@@ -418,24 +435,14 @@ func (t *Trainer) record(ctx context.Context, ep *epochPlan, s batchStats, took 
 		t.status.MeanCOUTReward = trainingv1alpha1.NewMetric(s.cout)
 		t.status.KL = trainingv1alpha1.NewMetric(s.kl)
 	}
-	kv := []any{"stage", ep.kind, "epoch", ep.number, "step", t.state.Step, "totalSteps", t.status.TotalSteps,
+	kv := []any{"stage", ep.Kind, "epoch", ep.Number, "step", t.state.Step, "totalSteps", t.status.TotalSteps,
 		"meanStepReward", s.meanReward(), "cout", s.cout, "kl", s.kl, "clipFraction", s.clipFraction}
 	if smp := s.sampler; smp != nil {
 		t.status.SamplerMismatch = trainingv1alpha1.NewMetric(smp.mismatch)
 		kv = append(kv, "samplerMismatch", smp.mismatch, "samplerWeight", smp.weight, "samplerTruncated", smp.truncated)
 	}
-	t.opts.Metrics.observeStep(ep.kind, t.state.Step, s, took)
+	t.opts.Metrics.observeStep(ep.Kind, t.state.Step, s, took)
 	t.opts.Log.Info("step", append(kv, "gradNorm", s.gradNorm, "stepSeconds", took.Seconds(),
 		"eta", (time.Duration(t.status.TotalSteps-t.state.Step)*took).Round(time.Second).String())...)
 	t.reportStep(ctx)
-}
-
-// report sends the current status; a failed report is logged, never fatal.
-func (t *Trainer) report(ctx context.Context) {
-	now := t.now()
-	t.status.LastUpdateTime = &now
-	t.markReported()
-	if err := t.opts.Reporter.Report(ctx, t.status.DeepCopy()); err != nil {
-		t.opts.Log.Error(err, "reporting progress")
-	}
 }

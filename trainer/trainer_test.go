@@ -30,7 +30,7 @@ import (
 	"github.com/go-logr/logr"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
-	"github.com/espo-dev/espo-operator/trainer/embedding"
+	"github.com/espo-dev/espo-operator/trainer/intents"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
 )
@@ -111,7 +111,7 @@ func TestRunESPOCompletesWithReportsAndTestMetrics(t *testing.T) {
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
-	if want := tr.plan.totalSteps(); rep.Steps != want || want == 0 {
+	if want := tr.plan.TotalSteps(); rep.Steps != want || want == 0 {
 		t.Errorf("steps %d, want the plan's %d", rep.Steps, want)
 	}
 	if rep.Test == nil || rep.Test.Steps == 0 || rep.Validation == nil {
@@ -211,7 +211,7 @@ func TestDataParallelWorkersMatchOne(t *testing.T) {
 	two := cpuMembers(2)
 	run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: worker.NewGang(two...)})
 
-	ep := &tr.data.Test[0]
+	ep := &tr.Splits().Test[0]
 	var items []worker.Scored
 	for j := range ep.Steps {
 		items = append(items, worker.Scored{Prompt: worker.NewPrompt(ep, j), Answer: worker.Answer{Text: demonstrated(&ep.Steps[j])}})
@@ -262,7 +262,7 @@ func TestEarlyStoppingOnATargetMetric(t *testing.T) {
 	if rep.Outcome != trainingv1alpha1.OutcomeTargetReached {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
-	if sft := int64(tr.plan.batches[0]); rep.Steps != sft {
+	if sft := int64(tr.plan.Epochs[0].Batches); rep.Steps != sft {
 		t.Errorf("stopped after %d steps, want after the first epoch's %d", rep.Steps, sft)
 	}
 }
@@ -346,8 +346,8 @@ func TestWorkersThatCannotServeTheSpecFailAtOnce(t *testing.T) {
 	}
 
 	// The encoder's Embed call refused: the in-process policy has none.
-	tr.intents, _ = newIntentCache(c.Spec.Rewards.Intent.Embedder, tr.opts.Workers, nil)
-	err = tr.prefetchIntents(context.Background(), &embedding.Texts{Pinned: []string{"a hotel in Paris"}})
+	tr.intents, _ = intents.New(tr.res.Rewards, c.Spec.Rewards.Intent.Embedder, tr.opts.Workers, nil)
+	err = tr.intents.Prepare(context.Background(), logr.Discard(), tr.Splits().Train)
 	if !errors.Is(err, worker.ErrNoEncoder) || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
 		t.Errorf("embedding without an encoder: %v (outcome %q), want ErrNoEncoder, ConfigInvalid", err, PermanentOutcome(err))
 	}

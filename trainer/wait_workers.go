@@ -21,18 +21,19 @@ import (
 	"fmt"
 	"time"
 
-	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"k8s.io/utils/clock"
+
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
-// configureWorkers configures the gang with s. Remote workers start with the
-// trainer, in pods of their own: Configure waits until each is reachable, up to
-// workerReadyTimeout, rather than failing the run. Meanwhile, every
-// waitReportInterval on Options.Clock, the trainer probes its workers and reports
-// the first that does not answer in status.training.waitingForWorker (its place,
-// its address, how long the trainer has waited, why it got no answer), and logs it;
-// the report is cleared once every worker answers or Configure returns.
-func (t *Trainer) configureWorkers(ctx context.Context, s worker.Setup) (worker.Description, error) {
+// configureWorkers configures gang with s. Remote workers start with the trainer, in
+// pods of their own: Configure waits until each is reachable, up to
+// workerReadyTimeout, rather than failing the run. Meanwhile, every interval on clk,
+// it probes the workers and calls wait with what it waits for: the first worker that
+// does not answer (its place, its address, how long the trainer has waited, why it
+// got no answer); and with "" once every worker answers or Configure returns.
+func configureWorkers(ctx context.Context, gang *worker.Gang, s worker.Setup, clk clock.Clock, interval time.Duration,
+	wait func(string)) (worker.Description, error) {
 	readyCtx, cancel := context.WithTimeout(ctx, workerReadyTimeout)
 	defer cancel()
 	type configured struct {
@@ -41,55 +42,34 @@ func (t *Trainer) configureWorkers(ctx context.Context, s worker.Setup) (worker.
 	}
 	done := make(chan configured, 1)
 	go func() {
-		d, err := t.opts.Workers.Configure(readyCtx, s)
+		d, err := gang.Configure(readyCtx, s)
 		done <- configured{d, err}
 	}()
-	since := t.opts.Clock.Now()
+	since := clk.Now()
 	for {
-		timer := t.opts.Clock.NewTimer(t.waitReportInterval())
+		timer := clk.NewTimer(interval)
 		select {
 		case c := <-done:
 			timer.Stop()
-			t.reportWorkerWait(ctx, "")
+			wait("")
 			return c.d, c.err
 		case <-timer.C():
-			t.reportWorkerWait(ctx, t.workerWait(readyCtx, since))
+			wait(workerWait(readyCtx, gang, clk.Since(since)))
 		}
 	}
 }
 
-// waitReportInterval is how often a wait for workers is reported:
-// spec.trainer.statusInterval, at least a second (a config loaded without an API
-// server may set the interval to 0).
-func (t *Trainer) waitReportInterval() time.Duration {
-	return max(t.statusInterval(), time.Second)
-}
-
-// workerWait probes the gang and says which worker the trainer has waited for since
-// since, and why it got no answer; "" when every worker answers.
-func (t *Trainer) workerWait(ctx context.Context, since time.Time) string {
-	silent := t.opts.Workers.Silent(ctx)
+// workerWait probes the gang and says which worker the trainer has waited for,
+// for waited, and why it got no answer; "" when every worker answers.
+func workerWait(ctx context.Context, gang *worker.Gang, waited time.Duration) string {
+	silent := gang.Silent(ctx)
 	if len(silent) == 0 {
 		return ""
 	}
 	first := silent[0]
-	msg := fmt.Sprintf("waiting %s for worker %d (%s): %s", t.opts.Clock.Since(since).Round(time.Second),
-		first.Index, first.Address, first.Reason)
+	msg := fmt.Sprintf("waiting %s for worker %d (%s): %s", waited.Round(time.Second), first.Index, first.Address, first.Reason)
 	if n := len(silent) - 1; n > 0 {
-		msg += fmt.Sprintf("; %d more of the %d workers do not answer either", n, t.opts.Workers.Size())
+		msg += fmt.Sprintf("; %d more of the %d workers do not answer either", n, gang.Size())
 	}
 	return msg
-}
-
-// reportWorkerWait reports wait as status.training.waitingForWorker, and logs it,
-// when it differs from what was reported last.
-func (t *Trainer) reportWorkerWait(ctx context.Context, wait string) {
-	if trainingv1alpha1.BoundMessage(wait) == t.status.WaitingForWorker {
-		return
-	}
-	t.status.WaitingForWorker = trainingv1alpha1.BoundMessage(wait)
-	if wait != "" {
-		t.opts.Log.Info(wait)
-	}
-	t.report(ctx)
 }

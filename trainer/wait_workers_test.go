@@ -29,6 +29,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/permanent"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
 	"github.com/espo-dev/espo-operator/trainer/worker/workertest"
@@ -59,7 +60,7 @@ func TestAnIncompleteModelEndsTheRunWithModelIncomplete(t *testing.T) {
 // TestAnyOtherConfigureErrorIsNoPermanentOutcome: an error of Configure that is no
 // refusal of the model keeps the Error outcome, which the controller retries.
 func TestAnyOtherConfigureErrorIsNoPermanentOutcome(t *testing.T) {
-	if got := PermanentOutcome(modelIncomplete(errors.New("connection reset"), "")); got != "" {
+	if got := PermanentOutcome(permanent.OfWorkers(errors.New("connection reset"), "")); got != "" {
 		t.Errorf("PermanentOutcome = %q, want none", got)
 	}
 }

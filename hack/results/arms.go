@@ -18,7 +18,7 @@ package main
 
 import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
-	"github.com/espo-dev/espo-operator/trainer"
+	"github.com/espo-dev/espo-operator/trainer/estimator"
 )
 
 // arm is one method of the comparison. An arm with setup trains a CPU policy
@@ -34,8 +34,9 @@ type arm struct {
 
 // armRun is what an arm changes in a training run besides the job spec.
 type armRun struct {
-	// controls are the trainer's experiment controls.
-	controls trainer.Controls
+	// estimator is the advantage estimator of the reinforcement epochs; empty for the
+	// one the algorithm names (trainer.Options.Estimator).
+	estimator estimator.Name
 	// steps, when positive, stops the training after that many optimizer steps, as a
 	// SIGTERM would (through trainer.Options.Drain): the run has no final report.
 	steps int64
@@ -87,7 +88,7 @@ var arms = []arm{
 	}},
 	{"espo shuffled COUT", "control: each episode gets another episode's COUT advantages", func(s *trainingv1alpha1.ESPOJobSpec, r *armRun, m trainingv1alpha1.COUTMode) {
 		s.Rewards.COUT.Mode = m
-		r.controls.ShuffleCOUT = true
+		r.estimator = estimator.ShuffledCOUT
 	}},
 	{"feature upper bound", "ESPO on the feature policy: structured attributes and hand-built evidence", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, m trainingv1alpha1.COUTMode) {
 		s.Rewards.COUT.Mode = m

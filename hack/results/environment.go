@@ -25,6 +25,8 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/environment"
+	"github.com/espo-dev/espo-operator/trainer/estimator"
+	"github.com/espo-dev/espo-operator/trainer/experience"
 	"github.com/espo-dev/espo-operator/trainer/metrics"
 )
 
@@ -40,10 +42,10 @@ var environmentArms = []arm{
 		s.Algorithm.Name = trainingv1alpha1.AlgorithmGRPO
 	}},
 	{"outcome grpo", "outcome-only GRPO: what the rollout stated and decided, normalised over the G rollouts, for every step", func(_ *trainingv1alpha1.ESPOJobSpec, r *armRun, _ trainingv1alpha1.COUTMode) {
-		r.controls.OutcomeOnly = true
+		r.estimator = estimator.OutcomeOnly
 	}},
 	{"gigpo", "GiGPO-style: the outcome advantage plus the anchor-state step advantage", func(_ *trainingv1alpha1.ESPOJobSpec, r *armRun, _ trainingv1alpha1.COUTMode) {
-		r.controls.GiGPO = true
+		r.estimator = estimator.GiGPO
 	}},
 	{"espo episode", "ESPO: the anchor-state step advantage plus each rollout's own R_COUT (the job's default)", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {
 		s.Rewards.COUT.Mode = trainingv1alpha1.COUTEpisode
@@ -56,7 +58,7 @@ var environmentArms = []arm{
 	}},
 	{"espo shuffled COUT", "control: each group gets the previous group's COUT advantages", func(s *trainingv1alpha1.ESPOJobSpec, r *armRun, m trainingv1alpha1.COUTMode) {
 		s.Rewards.COUT.Mode = m
-		r.controls.ShuffleCOUT = true
+		r.estimator = estimator.ShuffledCOUT
 	}},
 }
 
@@ -179,7 +181,7 @@ func checkEnvironmentValidity(ctx context.Context, o options, seed int64) (envir
 	v := environmentValidity{Seed: seed, Episodes: o.testEpisodes}
 	var expert, never, random, template environment.Accuracy
 	for i := range o.testEpisodes {
-		episode := trainer.EvaluationSeed("test", i)
+		episode := experience.EvaluationSeed("test", i)
 		for _, p := range []struct {
 			policy environment.Policy
 			acc    *environment.Accuracy

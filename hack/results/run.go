@@ -30,6 +30,7 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/experience"
 	"github.com/espo-dev/espo-operator/trainer/metrics"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
@@ -216,7 +217,7 @@ func spec(o options, seed int64) trainingv1alpha1.ESPOJobSpec {
 func testEpisodes(o options, seed int64) ([]dataset.Episode, error) {
 	c := &trainer.Config{Spec: spec(o, seed)}
 	c.Spec.Default()
-	splits, err := trainer.LoadSplits(c, [3]float64{0.8, 0.1, 0.1})
+	splits, err := experience.LoadSplits(c.DataRoot, c.Spec.Datasets.Sources, [3]float64{0.8, 0.1, 0.1}, uint64(c.Spec.Datasets.Split.Seed))
 	if err != nil {
 		return nil, err
 	}
@@ -239,16 +240,13 @@ func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.E
 	var r armRun
 	a.setup(&c.Spec, &r, o.ablationMode)
 	c.Spec.Default()
-	opts := trainer.Options{Workers: worker.NewGang(worker.NewLocal(cpu.New(0))), Log: logr.Discard()}
+	opts := trainer.Options{Workers: worker.NewGang(worker.NewLocal(cpu.New(0))), Log: logr.Discard(), Estimator: r.estimator}
 	if r.steps > 0 {
 		d := &drainAfter{steps: r.steps, drain: make(chan struct{})}
 		opts.Reporter, opts.Drain = d, d.drain
 	}
 	t, err := trainer.New(c, opts)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := t.SetControls(r.controls); err != nil {
 		return nil, nil, nil, err
 	}
 	rep, err := t.Run(ctx)
@@ -271,7 +269,7 @@ func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.E
 	vocab := dataset.SlotVocab(test)
 	out := make([][]tally, len(test))
 	for e := range test {
-		answers, err := t.GreedyAnswers(ctx, test[e:e+1])
+		answers, err := experience.GreedyAnswers(ctx, opts.Workers, test[e:e+1])
 		if err != nil {
 			return nil, nil, nil, err
 		}

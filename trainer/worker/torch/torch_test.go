@@ -41,6 +41,7 @@ import (
 	"github.com/espo-dev/espo-operator/test/pyenv"
 	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/plan"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/workertest"
 	"github.com/espo-dev/espo-operator/trainer/workerpb"
@@ -293,7 +294,7 @@ func trainTorchWorker(t *testing.T, env ...string) {
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
-	if rep.Steps < 2 || len(rep.Validation) != 2 || rep.Validation[1].Stage != trainer.KindESPO {
+	if rep.Steps < 2 || len(rep.Validation) != 2 || rep.Validation[1].Stage != plan.ESPO {
 		t.Fatalf("report %+v: want SFT and ESPO steps, each epoch evaluated", rep)
 	}
 	info, err := w.Client().Info(context.Background(), &workerpb.InfoRequest{})

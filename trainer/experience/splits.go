@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package trainer
+package experience
 
 import (
 	"fmt"
@@ -26,6 +26,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
+	"github.com/espo-dev/espo-operator/trainer/permanent"
 )
 
 // Splits holds the episodes of each split.
@@ -33,18 +34,19 @@ type Splits struct {
 	Train, Validation, Test []dataset.Episode
 }
 
-// LoadSplits loads every dataset source of the config and assigns episodes to splits:
-// a source with split "all" is pooled with the other such sources and cut by the
-// split fractions, by episode, after a shuffle seeded with spec.datasets.split.seed;
-// a source with an explicit split goes to that split whole.
-func LoadSplits(c *Config, fractions [3]float64) (*Splits, error) {
+// LoadSplits loads every dataset source (spec.datasets.sources, their files under
+// root) and assigns episodes to splits: a source with split "all" is pooled with the
+// other such sources and cut by the train, validation and test fractions, by
+// episode, after a shuffle seeded with seed (spec.datasets.split.seed); a source
+// with an explicit split goes to that split whole.
+func LoadSplits(root string, sources []trainingv1alpha1.DatasetSource, fractions [3]float64, seed uint64) (*Splits, error) {
 	var pooled []dataset.Episode
 	s := &Splits{}
-	for i := range c.Spec.Datasets.Sources {
-		src := &c.Spec.Datasets.Sources[i]
-		eps, err := loadSource(c.DataRoot, src)
+	for i := range sources {
+		src := &sources[i]
+		eps, err := loadSource(root, src)
 		if err != nil {
-			return nil, invalidInput(trainingv1alpha1.OutcomeDatasetInvalid,
+			return nil, permanent.Error(trainingv1alpha1.OutcomeDatasetInvalid,
 				fmt.Errorf("spec.datasets.sources[%d] (%s): %w", i, src.Name, err))
 		}
 		switch src.Split {
@@ -58,12 +60,12 @@ func LoadSplits(c *Config, fractions [3]float64) (*Splits, error) {
 			pooled = append(pooled, eps...)
 		}
 	}
-	train, val, test := splitEpisodes(pooled, fractions, uint64(c.Spec.Datasets.Split.Seed))
+	train, val, test := splitEpisodes(pooled, fractions, seed)
 	s.Train = append(s.Train, train...)
 	s.Validation = append(s.Validation, val...)
 	s.Test = append(s.Test, test...)
 	if len(s.Train) == 0 {
-		return nil, invalidInput(trainingv1alpha1.OutcomeSplitEmpty,
+		return nil, permanent.Error(trainingv1alpha1.OutcomeSplitEmpty,
 			fmt.Errorf("spec.datasets: no training episodes; add episodes or raise spec.datasets.split.train"))
 	}
 	if err := checkSplitFilled(s, len(pooled), fractions); err != nil {
@@ -85,7 +87,7 @@ func checkSplitFilled(s *Splits, pooled int, fractions [3]float64) error {
 		fraction float64
 	}{{"validation", len(s.Validation), fractions[1]}, {"test", len(s.Test), fractions[2]}} {
 		if set.n == 0 && set.fraction > 0 {
-			return invalidInput(trainingv1alpha1.OutcomeSplitEmpty, fmt.Errorf(
+			return permanent.Error(trainingv1alpha1.OutcomeSplitEmpty, fmt.Errorf(
 				"spec.datasets.split: the %d pooled episodes split into train %d, validation %d, test %d: "+
 					"the %s set is empty; add episodes, or set spec.datasets.split.%s to 0 to run without it",
 				pooled, len(s.Train), len(s.Validation), len(s.Test), set.name, set.name))

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package trainer
+package experience
 
 import (
 	"context"
@@ -27,6 +27,7 @@ import (
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/environment"
+	"github.com/espo-dev/espo-operator/trainer/plan"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
@@ -39,14 +40,17 @@ const (
 	testSeeds       = 1 << 49
 )
 
-// lived is the experience of an environment (spec.datasets.environment): each
-// group of a reinforcement batch is G rollouts of one episode seed, the policy's
+// Lived is the experience of an environment (spec.datasets.environment): each
+// family of a reinforcement batch is G rollouts of one episode seed, the policy's
 // sampled answers driving the app; an SFT batch is the expert's demonstrations of
 // the batch's seeds (the simulated app only); an evaluation lives through the
 // held-out seeds greedily.
-type lived struct {
-	t    *Trainer
-	spec *trainingv1alpha1.EnvironmentSource
+type Lived struct {
+	spec   *trainingv1alpha1.EnvironmentSource
+	policy Policy
+	// perBatch is the number of episode seeds of a batch (spec.algorithm.episodesPerBatch).
+	perBatch int
+	plan     *plan.Plan
 	// train and eval open n environments for the training episodes and for the
 	// evaluations: simulated apps, or rollouts of the endpoint.
 	train, eval opener
@@ -62,21 +66,48 @@ type lived struct {
 // opener opens n environments, one per rollout of a batch.
 type opener func(n int) ([]environment.Env, error)
 
-// newLived returns the experience of spec, checking that its environments can be made
-// (for an endpoint, dialing it with dial).
-func newLived(t *Trainer, spec *trainingv1alpha1.EnvironmentSource, dial DialEnvironment) (*lived, error) {
-	l := &lived{t: t, spec: spec, vocab: espo.SlotVocab{}}
+// Dial connects to an environment server at address, bounding every call by timeout
+// (environment.Dial with the job's worker token, say).
+type Dial func(address string, timeout time.Duration) (*environment.Remote, error)
+
+// NewLived returns the experience of spec, batched as alg says and lived through by
+// p, checking that its environments can be made (for an endpoint, dialing it with
+// dial). An endpoint gives no demonstrations: with one, alg must run no SFT epoch.
+func NewLived(spec *trainingv1alpha1.EnvironmentSource, alg *trainingv1alpha1.AlgorithmSpec, p Policy, dial Dial) (*Lived, error) {
+	if spec.Endpoint != nil && (*alg.SFTEpochs > 0 || alg.Name == trainingv1alpha1.AlgorithmSFT) {
+		return nil, fmt.Errorf("spec.algorithm: an environment endpoint gives no demonstrations to fine-tune on: set sftEpochs: 0 and name espo or grpo")
+	}
+	l := &Lived{spec: spec, policy: p, perBatch: int(alg.EpisodesPerBatch), vocab: espo.SlotVocab{}}
+	var err error
 	switch {
 	case spec.Simulated != nil:
-		return l, l.simulated(spec.Simulated)
+		err = l.simulated(spec.Simulated)
 	case spec.Endpoint != nil:
-		return l, l.endpoint(spec.Endpoint, dial)
+		err = l.endpoint(spec.Endpoint, dial)
+	default:
+		err = fmt.Errorf("spec.datasets.environment: set simulated or endpoint")
 	}
-	return nil, fmt.Errorf("spec.datasets.environment: set simulated or endpoint")
+	if err != nil {
+		return nil, err
+	}
+	batches := (int(spec.Episodes) + l.perBatch - 1) / l.perBatch
+	l.plan = plan.New(alg, func(int, plan.Kind) int { return batches })
+	return l, nil
 }
 
+// Plan returns the run's epochs: each of the batches of an epoch's episodes,
+// episodesPerBatch seeds at a time.
+func (l *Lived) Plan() *plan.Plan { return l.plan }
+
+// Recorded returns no episodes: an environment's are lived.
+func (l *Lived) Recorded() *Splits { return &Splits{} }
+
+// Vocab returns the slot values of the environment: the simulated app's, or the
+// endpoint's spec.datasets.environment.endpoint.slots.
+func (l *Lived) Vocab() espo.SlotVocab { return l.vocab }
+
 // simulated makes the environments the simulated app's.
-func (l *lived) simulated(sim *trainingv1alpha1.SimulatedEnvironment) error {
+func (l *Lived) simulated(sim *trainingv1alpha1.SimulatedEnvironment) error {
 	train := environment.Options{Channels: channelNames(sim.Channels), Difficulty: string(sim.Difficulty),
 		Seed: uint64(sim.Seed), MaxSteps: int(l.spec.MaxSteps)}
 	eval := train
@@ -117,7 +148,7 @@ func simulatedOpener(o environment.Options) opener {
 // endpoint makes the environments rollouts of the endpoint's server: rollout ids
 // "train-0", "train-1", ... and "eval-0", ..., the same ids batch after batch, so
 // that the server keeps as many episodes as a batch has rollouts.
-func (l *lived) endpoint(e *trainingv1alpha1.EnvironmentEndpoint, dial DialEnvironment) error {
+func (l *Lived) endpoint(e *trainingv1alpha1.EnvironmentEndpoint, dial Dial) error {
 	remote, err := dial(e.Address, time.Duration(e.TimeoutSeconds)*time.Second)
 	if err != nil {
 		return fmt.Errorf("spec.datasets.environment.endpoint: %w", err)
@@ -139,11 +170,12 @@ func (l *lived) endpoint(e *trainingv1alpha1.EnvironmentEndpoint, dial DialEnvir
 	return nil
 }
 
-// close closes the endpoint's connection, if there is one.
-func (l *lived) close() {
+// Close closes the endpoint's connection, if there is one.
+func (l *Lived) Close() error {
 	if l.remote != nil {
-		_ = l.remote.Close()
+		return l.remote.Close()
 	}
+	return nil
 }
 
 func channelNames(cs []trainingv1alpha1.Channel) []string {
@@ -152,13 +184,6 @@ func channelNames(cs []trainingv1alpha1.Channel) []string {
 		out[i] = string(c)
 	}
 	return out
-}
-
-// batches returns the number of batches of an epoch: the epoch's episodes,
-// episodesPerBatch at a time.
-func (l *lived) batches() int {
-	per := int(l.t.cfg.Spec.Algorithm.EpisodesPerBatch)
-	return (int(l.spec.Episodes) + per - 1) / per
 }
 
 // EvaluationSeed returns the episode seed of the i-th episode of split ("validation"
@@ -172,8 +197,8 @@ func EvaluationSeed(split string, i int) uint64 {
 }
 
 // seeds returns the episode seeds of batch b of epoch e.
-func (l *lived) seeds(e, b int) []uint64 {
-	n, per := int(l.spec.Episodes), int(l.t.cfg.Spec.Algorithm.EpisodesPerBatch)
+func (l *Lived) seeds(e, b int) []uint64 {
+	n, per := int(l.spec.Episodes), l.perBatch
 	var out []uint64
 	for i := b * per; i < min((b+1)*per, n); i++ {
 		out = append(out, uint64(e)*uint64(n)+uint64(i))
@@ -181,7 +206,9 @@ func (l *lived) seeds(e, b int) []uint64 {
 	return out
 }
 
-func (l *lived) demonstrations(ctx context.Context, e, b int) ([]*group, error) {
+// Demonstrations returns the expert's demonstrations of the batch's seeds in the
+// simulated app.
+func (l *Lived) Demonstrations(ctx context.Context, e, b int) ([]*Group, error) {
 	if l.sim == nil {
 		return nil, fmt.Errorf("trainer: an SFT epoch in an environment without an expert") // New refuses such a run
 	}
@@ -189,29 +216,29 @@ func (l *lived) demonstrations(ctx context.Context, e, b int) ([]*group, error) 
 	if err != nil {
 		return nil, err
 	}
-	var gs []*group
+	var gs []*Group
 	for _, seed := range l.seeds(e, b) {
 		ep, err := environment.Demonstration(ctx, sim, seed, fmt.Sprintf("e%d-s%d", e, seed))
 		if err != nil {
 			return nil, err
 		}
-		g := &group{ep: &ep}
+		g := &Group{Episode: &ep}
 		for j := range ep.Steps {
-			g.steps = append(g.steps, j)
-			g.prompts = append(g.prompts, worker.NewPrompt(&ep, j))
+			g.Steps = append(g.Steps, j)
+			g.Prompts = append(g.Prompts, worker.NewPrompt(&ep, j))
 		}
 		gs = append(gs, g)
 	}
 	return gs, nil
 }
 
-// candidates lives through G rollouts of each seed of the batch in lockstep, one
+// Candidates lives through s.G rollouts of each seed of the batch in lockstep, one
 // Generate call per round for every rollout not done, and returns each rollout as
 // a group: its episode the references (environment.Rollout.Referenced), its
 // prompts what the policy saw, its samples what the policy answered.
-func (l *lived) candidates(ctx context.Context, e, b int) (batch, error) {
+func (l *Lived) Candidates(ctx context.Context, e, b int, s Sampling) (Batch, error) {
 	seeds := l.seeds(e, b)
-	G := int(l.t.cfg.Spec.Algorithm.GroupSize)
+	G := s.G
 	var all []uint64
 	var ids []string
 	for _, seed := range seeds {
@@ -220,24 +247,24 @@ func (l *lived) candidates(ctx context.Context, e, b int) (batch, error) {
 			ids = append(ids, fmt.Sprintf("e%d-s%d-r%d", e, seed, g))
 		}
 	}
-	rs, taken, err := l.live(ctx, l.train, all, ids, func(id string) worker.SampleOptions { return l.t.sampling(1, id) })
+	rs, taken, err := l.live(ctx, l.train, all, ids, func(id string) worker.SampleOptions { return s.options(1, id) })
 	if err != nil {
-		return batch{}, err
+		return Batch{}, err
 	}
-	var out batch
+	var out Batch
 	for f := range seeds {
 		var family []int
 		for g := range G {
 			i := f*G + g
 			ref := rs[i].Referenced()
-			grp := &group{ep: &ref, prompts: taken[i].prompts, samples: taken[i].samples}
+			grp := &Group{Episode: &ref, Prompts: taken[i].prompts, Samples: taken[i].samples}
 			for j := range ref.Steps {
-				grp.steps = append(grp.steps, j)
+				grp.Steps = append(grp.Steps, j)
 			}
-			family = append(family, len(out.groups))
-			out.groups = append(out.groups, grp)
+			family = append(family, len(out.Groups))
+			out.Groups = append(out.Groups, grp)
 		}
-		out.families = append(out.families, family)
+		out.Families = append(out.Families, family)
 	}
 	return out, nil
 }
@@ -251,7 +278,7 @@ type answered struct {
 // live lives through seeds[i] as episode ids[i] on environments open makes, the
 // policy answering with the options opts gives for the rollout, and returns the
 // rollouts and what the policy saw and answered at each of their steps.
-func (l *lived) live(ctx context.Context, open opener, seeds []uint64, ids []string,
+func (l *Lived) live(ctx context.Context, open opener, seeds []uint64, ids []string,
 	opts func(id string) worker.SampleOptions) ([]*environment.Rollout, []answered, error) {
 	es, err := open(len(seeds))
 	if err != nil {
@@ -270,7 +297,7 @@ func (l *lived) live(ctx context.Context, open opener, seeds []uint64, ids []str
 			a.prompts = append(a.prompts, p)
 			reqs[k] = worker.Rollouts{Prompts: []worker.Prompt{p}, Options: opts(ep.ID)}
 		}
-		out, err := l.t.opts.Workers.Generate(ctx, reqs)
+		out, err := l.policy.Generate(ctx, reqs)
 		if err != nil {
 			return nil, err
 		}
@@ -286,9 +313,9 @@ func (l *lived) live(ctx context.Context, open opener, seeds []uint64, ids []str
 	return rs, taken, err
 }
 
-// evaluation lives through the split's held-out seeds greedily, in batches of at
+// Evaluation lives through the split's held-out seeds greedily, in batches of at
 // most evaluationBatch episodes.
-func (l *lived) evaluation(ctx context.Context, split string) ([]dataset.Episode, [][]string, error) {
+func (l *Lived) Evaluation(ctx context.Context, split string) ([]dataset.Episode, [][]string, error) {
 	n := *l.spec.ValidationEpisodes
 	if split == "test" {
 		n = *l.spec.TestEpisodes
@@ -323,99 +350,10 @@ func (l *lived) evaluation(ctx context.Context, split string) ([]dataset.Episode
 // evaluationBatch is how many evaluation episodes are lived through in lockstep.
 const evaluationBatch = 64
 
-// livedAdvantages scores the rollouts of each family of b and computes their
-// advantages: espo.LivedAdvantages for ESPO (steps anchored on the states the
-// rollouts share, COUT per rollout), its step term alone for GRPO, or the
-// estimator of an experiment control.
-func (t *Trainer) livedAdvantages(k Kind, b batch, stats *batchStats) error {
-	for _, family := range b.families {
-		rs := make([]espo.Rollout, len(family))
-		dst := make([][]float64, len(family))
-		for i, gi := range family {
-			g := b.groups[gi]
-			r := t.score(g, stats)
-			rs[i] = espo.Rollout{Stages: r.Stages, Step: r.Step, Stage: r.Stage, States: make([]uint64, len(g.prompts))}
-			for j, p := range g.prompts {
-				rs[i].States[j] = p.ObservationKey()
-			}
-			g.adv = make([]float64, len(g.samples))
-			dst[i] = g.adv
-		}
-		c, err := t.familyAdvantages(k, dst, rs)
-		if err != nil {
-			return err
-		}
-		for _, gi := range family {
-			b.groups[gi].cout = c.Reward
-		}
-		stats.cout += c.Reward / float64(len(b.families))
-	}
-	return nil
-}
-
-// familyAdvantages writes the advantages of one family's rollouts to dst.
-func (t *Trainer) familyAdvantages(k Kind, dst [][]float64, rs []espo.Rollout) (espo.COUT, error) {
-	cfg := t.res.Advantage
-	switch {
-	case t.controls.OutcomeOnly:
-		return espo.COUT{}, espo.OutcomeAdvantages(dst, rs, cfg.Eps)
-	case t.controls.GiGPO:
-		return espo.COUT{}, gigpoAdvantages(dst, rs, cfg.Eps)
-	case k == KindGRPO:
-		return espo.COUT{}, espo.AnchorStepAdvantages(dst, rs, cfg.Eps)
-	case t.controls.ShuffleCOUT:
-		return t.shuffledLivedAdvantages(dst, rs)
-	}
-	return espo.LivedAdvantages(dst, rs, cfg)
-}
-
-// gigpoAdvantages writes GiGPO's advantage: the outcome advantage plus the
-// anchor-state step advantage.
-func gigpoAdvantages(dst [][]float64, rs []espo.Rollout, eps float64) error {
-	step := make([][]float64, len(dst))
-	for g := range dst {
-		step[g] = make([]float64, len(dst[g]))
-	}
-	if err := espo.AnchorStepAdvantages(step, rs, eps); err != nil {
-		return err
-	}
-	if err := espo.OutcomeAdvantages(dst, rs, eps); err != nil {
-		return err
-	}
-	for g := range dst {
-		for i := range dst[g] {
-			dst[g][i] += step[g][i]
-		}
-	}
-	return nil
-}
-
-// shuffledLivedAdvantages is Controls.ShuffleCOUT in an environment: the anchor
-// step advantages fused with the per-rollout COUT advantages of the family trained
-// before this one (zeros for the first).
-func (t *Trainer) shuffledLivedAdvantages(dst [][]float64, rs []espo.Rollout) (espo.COUT, error) {
-	cfg := t.res.Advantage
-	if err := espo.AnchorStepAdvantages(dst, rs, cfg.Eps); err != nil {
-		return espo.COUT{}, err
-	}
-	own := make([]float64, len(rs))
-	c, err := espo.LivedCOUTAdvantages(own, rs, cfg)
-	if err != nil {
-		return espo.COUT{}, err
-	}
-	prev := t.swapShuffledCOUT(own)
-	for g := range dst {
-		for i := range dst[g] {
-			dst[g][i] += cfg.W * prev[g]
-		}
-	}
-	return c, nil
-}
-
-// checkLivedRewards refuses rewards an environment run cannot judge by: intents are
+// CheckRewards refuses rewards an environment run cannot judge by: intents are
 // judged by slots against the preferences the environment reports, and no intent
 // is known before an episode is lived, for an embedder to embed.
-func checkLivedRewards(s *trainingv1alpha1.ESPOJobSpec) error {
+func CheckRewards(s *trainingv1alpha1.ESPOJobSpec) error {
 	if s.Rewards.Intent.Embedder != nil {
 		return fmt.Errorf("spec.rewards.intent.embedder: with spec.datasets.environment, intents are judged by slots against the preferences the environment reports; remove the embedder")
 	}

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package trainer
+package estimator
 
 import (
 	"slices"
@@ -31,7 +31,7 @@ func episodeWithIntent(gui0, gui1, intent0, intent1 float64) espo.EpisodeRewards
 		Stage: []float64{gui0, gui1, intent0, intent1}}
 }
 
-// TestShuffleCOUTUsesThePreviousEpisodes checks the control of Controls.ShuffleCOUT:
+// TestShuffleCOUTUsesThePreviousEpisodes checks the shuffled-COUT control:
 // the first episode gets no COUT advantage, each later one the COUT advantages of
 // the episode before it, and the step advantages are untouched.
 func TestShuffleCOUTUsesThePreviousEpisodes(t *testing.T) {
@@ -39,11 +39,14 @@ func TestShuffleCOUTUsesThePreviousEpisodes(t *testing.T) {
 		cfg := espo.DefaultAdvantageConfig()
 		cfg.Mode = mode
 		eps := []espo.EpisodeRewards{episodeWithIntent(0.5, -0.5, 0.5, 0), episodeWithIntent(-0.5, 0.5, 0.5, 0.5), episodeWithIntent(0.5, 0.5, 0.5, 0)}
-		shuffled := &Trainer{res: &Resolved{Advantage: cfg}, controls: Controls{ShuffleCOUT: true}}
+		shuffled, err := New(ShuffledCOUT, cfg, false)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var prevCOUT []float64
 		for i, ep := range eps {
 			got := make([]float64, len(ep.Step))
-			c, err := shuffled.fusedAdvantages(got, ep)
+			c, err := shuffled.Episode(got, ep)
 			if err != nil {
 				t.Fatal(err)
 			}

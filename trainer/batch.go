@@ -102,8 +102,7 @@ func (t *Trainer) trainBatch(ctx context.Context, k plan.Kind) (batchStats, erro
 
 // sampling is how the policy samples the candidates of the current step.
 func (t *Trainer) sampling() experience.Sampling {
-	return experience.Sampling{G: int(t.cfg.Spec.Algorithm.GroupSize), Temperature: t.res.Temperature,
-		Seed: uint64(t.cfg.Spec.Algorithm.Seed), Step: t.state.Step}
+	return experience.Sampling{G: t.settings.GroupSize, Temperature: t.settings.Temperature, Seed: t.settings.Seed, Step: t.state.Step}
 }
 
 // backwardSFT accumulates the cross-entropy gradient of the demonstrated answers:
@@ -229,7 +228,7 @@ func (t *Trainer) logProbs(ctx context.Context, gs []*group) error {
 	for _, g := range gs {
 		g.useSampledLogProbs()
 	}
-	if t.res.Loss.Beta == 0 {
+	if t.settings.Loss.Beta == 0 {
 		return nil
 	}
 	reqs := make([][]worker.Scored, len(gs))
@@ -311,12 +310,12 @@ func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchSta
 	if smp == nil && len(tok.LogP) > 0 && t.cfg.Spec.Model.Engine() == trainingv1alpha1.RolloutVLLM {
 		return fmt.Errorf("spec.model.rollout.engine is vllm, but no answer of the batch carries the engine's log-probs "+
 			"(sampler_logprobs): the workers sampled with their own policy, or do not report them; the sampler correction "+
-			"(cap %g) cannot apply", t.res.Loss.ISCap)
+			"(cap %g) cannot apply", t.settings.Loss.ISCap)
 	}
 	tok.SamplerLogP = smp
 	weights := make([]float64, len(tok.LogP))
 	start := t.opts.Clock.Now()
-	ls, err := espo.LossWeights(weights, tok, t.res.Loss)
+	ls, err := espo.LossWeights(weights, tok, t.settings.Loss)
 	stats.coreTime += t.opts.Clock.Since(start)
 	if err != nil {
 		return err
@@ -410,10 +409,10 @@ func (t *Trainer) step(ctx context.Context) (float64, error) {
 // The rate depends on s alone, which a checkpoint restores, so a resumed run takes
 // the rates the uninterrupted run took.
 func (t *Trainer) stepOptions(s int64) worker.StepOptions {
-	o := t.res.Optimizer
+	o := t.settings.Optimizer
 	return worker.StepOptions{
-		LearningRate: espo.ScheduledRate(t.res.LearningRate, o.Schedule, s, o.WarmupSteps, t.plan.TotalSteps()),
-		MaxGradNorm:  t.res.MaxGradNorm,
+		LearningRate: espo.ScheduledRate(t.settings.LearningRate, o.Schedule, s, o.WarmupSteps, t.plan.TotalSteps()),
+		MaxGradNorm:  t.settings.MaxGradNorm,
 		Beta1:        o.Beta1, Beta2: o.Beta2, Epsilon: o.Epsilon, WeightDecay: o.WeightDecay,
 	}
 }

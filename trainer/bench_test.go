@@ -38,7 +38,7 @@ func benchTrainer(b *testing.B, episodes int) *Trainer {
 		Synthetic: &trainingv1alpha1.SyntheticSource{Episodes: int32(episodes), Seed: 1}}}
 	c.Spec.Algorithm = trainingv1alpha1.AlgorithmSpec{SFTEpochs: &zero, Epochs: 1, GroupSize: 5, LearningRate: "0.01", Seed: 1}
 	c.Spec.Default()
-	tr, err := New(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
+	tr, err := newTrainer(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,23 +26,26 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/intents"
+	"github.com/espo-dev/espo-operator/trainer/permanent"
 )
 
-// Config is the resolved run configuration (trainingv1alpha1.RunConfig).
+// Config is the run config as the operator writes it (trainingv1alpha1.RunConfig):
+// the job's spec and where the run keeps its files. Resolve turns it into Settings.
 type Config = trainingv1alpha1.RunConfig
 
 // JobRef identifies an ESPOJob.
 type JobRef = trainingv1alpha1.JobRef
 
 // LoadConfig reads a Config from a YAML (or JSON) file, refusing unknown fields, and
-// applies the spec's defaults.
-func LoadConfig(path string) (*Config, error) {
+// resolves it (Resolve).
+func LoadConfig(path string) (*Settings, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the run config: %w", err)
@@ -51,33 +54,90 @@ func LoadConfig(path string) (*Config, error) {
 	if err := yaml.UnmarshalStrict(raw, c); err != nil {
 		return nil, fmt.Errorf("run config %s: %w", path, err)
 	}
-	c.Spec.Default()
-	if _, err := Resolve(c); err != nil {
+	s, err := Resolve(c)
+	if err != nil {
 		return nil, fmt.Errorf("run config %s: %w", path, err)
 	}
-	return c, nil
+	return s, nil
 }
 
-// Resolved holds the espo core's configurations derived from a Config.
-type Resolved struct {
+// Settings is one run's configuration, resolved once from its Config: every
+// hyper-parameter of the run, parsed from the spec's decimal strings into the espo
+// core's configurations and the trainer's own, so that nothing downstream reads a
+// default or parses a field again (the trainer's GRPOConfig).
+type Settings struct {
+	// Config is the run config, its spec defaulted.
+	Config *Config
+	// Rewards, Advantage and Loss are the espo core's configurations: the rewards,
+	// the COUT advantage and the clipped, KL-penalised loss.
 	Rewards   espo.RewardConfig
 	Advantage espo.AdvantageConfig
 	Loss      espo.LossConfig
-	// LearningRate, MaxGradNorm and Temperature drive the workers.
-	LearningRate, MaxGradNorm, Temperature float64
+	// LearningRate and MaxGradNorm drive the workers' optimizer steps.
+	LearningRate, MaxGradNorm float64
 	// Optimizer is spec.algorithm.optimizer: the AdamW constants and the schedule
 	// of the learning rate.
 	Optimizer Optimizer
-	// Split holds the train, validation and test fractions.
+	// Temperature is the sampling temperature, GroupSize the candidates G of every
+	// step (rollouts of every seed), Seed the run's seed.
+	Temperature float64
+	GroupSize   int
+	Seed        uint64
+	// Split holds the train, validation and test fractions of the pooled sources.
 	Split [3]float64
+	// EarlyStopping is spec.earlyStopping parsed; nil without it.
+	EarlyStopping *EarlyStopping
+	// CheckpointEvery is spec.checkpoint.everySteps: a checkpoint after every that
+	// many steps (0: at the end of each epoch only).
+	CheckpointEvery int64
+	// StatusInterval bounds the rate of the step reports (spec.trainer.statusInterval;
+	// 0 reports every step).
+	StatusInterval time.Duration
+	// WorkerOptions are the Configure options of the policy workers: spec.model's
+	// settings (workerOptions) and the sentence encoder of
+	// spec.rewards.intent.embedder.worker (embedder_model).
+	WorkerOptions map[string]string
 }
 
-// Resolve turns the spec's decimal strings into the espo core's configurations, and
-// reports every field that does not parse or that the core refuses, by its path.
-func Resolve(c *Config) (*Resolved, error) {
+// EarlyStopping is spec.earlyStopping parsed: each condition acts once it held for
+// Patience evaluations in a row.
+type EarlyStopping struct {
+	Patience int
+	// Target stops the run once the validation metric named TargetMetric (its API
+	// name) reaches it; nil without spec.earlyStopping.target.
+	Target       *Threshold
+	TargetMetric string
+	// MinReward, when set, stops the run once an epoch's mean step reward stays below
+	// it.
+	MinReward *Threshold
+}
+
+// Threshold is a decimal of the spec, parsed, with the value as the spec writes it
+// for messages.
+type Threshold struct {
+	Value   float64
+	Written string
+}
+
+// Resolve defaults c's spec (in place) and turns its decimal strings into Settings,
+// reporting every field that does not parse or that a rule refuses, by its path: the
+// rules the API server applies, for a run config that did not pass through it. Its
+// errors carry the ConfigInvalid outcome: a restart would meet them again.
+func Resolve(c *Config) (*Settings, error) {
+	c.Spec.Default()
+	r, err := resolve(c)
+	if err != nil {
+		return nil, permanent.ConfigInvalid(err)
+	}
+	return r, nil
+}
+
+// resolve parses and checks the defaulted c.
+func resolve(c *Config) (*Settings, error) {
 	p := decimalParser{}
 	s := &c.Spec
-	r := &Resolved{
+	r := &Settings{
+		Config: c,
 		Rewards: espo.RewardConfig{
 			Format:        p.parse("spec.rewards.format", s.Rewards.Format),
 			GUIBoth:       p.parse("spec.rewards.gui.exact", s.Rewards.GUI.Exact),
@@ -104,11 +164,22 @@ func Resolve(c *Config) (*Resolved, error) {
 		LearningRate: p.parse("spec.algorithm.learningRate", s.Algorithm.LearningRate),
 		MaxGradNorm:  p.parse("spec.algorithm.maxGradNorm", s.Algorithm.MaxGradNorm),
 		Temperature:  p.parse("spec.algorithm.samplingTemperature", s.Algorithm.SamplingTemperature),
+		GroupSize:    int(s.Algorithm.GroupSize),
+		Seed:         uint64(s.Algorithm.Seed),
 		Split: [3]float64{
 			p.parse("spec.datasets.split.train", s.Datasets.Split.Train),
 			p.parse("spec.datasets.split.validation", s.Datasets.Split.Validation),
 			p.parse("spec.datasets.split.test", s.Datasets.Split.Test),
 		},
+		EarlyStopping: resolveEarlyStopping(&p, s.EarlyStopping),
+		WorkerOptions: workerOptions(&s.Model),
+	}
+	setOption(r.WorkerOptions, "embedder_model", encoderOption(s))
+	if cp := s.Checkpoint; cp != nil {
+		r.CheckpointEvery = int64(cp.EverySteps)
+	}
+	if d := s.Trainer.StatusInterval; d != nil {
+		r.StatusInterval = d.Duration
 	}
 	adv := espo.AdvantageConfigFor(r.Rewards)
 	adv.K = p.parse("spec.rewards.cout.temperature", s.Rewards.COUT.Temperature)
@@ -133,7 +204,24 @@ func Resolve(c *Config) (*Resolved, error) {
 		intents.CheckEncoderWorker(s),
 		checkDropout(dropout),
 		r.Optimizer.check(),
+		checkRollout(&s.Model),
 	)
+}
+
+// resolveEarlyStopping parses es; nil without it.
+func resolveEarlyStopping(p *decimalParser, es *trainingv1alpha1.EarlyStoppingSpec) *EarlyStopping {
+	if es == nil {
+		return nil
+	}
+	out := &EarlyStopping{Patience: max(int(es.Patience), 1)}
+	if t := es.Target; t != nil {
+		out.Target = &Threshold{Value: p.parse("spec.earlyStopping.target.value", t.Value), Written: string(t.Value)}
+		out.TargetMetric = string(t.Metric)
+	}
+	if es.MinReward != "" {
+		out.MinReward = &Threshold{Value: p.parse("spec.earlyStopping.minReward", es.MinReward), Written: string(es.MinReward)}
+	}
+	return out
 }
 
 // Optimizer is spec.algorithm.optimizer parsed: the AdamW constants of every step and
@@ -147,14 +235,9 @@ type Optimizer struct {
 // optimizerField is the path of spec.algorithm.optimizer in errors.
 const optimizerField = "spec.algorithm.optimizer"
 
-// resolveOptimizer parses o, defaulted (nil is the defaults, as the API server
-// stores them for a job that sets none).
+// resolveOptimizer parses o, which the spec's defaults set.
 func resolveOptimizer(p *decimalParser, o *trainingv1alpha1.OptimizerSpec) Optimizer {
-	var d trainingv1alpha1.OptimizerSpec
-	if o != nil {
-		d = *o
-	}
-	d.Default()
+	d := *o
 	return Optimizer{
 		Beta1:       p.parse(optimizerField+".beta1", d.Beta1),
 		Beta2:       p.parse(optimizerField+".beta2", d.Beta2),

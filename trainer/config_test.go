@@ -49,11 +49,7 @@ spec:
 `
 
 func TestLoadConfigAppliesThePaperDefaults(t *testing.T) {
-	c, err := LoadConfig(writeConfig(t, minimalConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Resolve(c)
+	r, err := LoadConfig(writeConfig(t, minimalConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,16 +68,16 @@ func TestLoadConfigAppliesThePaperDefaults(t *testing.T) {
 }
 
 func TestLoadConfigDefaultsTheEmbedder(t *testing.T) {
-	c, err := LoadConfig(writeConfig(t, minimalConfig))
-	if err != nil || c.Spec.Rewards.Intent.Embedder != nil {
-		t.Fatalf("without one: embedder %+v, %v; want none (the built-in embedder)", c.Spec.Rewards.Intent.Embedder, err)
+	s, err := LoadConfig(writeConfig(t, minimalConfig))
+	if err != nil || s.Config.Spec.Rewards.Intent.Embedder != nil {
+		t.Fatalf("without one: embedder %+v, %v; want none (the built-in embedder)", s.Config.Spec.Rewards.Intent.Embedder, err)
 	}
-	c, err = LoadConfig(writeConfig(t, minimalConfig+"  rewards: {intent: {embedder: {endpoint: 'http://embeddings.ml.svc:8080/v1/embeddings'}}}\n"))
+	s, err = LoadConfig(writeConfig(t, minimalConfig+"  rewards: {intent: {embedder: {endpoint: 'http://embeddings.ml.svc:8080/v1/embeddings'}}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := trainingv1alpha1.EmbedderSpec{Endpoint: "http://embeddings.ml.svc:8080/v1/embeddings", TimeoutSeconds: 30, BatchSize: 256}
-	if got := c.Spec.Rewards.Intent.Embedder; got == nil || *got != want {
+	if got := s.Config.Spec.Rewards.Intent.Embedder; got == nil || *got != want {
 		t.Errorf("embedder %+v, want %+v", got, want)
 	}
 }
@@ -139,11 +135,7 @@ func TestSamplerCorrectionCapResolves(t *testing.T) {
 		{minimalConfig + fmt.Sprintf(cuda, "vllm") + "  algorithm: {samplerCorrection: {cap: '5'}}\n", 5},
 		{minimalConfig + "  algorithm: {samplerCorrection: {cap: '1.5'}}\n", 1.5},
 	} {
-		c, err := LoadConfig(writeConfig(t, tc.yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Resolve(c)
+		r, err := LoadConfig(writeConfig(t, tc.yaml))
 		if err != nil || r.Loss.ISCap != tc.want {
 			t.Errorf("%s: ISCap %v, %v; want %v", tc.yaml, r.Loss.ISCap, err, tc.want)
 		}
@@ -189,7 +181,7 @@ func TestRolloutRulesWithoutTheAPIServer(t *testing.T) {
 			c := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 			c.Spec.Model = tc.model
 			c.Spec.Default()
-			_, err := New(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
+			_, err := newTrainer(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
 				t.Errorf("New: %v (outcome %q); want ConfigInvalid naming %q", err, PermanentOutcome(err), tc.want)
 			}
@@ -203,10 +195,11 @@ func TestRolloutRulesWithoutTheAPIServer(t *testing.T) {
 }
 
 func TestLoadSplitsCutsByEpisodeDeterministically(t *testing.T) {
-	c, err := LoadConfig(writeConfig(t, minimalConfig))
+	s, err := LoadConfig(writeConfig(t, minimalConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := s.Config
 	s1, err := loadSplits(c, [3]float64{0.8, 0.1, 0.1})
 	if err != nil {
 		t.Fatal(err)

@@ -34,10 +34,11 @@ func TestSyntheticSourceDifficulty(t *testing.T) {
 		if difficulty == "" {
 			yaml = minimalConfig
 		}
-		c, err := LoadConfig(writeConfig(t, yaml))
+		s, err := LoadConfig(writeConfig(t, yaml))
 		if err != nil {
 			t.Fatal(err)
 		}
+		c := s.Config
 		c.Spec.Datasets.Sources[0].Split = trainingv1alpha1.SplitTrain // loaded whole, in order
 		splits, err := loadSplits(c, [3]float64{1, 0, 0})
 		if err != nil {

@@ -55,7 +55,7 @@ func drainedRun(t *testing.T, c *Config, step int64, stage trainingv1alpha1.Trai
 	t.Helper()
 	d := &drainAt{step: step, stage: stage, drain: make(chan struct{})}
 	c.Spec.Trainer.StatusInterval = &metav1.Duration{} // report every step: the drain comes with step's report
-	tr, err := New(c, Options{Workers: cpuGang(1), Reporter: d, Drain: d.drain, Log: logr.Discard()})
+	tr, err := newTrainer(c, Options{Workers: cpuGang(1), Reporter: d, Drain: d.drain, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestDrainAtAnEpochsEnd(t *testing.T) {
 	c.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 100, Keep: 2}
 	w := &drainOnSave{Member: cpuMembers(1)[0], drain: make(chan struct{})}
 	rec := &recorder{}
-	tr, err := New(c, Options{Workers: worker.NewGang(w), Reporter: rec, Drain: w.drain, Log: logr.Discard()})
+	tr, err := newTrainer(c, Options{Workers: worker.NewGang(w), Reporter: rec, Drain: w.drain, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestDrainWhileWaitingForWorkers(t *testing.T) {
 	w := &stuckWorker{releaseCounter{Member: cpuMembers(1)[0]}}
 	drain, rec := make(chan struct{}), &recorder{}
 	close(drain)
-	tr, err := New(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: worker.NewGang(w), Reporter: rec, Drain: drain, Log: logr.Discard()})
+	tr, err := newTrainer(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: worker.NewGang(w), Reporter: rec, Drain: drain, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,8 +38,8 @@ type evaluation struct {
 // earlyStops feeds the evaluations to earlyStop in order and returns the index of the
 // one that stopped the run (-1 for none) and its stop.
 func earlyStops(es *trainingv1alpha1.EarlyStoppingSpec, evals []evaluation) (int, stop) {
-	tr := &Trainer{cfg: &Config{}}
-	tr.cfg.Spec.EarlyStopping = es
+	p := decimalParser{}
+	tr := &Trainer{settings: &Settings{EarlyStopping: resolveEarlyStopping(&p, es)}}
 	for i, e := range evals {
 		tr.epochReward = meanAcc{sum: e.reward, n: 1}
 		if s, stopped := tr.earlyStop(&plan.Epoch{Kind: e.kind}, &EvalResult{RecommendationAccuracy: e.recAcc}); stopped {

@@ -93,8 +93,8 @@ func (t *Trainer) EvaluateAnswers(ctx context.Context, split string, eps []datas
 		return nil, err
 	}
 	defer t.intents.Release()
-	ev := metrics.NewEvaluator(metrics.Options{Tau: t.res.Rewards.Tau, TextF1: t.res.Rewards.TextF1, Embedder: t.intents.Embedder(),
-		Match: t.res.Rewards.Match, Slots: t.src.Vocab()})
+	ev := metrics.NewEvaluator(metrics.Options{Tau: t.settings.Rewards.Tau, TextF1: t.settings.Rewards.TextF1, Embedder: t.intents.Embedder(),
+		Match: t.settings.Rewards.Match, Slots: t.src.Vocab()})
 	for e := range eps {
 		if err := ev.Add(&eps[e], answers[e]); err != nil {
 			return nil, err
@@ -174,33 +174,24 @@ func (t *Trainer) publishEval(ctx context.Context, ep *plan.Epoch, r *EvalResult
 // its evaluations neither count nor break the count). The counts are part of the
 // checkpointed State, so a resumed run keeps them.
 func (t *Trainer) earlyStop(ep *plan.Epoch, r *EvalResult) (stop, bool) {
-	es := t.cfg.Spec.EarlyStopping
+	es := t.settings.EarlyStopping
 	if es == nil {
 		return stop{}, false
 	}
-	patience := max(int(es.Patience), 1)
-	if es.Target != nil {
-		target, err := es.Target.Value.Float64()
-		if err != nil {
-			return t.failed(fmt.Errorf("spec.earlyStopping.target.value: %w", err)), true
-		}
-		v := r.named()[string(es.Target.Metric)]
-		if countInARow(&t.state.TargetEvals, v >= target) >= patience {
+	if target := es.Target; target != nil {
+		v := r.named()[es.TargetMetric]
+		if countInARow(&t.state.TargetEvals, v >= target.Value) >= es.Patience {
 			return stop{reason: stopTargetReached, message: fmt.Sprintf("%s %.3f reached the target %s at step %d%s",
-				es.Target.Metric, v, es.Target.Value, t.state.Step, inARow(t.state.TargetEvals))}, true
+				es.TargetMetric, v, target.Written, t.state.Step, inARow(t.state.TargetEvals))}, true
 		}
 	}
-	if es.MinReward == "" || ep.Kind == plan.SFT {
+	if es.MinReward == nil || ep.Kind == plan.SFT {
 		return stop{}, false
 	}
-	minReward, err := es.MinReward.Float64()
-	if err != nil {
-		return t.failed(fmt.Errorf("spec.earlyStopping.minReward: %w", err)), true
-	}
 	mean := t.epochReward.mean()
-	if countInARow(&t.state.LowRewardEvals, mean < minReward) >= patience {
+	if countInARow(&t.state.LowRewardEvals, mean < es.MinReward.Value) >= es.Patience {
 		return stop{reason: stopRewardCollapsed, message: fmt.Sprintf("the mean step reward %.3f was below %s%s",
-			mean, es.MinReward, inARow(t.state.LowRewardEvals))}, true
+			mean, es.MinReward.Written, inARow(t.state.LowRewardEvals))}, true
 	}
 	return stop{}, false
 }

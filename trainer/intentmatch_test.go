@@ -381,7 +381,7 @@ func fileConfig(t *testing.T, drop func(i int) bool) *Config {
 func TestSlotsMatchWithoutPreferencesFailsAtStart(t *testing.T) {
 	c := fileConfig(t, func(i int) bool { return i == 5 })
 	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchSlots
-	_, err := New(c, Options{Workers: cpuGang(1)})
+	_, err := newTrainer(c, Options{Workers: cpuGang(1)})
 	if err == nil {
 		t.Fatal("New accepted match slots with an episode without preferences")
 	}
@@ -394,7 +394,7 @@ func TestSlotsMatchWithoutPreferencesFailsAtStart(t *testing.T) {
 		}
 	}
 	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchAuto
-	if _, err := New(c, Options{Workers: cpuGang(1)}); err != nil {
+	if _, err := newTrainer(c, Options{Workers: cpuGang(1)}); err != nil {
 		t.Errorf("match auto: %v", err)
 	}
 }
@@ -454,7 +454,7 @@ func TestIntentMatchNamesBothWhenMixed(t *testing.T) {
 	} {
 		c := fileConfig(t, tc.drop)
 		c.Spec.Rewards.Intent.Match = tc.match
-		tr, err := New(c, Options{Workers: cpuGang(1)})
+		tr, err := newTrainer(c, Options{Workers: cpuGang(1)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -204,7 +204,7 @@ func TestFailingEmbeddingServiceFailsTheRun(t *testing.T) {
 			c.Spec.Algorithm.SFTEpochs = &tc.sft
 			rec := &recorder{}
 			waits := 0
-			tr, err := New(c, Options{Workers: cpuGang(1), Reporter: rec, Log: logr.Discard(),
+			tr, err := newTrainer(c, Options{Workers: cpuGang(1), Reporter: rec, Log: logr.Discard(),
 				embeddingRetryWait: func(context.Context, time.Duration) error { waits++; return nil }})
 			if err != nil {
 				t.Fatal(err)
@@ -280,7 +280,7 @@ func TestEmbedderAPIKeyMissingFailsClearly(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			setEnv(t)
 			svc := newEmbeddingService(t, -1)
-			_, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuGang(1), Log: logr.Discard()})
+			_, err := newTrainer(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuGang(1), Log: logr.Discard()})
 			if err == nil {
 				t.Fatal("New succeeded without the API key")
 			}
@@ -301,7 +301,7 @@ func TestEmbedderAPIKeyMissingFailsClearly(t *testing.T) {
 	// does not depend on the trainer's environment, even one whose key is malformed.
 	setAPIKey(t, "a key with a control character\x01")
 	svc := newEmbeddingService(t, -1)
-	if _, err := New(withEmbedder(t, svc.endpoint(), 0), Options{Workers: cpuGang(1), Log: logr.Discard()}); err != nil {
+	if _, err := newTrainer(withEmbedder(t, svc.endpoint(), 0), Options{Workers: cpuGang(1), Log: logr.Discard()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -314,7 +314,7 @@ func TestWrongEmbedderAPIKeyFailsWithoutQuotingIt(t *testing.T) {
 	svc.apiKey = "the-service-wants-another-key"
 	setAPIKey(t, embedderKey)
 	rec := &recorder{}
-	tr, err := New(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuGang(1), Reporter: rec, Log: logr.Discard(),
+	tr, err := newTrainer(withEmbedderKey(t, svc.endpoint()), Options{Workers: cpuGang(1), Reporter: rec, Log: logr.Discard(),
 		embeddingRetryWait: noWait})
 	if err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ func TestLivedRunCompletesWithEvaluationsInTheEnvironment(t *testing.T) {
 // rollout is one candidate per step, scored against the environment's references.
 func TestLivedRolloutsOfAGroupStartTogetherAndPart(t *testing.T) {
 	c := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
-	tr, err := New(c, Options{Workers: cpuGang(1)})
+	tr, err := newTrainer(c, Options{Workers: cpuGang(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestLivedRunResumesAtTheExactPosition(t *testing.T) {
 func TestLivedRunRefusesAnEmbedder(t *testing.T) {
 	c := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
 	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchEmbedding
-	_, err := New(c, Options{Workers: cpuGang(1)})
+	_, err := newTrainer(c, Options{Workers: cpuGang(1)})
 	if err == nil || !strings.Contains(err.Error(), "spec.rewards.intent.match") || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
 		t.Errorf("New: %v, want ConfigInvalid naming spec.rewards.intent.match", err)
 	}
@@ -160,7 +160,7 @@ func TestLivedRunRefusesAnEmbedder(t *testing.T) {
 func TestLivedControlsTrainAndRefuseRecordedRuns(t *testing.T) {
 	for _, e := range []estimator.Name{estimator.OutcomeOnly, estimator.GiGPO, estimator.ShuffledCOUT} {
 		cfg := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
-		tr, err := New(cfg, Options{Workers: cpuGang(1), Estimator: e})
+		tr, err := newTrainer(cfg, Options{Workers: cpuGang(1), Estimator: e})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestLivedControlsTrainAndRefuseRecordedRuns(t *testing.T) {
 			t.Fatalf("%s: %v %+v", e, err, rep)
 		}
 	}
-	tr, err := New(livedConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: cpuGang(1), Estimator: estimator.OutcomeOnly})
+	tr, err := newTrainer(livedConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: cpuGang(1), Estimator: estimator.OutcomeOnly})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestLivedControlsTrainAndRefuseRecordedRuns(t *testing.T) {
 			}
 		}
 	}
-	if _, err := New(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: cpuGang(1), Estimator: estimator.GiGPO}); err == nil {
+	if _, err := newTrainer(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: cpuGang(1), Estimator: estimator.GiGPO}); err == nil {
 		t.Error("a recorded run took the GiGPO control")
 	}
 }
@@ -270,7 +270,7 @@ func TestLivedRunThroughAnEndpoint(t *testing.T) {
 	wrong := func(a string, timeout time.Duration) (*environment.Remote, error) {
 		return environment.Dial(a, "another", timeout)
 	}
-	tr, err := New(endpointConfig(t, addr), Options{Workers: cpuGang(1), DialEnvironment: wrong, Log: logr.Discard()})
+	tr, err := newTrainer(endpointConfig(t, addr), Options{Workers: cpuGang(1), DialEnvironment: wrong, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestLivedRunFailsWhenTheEndpointDoesNotAnswer(t *testing.T) {
 	dial := func(a string, timeout time.Duration) (*environment.Remote, error) {
 		return environment.Dial(a, "token", timeout)
 	}
-	tr, err := New(c, Options{Workers: cpuGang(1), DialEnvironment: dial, Log: logr.Discard()})
+	tr, err := newTrainer(c, Options{Workers: cpuGang(1), DialEnvironment: dial, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestEndpointRunsHaveNoSFTEpochs(t *testing.T) {
 	c := endpointConfig(t, "127.0.0.1:1")
 	one := int32(1)
 	c.Spec.Algorithm.SFTEpochs = &one
-	_, err := New(c, Options{Workers: cpuGang(1)})
+	_, err := newTrainer(c, Options{Workers: cpuGang(1)})
 	if err == nil || !strings.Contains(err.Error(), "sftEpochs: 0") || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
 		t.Errorf("New: %v, want ConfigInvalid naming sftEpochs", err)
 	}

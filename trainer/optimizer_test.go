@@ -62,7 +62,7 @@ func TestAnUnsetOptimizerStepsAsBefore(t *testing.T) {
 	unset := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	unset.Spec.Algorithm.Optimizer = nil // a run config that did not pass the defaulting
 	for name, c := range map[string]*Config{"defaulted": defaulted, "unset": unset} {
-		tr, err := New(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
+		tr, err := newTrainer(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestTheScheduleResumesWhereItStopped(t *testing.T) {
 	at := total - 2                                    // in the decay, in the ESPO epoch
 	d := &drainAt{step: at, stage: trainingv1alpha1.StageESPO, drain: make(chan struct{})}
 	drained := &stepRecorder{Member: cpuMembers(1)[0]}
-	tr, err := New(c, Options{Workers: worker.NewGang(drained), Reporter: d, Drain: d.drain, Log: logr.Discard()})
+	tr, err := newTrainer(c, Options{Workers: worker.NewGang(drained), Reporter: d, Drain: d.drain, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

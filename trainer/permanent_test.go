@@ -114,7 +114,7 @@ func TestNewNamesADatasetFileAsThePodSeesIt(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "web", "episodes.jsonl"), []byte("not json\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(configMapConfig(root), Options{Workers: cpuGang(1), PodRoot: podRoot})
+	_, err := newTrainer(configMapConfig(root), Options{Workers: cpuGang(1), PodRoot: podRoot})
 	if got := PermanentOutcome(err); got != trainingv1alpha1.OutcomeDatasetInvalid {
 		t.Fatalf("PermanentOutcome(%v) = %q, want DatasetInvalid", err, got)
 	}

@@ -122,19 +122,10 @@ type lastReport struct {
 func (t *Trainer) reportStep(ctx context.Context) {
 	l := t.lastReport
 	if l.sent && l.stage == t.status.Stage && l.epoch == t.status.Epoch &&
-		t.opts.Clock.Since(l.at) < t.statusInterval() {
+		t.opts.Clock.Since(l.at) < t.settings.StatusInterval {
 		return
 	}
 	t.report(ctx)
-}
-
-// statusInterval is spec.trainer.statusInterval; unset, its default. A config
-// loaded without an API server may set it to 0: then every step is reported.
-func (t *Trainer) statusInterval() time.Duration {
-	if d := t.cfg.Spec.Trainer.StatusInterval; d != nil {
-		return d.Duration
-	}
-	return trainingv1alpha1.DefaultStatusInterval
 }
 
 // markReported records that the current status was just sent.

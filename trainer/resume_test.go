@@ -63,7 +63,7 @@ func runToTheEnd(t *testing.T) (dir, newest string) {
 func refusedRun(t *testing.T, c *Config) *trainingv1alpha1.TrainingStatus {
 	t.Helper()
 	rec := &recorder{}
-	tr, err := New(c, Options{Workers: cpuGang(1), Reporter: rec, Log: logr.Discard()})
+	tr, err := newTrainer(c, Options{Workers: cpuGang(1), Reporter: rec, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestTheSameJobResumesWhatItMayChangeWhileSuspended(t *testing.T) {
 // than counted as progress: the run never reports Succeeded without training its plan.
 func TestAPositionOutsideThePlanIsRefused(t *testing.T) {
 	c := jobConfig(t, "uid-1", t.TempDir())
-	tr, err := New(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
+	tr, err := newTrainer(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -233,7 +233,7 @@ func lastStepFigures(w *engineWorker, isCap float64) (mismatch, truncated float6
 // runFails runs c on the gang and returns the error the run ends with.
 func runFails(t *testing.T, c *Config, gang *worker.Gang) error {
 	t.Helper()
-	tr, err := New(c, Options{Workers: gang, Log: logr.Discard()})
+	tr, err := newTrainer(c, Options{Workers: gang, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,8 +117,9 @@ type Options struct {
 
 // Trainer runs one training job.
 type Trainer struct {
-	cfg *Config
-	res *Resolved
+	// settings is the run's configuration; cfg its run config.
+	settings *Settings
+	cfg      *Config
 	// src is where the batches and the evaluations' episodes come from.
 	src  experience.Source
 	plan *plan.Plan
@@ -139,8 +140,8 @@ type Trainer struct {
 	lastReport lastReport
 }
 
-// New validates the config, loads the datasets and plans the run.
-func New(cfg *Config, opts Options) (*Trainer, error) {
+// New loads the datasets of the run s configures, and plans it.
+func New(s *Settings, opts Options) (*Trainer, error) {
 	if opts.Workers == nil {
 		return nil, errors.New("trainer: Options.Workers is nil: give the trainer a worker.Gang")
 	}
@@ -150,22 +151,17 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 	if opts.Reporter == nil {
 		opts.Reporter = DiscardReporter{}
 	}
-	res, err := Resolve(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkRollout(&cfg.Spec.Model); err != nil {
-		return nil, permanent.ConfigInvalid(err)
-	}
-	t := &Trainer{cfg: cfg, res: res, opts: opts}
-	if t.src, err = newSource(cfg, res, opts); err != nil {
+	cfg := s.Config
+	t := &Trainer{settings: s, cfg: cfg, opts: opts}
+	var err error
+	if t.src, err = newSource(s, opts); err != nil {
 		return nil, err
 	}
 	t.plan = t.src.Plan()
-	if t.estimator, err = newEstimator(&cfg.Spec.Algorithm, opts.Estimator, res.Advantage, cfg.Spec.Datasets.Environment != nil); err != nil {
+	if t.estimator, err = newEstimator(&cfg.Spec.Algorithm, opts.Estimator, s.Advantage, cfg.Spec.Datasets.Environment != nil); err != nil {
 		return nil, err
 	}
-	if t.intents, err = intents.New(res.Rewards, cfg.Spec.Rewards.Intent.Embedder, opts.Workers, opts.embeddingRetryWait); err != nil {
+	if t.intents, err = intents.New(s.Rewards, cfg.Spec.Rewards.Intent.Embedder, opts.Workers, opts.embeddingRetryWait); err != nil {
 		return nil, err
 	}
 	t.state.BestRecommendationAccuracy = -1
@@ -182,7 +178,8 @@ func New(cfg *Config, opts Options) (*Trainer, error) {
 
 // newSource returns the run's source of experience: the environment of
 // spec.datasets.environment, or the recorded episodes of spec.datasets.sources.
-func newSource(cfg *Config, res *Resolved, opts Options) (experience.Source, error) {
+func newSource(set *Settings, opts Options) (experience.Source, error) {
+	cfg := set.Config
 	s := &cfg.Spec
 	if env := s.Datasets.Environment; env != nil {
 		if err := experience.CheckRewards(s); err != nil {
@@ -200,7 +197,7 @@ func newSource(cfg *Config, res *Resolved, opts Options) (experience.Source, err
 		}
 		return l, nil
 	}
-	data, err := experience.LoadSplits(cfg.DataRoot, s.Datasets.Sources, res.Split, uint64(s.Datasets.Split.Seed))
+	data, err := experience.LoadSplits(cfg.DataRoot, s.Datasets.Sources, set.Split, uint64(s.Datasets.Split.Seed))
 	if err != nil {
 		return nil, permanent.InPodPaths(err, opts.PodRoot)
 	}
@@ -208,7 +205,7 @@ func newSource(cfg *Config, res *Resolved, opts Options) (experience.Source, err
 	if err != nil {
 		return nil, err
 	}
-	return r, intents.CheckSlotsHavePreferences(res.Rewards, data.Train, data.Validation, data.Test)
+	return r, intents.CheckSlotsHavePreferences(set.Rewards, data.Train, data.Validation, data.Test)
 }
 
 // newEstimator returns the estimator of the reinforcement epochs: name, or when it
@@ -297,10 +294,10 @@ func (t *Trainer) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	options := workerOptions(&t.cfg.Spec.Model)
-	setOption(options, "embedder_model", encoderOption(&t.cfg.Spec))
-	setup := worker.Setup{Seed: uint64(t.cfg.Spec.Algorithm.Seed), Options: options, LoadPath: loadPath}
-	d, err := configureWorkers(ctx, t.opts.Workers, setup, t.opts.Clock, max(t.statusInterval(), time.Second),
+	setup := worker.Setup{Seed: t.settings.Seed, Options: t.settings.WorkerOptions, LoadPath: loadPath}
+	// A wait for workers is reported every status interval, at least every second (a
+	// config loaded without an API server may set the interval to 0).
+	d, err := configureWorkers(ctx, t.opts.Workers, setup, t.opts.Clock, max(t.settings.StatusInterval, time.Second),
 		func(wait string) { t.reportWorkerWait(ctx, wait) })
 	if err != nil {
 		return permanent.OfWorkers(err, t.opts.PodRoot)
@@ -319,7 +316,7 @@ func (t *Trainer) prepareRewards(ctx context.Context) error {
 	if err := t.intents.Prepare(ctx, t.opts.Log, data.Train, data.Validation, data.Test); err != nil {
 		return err
 	}
-	rewarder, err := espo.NewRewarder(t.res.Rewards, t.intents.Embedder())
+	rewarder, err := espo.NewRewarder(t.settings.Rewards, t.intents.Embedder())
 	if err != nil {
 		return fmt.Errorf("spec.rewards: %w", err)
 	}
@@ -403,10 +400,10 @@ func (t *Trainer) checkpointAfterBatch(ctx context.Context) error {
 }
 
 func (t *Trainer) checkpointDue() bool {
-	if t.store == nil || t.cfg.Spec.Checkpoint == nil || t.cfg.Spec.Checkpoint.EverySteps <= 0 {
-		return false
+	if every := t.settings.CheckpointEvery; t.store != nil && every > 0 {
+		return t.state.Step%every == 0
 	}
-	return t.state.Step%int64(t.cfg.Spec.Checkpoint.EverySteps) == 0
+	return false
 }
 
 // checkpoint saves the gang's state (worker 0's) and the trainer state.

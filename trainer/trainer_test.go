@@ -76,10 +76,19 @@ func (r *recorder) Report(_ context.Context, s *trainingv1alpha1.TrainingStatus)
 	return nil
 }
 
+// newTrainer resolves c and makes its trainer: Resolve's error, or New's.
+func newTrainer(c *Config, opts Options) (*Trainer, error) {
+	s, err := Resolve(c)
+	if err != nil {
+		return nil, err
+	}
+	return New(s, opts)
+}
+
 func run(t *testing.T, c *Config, opts Options) (*Report, *Trainer) {
 	t.Helper()
 	opts.Log = logr.Discard()
-	tr, err := New(c, opts)
+	tr, err := newTrainer(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +191,7 @@ func TestResumeEndsWithTheSameWeights(t *testing.T) {
 	killed.Spec.Checkpoint = whole.Spec.Checkpoint
 	ctx, kill := context.WithCancel(context.Background())
 	defer kill()
-	tr, err := New(killed, Options{Workers: cpuGang(1), Log: logr.Discard(), Reporter: cancelAt{step: 5, cancel: kill}})
+	tr, err := newTrainer(killed, Options{Workers: cpuGang(1), Log: logr.Discard(), Reporter: cancelAt{step: 5, cancel: kill}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +305,7 @@ func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
 	second := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	second.InitialCheckpoint = final
 	ws := cpuMembers(1)
-	tr, err := New(second, Options{Workers: worker.NewGang(ws...), Log: logr.Discard()})
+	tr, err := newTrainer(second, Options{Workers: worker.NewGang(ws...), Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +324,7 @@ func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
 	if err := os.MkdirAll(second.InitialCheckpoint, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tr, _ = New(second, Options{Workers: cpuGang(1), Log: logr.Discard(), PodRoot: podRoot})
+	tr, _ = newTrainer(second, Options{Workers: cpuGang(1), Log: logr.Discard(), PodRoot: podRoot})
 	err = tr.start(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "spec.model.initialCheckpoint (/init/ckpt)") || strings.Contains(err.Error(), podRoot) {
 		t.Errorf("start from an empty folder: %v, want an error naming spec.model.initialCheckpoint at /init/ckpt", err)
@@ -336,7 +345,7 @@ func TestWorkersThatCannotServeTheSpecFailAtOnce(t *testing.T) {
 	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchEmbedding
 	c.Spec.Rewards.Intent.Embedder = &trainingv1alpha1.EmbedderSpec{Worker: &trainingv1alpha1.WorkerEmbedderSpec{Model: "all-MiniLM-L6-v2"}}
 	c.Spec.Default()
-	tr, err := New(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
+	tr, err := newTrainer(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +355,7 @@ func TestWorkersThatCannotServeTheSpecFailAtOnce(t *testing.T) {
 	}
 
 	// The encoder's Embed call refused: the in-process policy has none.
-	tr.intents, _ = intents.New(tr.res.Rewards, c.Spec.Rewards.Intent.Embedder, tr.opts.Workers, nil)
+	tr.intents, _ = intents.New(tr.settings.Rewards, c.Spec.Rewards.Intent.Embedder, tr.opts.Workers, nil)
 	err = tr.intents.Prepare(context.Background(), logr.Discard(), tr.Splits().Train)
 	if !errors.Is(err, worker.ErrNoEncoder) || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
 		t.Errorf("embedding without an encoder: %v (outcome %q), want ErrNoEncoder, ConfigInvalid", err, PermanentOutcome(err))

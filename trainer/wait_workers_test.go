@@ -41,7 +41,7 @@ import (
 // PermanentOutcome is ModelIncomplete.
 func TestAnIncompleteModelEndsTheRunWithModelIncomplete(t *testing.T) {
 	rec := &recorder{}
-	tr, err := New(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{
+	tr, err := newTrainer(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{
 		Workers: worker.NewGang(worker.NewLocal(workertest.IncompleteModel{Policy: cpu.New(0)})), Reporter: rec, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestAWorkerThatDoesNotAnswerIsReported(t *testing.T) {
 	c.Spec.Trainer.StatusInterval = &metav1.Duration{Duration: 10 * time.Second}
 	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	rec := &recorder{}
-	tr, err := New(c, Options{Workers: worker.NewGang(worker.NewLocal(cpu.New(0)), r), Reporter: rec, Clock: clock, Log: logr.Discard()})
+	tr, err := newTrainer(c, Options{Workers: worker.NewGang(worker.NewLocal(cpu.New(0)), r), Reporter: rec, Clock: clock, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestAWaitIsClearedOnceTheWorkerAnswers(t *testing.T) {
 	t.Cleanup(func() { r.Close() })
 	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	rec := &recorder{}
-	tr, err := New(smallConfig(t, trainingv1alpha1.AlgorithmSFT), Options{Workers: worker.NewGang(r), Reporter: rec, Clock: clock, Log: logr.Discard()})
+	tr, err := newTrainer(smallConfig(t, trainingv1alpha1.AlgorithmSFT), Options{Workers: worker.NewGang(r), Reporter: rec, Clock: clock, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,10 +121,11 @@ func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, lo
 	if o.config == "" {
 		return errors.New("--config (or $ESPO_CONFIG) is required")
 	}
-	cfg, err := trainer.LoadConfig(o.config)
+	settings, err := trainer.LoadConfig(o.config)
 	if err != nil {
 		return err
 	}
+	cfg := settings.Config
 	if cfg.Job.Name != "" { // every line names the job, as the controller's lines do
 		log = log.WithValues("ESPOJob", map[string]string{"namespace": cfg.Job.Namespace, "name": cfg.Job.Name})
 	}
@@ -148,7 +149,7 @@ func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, lo
 		return err
 	}
 	defer stopMetrics()
-	t, err := trainer.New(cfg, trainer.Options{Workers: workers, Reporter: reporter, Metrics: trainer.NewMetrics(reg), Log: log, Drain: drain,
+	t, err := trainer.New(settings, trainer.Options{Workers: workers, Reporter: reporter, Metrics: trainer.NewMetrics(reg), Log: log, Drain: drain,
 		PodRoot: os.Getenv(podenv.PodRoot), Version: fullVersion(),
 		DialEnvironment: func(addr string, timeout time.Duration) (*environment.Remote, error) {
 			return environment.Dial(addr, token, timeout)

@@ -239,13 +239,16 @@ func runArm(ctx context.Context, o options, a *arm, seed int64, test []dataset.E
 	}
 	var r armRun
 	a.setup(&c.Spec, &r, o.ablationMode)
-	c.Spec.Default()
 	opts := trainer.Options{Workers: worker.NewGang(worker.NewLocal(cpu.New(0))), Log: logr.Discard(), Estimator: r.estimator}
 	if r.steps > 0 {
 		d := &drainAfter{steps: r.steps, drain: make(chan struct{})}
 		opts.Reporter, opts.Drain = d, d.drain
 	}
-	t, err := trainer.New(c, opts)
+	settings, err := trainer.Resolve(c) // defaults the spec
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t, err := trainer.New(settings, opts)
 	if err != nil {
 		return nil, nil, nil, err
 	}

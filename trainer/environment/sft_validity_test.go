@@ -62,7 +62,11 @@ func TestSFTOnDemonstrationsUsesWhatExploringShows(t *testing.T) {
 	c.Spec.Model.CPU = &trainingv1alpha1.CPUPolicySpec{HiddenSize: 32, Architecture: trainingv1alpha1.CPUTokens}
 	c.Spec.Default()
 	gang := worker.NewGang(worker.NewLocal(cpu.New(0)))
-	tr, err := trainer.New(c, trainer.Options{Workers: gang, Log: logr.Discard()})
+	settings, err := trainer.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trainer.New(settings, trainer.Options{Workers: gang, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

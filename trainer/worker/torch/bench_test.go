@@ -998,7 +998,11 @@ func (e *espoSide) start() error {
 	e.b.Cleanup(func() { r.Close() })
 	e.remote, e.tm = r, &timedMember{Member: r}
 	sink := &stepSink{on: e.record}
-	tr, err := trainer.New(c, trainer.Options{Workers: worker.NewGang(e.tm), Log: logr.New(sink)})
+	settings, err := trainer.Resolve(c)
+	if err != nil {
+		return err
+	}
+	tr, err := trainer.New(settings, trainer.Options{Workers: worker.NewGang(e.tm), Log: logr.New(sink)})
 	if err != nil {
 		return err
 	}

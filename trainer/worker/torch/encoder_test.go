@@ -240,7 +240,11 @@ func TestTrainerJudgesIntentsWithTheWorkersEncoder(t *testing.T) {
 	c.Spec.Default()
 	w := startWorker(t, c.OutputDir, "--max-new-tokens", "24", "--max-prompt-tokens", "96")
 	status := &statusRecorder{}
-	tr, err := trainer.New(c, trainer.Options{Workers: worker.NewGang(w.Remote), Log: logr.Discard(), Reporter: status})
+	settings, err := trainer.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trainer.New(settings, trainer.Options{Workers: worker.NewGang(w.Remote), Log: logr.Discard(), Reporter: status})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,11 @@ func TestTrainerEndsWithModelIncompleteOnAFolderMissingFiles(t *testing.T) {
 	c.Spec.Model.Pretrained = model
 	w := startWorker(t, c.OutputDir)
 	rec := &statusRecorder{}
-	tr, err := trainer.New(c, trainer.Options{Workers: worker.NewGang(w.Remote), Reporter: rec, Log: logr.Discard()})
+	settings, err := trainer.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trainer.New(settings, trainer.Options{Workers: worker.NewGang(w.Remote), Reporter: rec, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

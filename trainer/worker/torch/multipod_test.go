@@ -78,7 +78,11 @@ func trainPods(t *testing.T, g groupOf) []string {
 			members = append(members, r)
 		}
 	}
-	tr, err := trainer.New(c, trainer.Options{Workers: worker.NewGang(members...), Log: logr.Discard()})
+	settings, err := trainer.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trainer.New(settings, trainer.Options{Workers: worker.NewGang(members...), Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

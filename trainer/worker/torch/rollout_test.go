@@ -53,7 +53,11 @@ func TestTrainerSamplesWithVLLM(t *testing.T) {
 	stats := filepath.Join(t.TempDir(), "stats.json")
 	w := startWorkerEnv(t, []string{"ESPO_WORKER_STATS=" + stats}, c.OutputDir, "--max-new-tokens", "16", "--max-prompt-tokens", "96")
 	rec := &statusRecorder{}
-	tr, err := trainer.New(c, trainer.Options{Workers: worker.NewGang(w.Remote), Reporter: rec, Log: logr.Discard()})
+	settings, err := trainer.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trainer.New(settings, trainer.Options{Workers: worker.NewGang(w.Remote), Reporter: rec, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

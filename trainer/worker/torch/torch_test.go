@@ -282,7 +282,11 @@ func TestTrainerDrivesTheTorchWorker(t *testing.T) {
 func trainTorchWorker(t *testing.T, env ...string) {
 	c := smallRun(t)
 	w := startWorkerEnv(t, env, c.OutputDir, "--max-new-tokens", "24", "--max-prompt-tokens", "96")
-	tr, err := trainer.New(c, trainer.Options{Workers: worker.NewGang(w.Remote), Log: logr.Discard()})
+	settings, err := trainer.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trainer.New(settings, trainer.Options{Workers: worker.NewGang(w.Remote), Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,8 +28,8 @@ import (
 )
 
 // TestWorkerOptions: each field of spec.model reaches the workers as the Configure
-// option of the name the workers read (trainer/worker/cpu options.go, the PyTorch
-// worker's policy.OPTIONS), written as they parse it; an unset field sends nothing,
+// option of the name the workers read (trainer/worker/cpu options.go, the fields of
+// the PyTorch worker's WorkerConfig), written as they parse it; an unset field sends nothing,
 // so the worker's own default (its $ESPO_WORKER_<OPTION>) stays.
 func TestWorkerOptions(t *testing.T) {
 	off, on := false, true
@@ -112,7 +112,7 @@ func TestWorkerOptions(t *testing.T) {
 		for _, c := range []string{"every cuda setting", "the vllm engine with every setting"} {
 			for k := range cases[c].want {
 				if !slices.Contains(known, k) {
-					t.Errorf("option %q is not in the PyTorch worker's OPTIONS %v", k, known)
+					t.Errorf("option %q is no field of the PyTorch worker's WorkerConfig %v", k, known)
 				}
 			}
 		}
@@ -120,23 +120,23 @@ func TestWorkerOptions(t *testing.T) {
 }
 
 // torchWorkerOptions reads the names of the Configure options the PyTorch worker
-// accepts, the keys of OPTIONS in espo_worker/policy.py.
+// accepts: the fields of WorkerConfig in espo_worker/config.py.
 func torchWorkerOptions(t *testing.T) []string {
 	t.Helper()
-	src, err := os.ReadFile("worker/torch/espo_worker/policy.py")
+	src, err := os.ReadFile("worker/torch/espo_worker/config.py")
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := regexp.MustCompile(`(?s)\nOPTIONS = \{(.*?)\n\}`).FindSubmatch(src)
-	if block == nil {
-		t.Fatal("policy.py has no OPTIONS = {...} block")
+	body := regexp.MustCompile(`(?s)\nclass WorkerConfig:(.*?)\n    # --`).FindSubmatch(src)
+	if body == nil {
+		t.Fatal("config.py has no class WorkerConfig whose fields end at a '# --' comment")
 	}
 	var names []string
-	for _, m := range regexp.MustCompile(`"([a-z_]+)":`).FindAllSubmatch(block[1], -1) {
+	for _, m := range regexp.MustCompile(`(?m)^    ([a-z_0-9]+): [a-z]+ = setting\(`).FindAllSubmatch(body[1], -1) {
 		names = append(names, string(m[1]))
 	}
 	if len(names) < 10 {
-		t.Fatalf("read %d options from policy.py's OPTIONS, want its dozen: %v", len(names), names)
+		t.Fatalf("read %d fields of WorkerConfig from config.py, want its dozen: %v", len(names), names)
 	}
 	return names
 }

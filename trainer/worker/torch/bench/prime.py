@@ -25,7 +25,7 @@ import time
 
 import torch
 
-from espo_worker import models
+from espo_worker import backends
 
 from . import common
 
@@ -43,7 +43,7 @@ def main():
     d = common.load(a.data)
     torch.manual_seed(a.seed)
     rnd = random.Random(a.seed)
-    backend = models.HFBackend(a.model, "cpu", dtype="float32")  # the worker's model and prompt token ids
+    backend = backends.HFBackend(a.model, "cpu", dtype="float32")  # the worker's model and prompt token ids
     tok, model = backend.tok, backend.model
     space, length = common.pad_id(tok), d["tokens"]
     items = []

@@ -111,7 +111,7 @@ def main():
     import transformers
     import trl
 
-    from espo_worker import models
+    from espo_worker import backends
 
     from . import common
     d = common.load(a.data)
@@ -120,7 +120,7 @@ def main():
     rows = [{"prompt": common.messages(it["message"]), "answer": it["answer"]} for it in d["prompts"]]
     n = len(rows)
 
-    backend = models.HFBackend(a.model, "cpu", dtype="float32")  # the worker's prompt token ids
+    backend = backends.HFBackend(a.model, "cpu", dtype="float32")  # the worker's prompt token ids
     ours = [backend.prompt_inputs(it["message"])["ids"] for it in d["prompts"]]
     del backend
 

@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from espo_worker import models
+from espo_worker import backends
 from espo_worker import policy as policylib
 from espo_worker import rollout as rolloutlib
 from espo_worker.__main__ import main
@@ -47,7 +47,7 @@ def count(module, args, kwargs):
         stats["encoded"][current[0]] = stats["encoded"].get(current[0], 0) + int(n)
 
 
-_init = models.HFBackend.__init__
+_init = backends.HFBackend.__init__
 
 
 def init(self, *args, **kwargs):
@@ -55,7 +55,7 @@ def init(self, *args, **kwargs):
     self.model.register_forward_pre_hook(count, with_kwargs=True)
 
 
-models.HFBackend.__init__ = init
+backends.HFBackend.__init__ = init
 
 
 def phase(name, fn):

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="espo_engine", description=__doc__)
     ap.add_argument("--fd", type=int, required=True, help="the worker's end of a socket pair, inherited")
     args = ap.parse_args(argv)

@@ -20,11 +20,34 @@ The log-probs are vLLM's raw ones: log_softmax of the logits before temperature,
 the sampled token's, so at temperature 1 the sampling distribution's.
 """
 
+from __future__ import annotations
+
 import io
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    from vllm import LLM
+
+    class EnginePrompt(TypedDict):
+        """A prompt of generate: its token ids, its image's PNG bytes (or None) and
+        its sampling seed."""
+
+        ids: Sequence[int]
+        image: bytes | None
+        seed: int
+
+    class LoraRef(TypedDict):
+        """The adapter generate serves: its id and the folder peft saved it to."""
+
+        id: int
+        path: str
 
 # vLLM's CPU backend needs the KV cache size before it is imported; the in-process
 # engine (no engine-core process of its own) starts in seconds where the default
@@ -40,7 +63,7 @@ class Invalid(ValueError):
     """The request or the model is at fault: retrying will not help."""
 
 
-def model_max_len(model):
+def model_max_len(model: str) -> int:
     """The longest sequence the model folder's config allows (max_position_embeddings
     of its text model), 0 when it says none."""
     import transformers
@@ -50,12 +73,13 @@ def model_max_len(model):
 
 
 class Engine:
-    def __init__(self):
-        self.llm = None
+    def __init__(self) -> None:
+        self.llm: LLM | None = None
         self.tied_cpu_head = False
 
-    def start(self, model, dtype="float32", seed=0, device="cpu", gpu_memory_utilization=0.3, max_model_len=0,
-              enforce_eager=False, cpu_kv_cache_gib=4, lora_rank=0):
+    def start(self, model: str, dtype: str = "float32", seed: int = 0, device: str = "cpu",
+              gpu_memory_utilization: float = 0.3, max_model_len: int = 0, enforce_eager: bool = False,
+              cpu_kv_cache_gib: int = 4, lora_rank: int = 0) -> dict[str, str]:
         for k, v in _ENV.items():
             os.environ.setdefault(k, v)
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(int(cpu_kv_cache_gib or 4))
@@ -88,12 +112,13 @@ class Engine:
                                                       getattr(cfg, "tie_word_embeddings", False))
         return {"vllm": vllm.__version__}
 
-    def need(self):
+    def need(self) -> None:
         if self.llm is None:
             raise Invalid("engine: not started")
 
-    def generate(self, prompts, n, temperature=1.0, greedy=False, max_tokens=256, stop_ids=(), banned_ids=(),
-                 lora=None):
+    def generate(self, prompts: Iterable[EnginePrompt], n: int, temperature: float = 1.0, greedy: bool = False,
+                 max_tokens: int = 256, stop_ids: Iterable[int] = (), banned_ids: Iterable[int] = (),
+                 lora: LoraRef | None = None) -> list[list[tuple[list[int], list[float]]]]:
         self.need()
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
@@ -124,15 +149,15 @@ class Engine:
             result.append(answers * n if greedy else answers)
         return result
 
-    def load_weights(self, path):
+    def load_weights(self, path: str) -> int:
         self.need()
         return self._loaded(self.llm.collective_rpc("espo_load", args=(path, self.tied_cpu_head))[0])
 
-    def load_weights_ipc(self, handles):
+    def load_weights_ipc(self, handles: Sequence[tuple[str, Sequence[object]]]) -> int:
         self.need()
         return self._loaded(self.llm.collective_rpc("espo_load_ipc", args=(handles,))[0])
 
-    def _loaded(self, count):
+    def _loaded(self, count: int) -> int:
         # Nothing computed from the old weights may be reused: the prefix cache's keys
         # and values, and a VLM's image embeddings (the scheduler's record of them too).
         self.llm.reset_prefix_cache()
@@ -141,7 +166,7 @@ class Engine:
         return count
 
 
-def _reply(conn, fn, kw):
+def _reply(conn: Connection, fn: Callable[..., object], kw: Mapping[str, object]) -> None:
     try:
         conn.send({"ok": fn(**kw)})
     except Invalid as e:
@@ -151,7 +176,7 @@ def _reply(conn, fn, kw):
         conn.send({"error": "%s: %s" % (type(e).__name__, e), "kind": "internal"})
 
 
-def serve(fd):
+def serve(fd: int) -> int:
     """Answers requests on the socket at fd until close or the worker's end closes."""
     conn = Connection(fd)
     engine = Engine()

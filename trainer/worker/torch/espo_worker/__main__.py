@@ -8,7 +8,8 @@
 Every flag defaults to an environment variable, so the controller's container needs
 no arguments: --listen to $ESPO_WORKER_LISTEN (else :50051), --procs to
 $ESPO_WORKERS_PER_REPLICA (else 1), the model flags to $ESPO_WORKER_<FLAG> (for
-example ESPO_WORKER_DTYPE, ESPO_WORKER_LORA_R; set them in spec.trainer.env). The
+example ESPO_WORKER_DTYPE, ESPO_WORKER_LORA_R; set them in spec.trainer.env): the
+model flags, their defaults and help are espo_worker.config.WorkerConfig's. The
 model path comes from the trainer's Configure option "pretrained"
 (spec.model.pretrained) when it sends one, else --model ($ESPO_WORKER_MODEL). In the local
 mode a wildcard or loopback --listen host becomes the pod's address
@@ -33,37 +34,19 @@ import signal
 import subprocess
 import sys
 import threading
+from typing import IO
 
 from . import auth, folders, podnet
+from .config import WorkerConfig
 
 
-def env(name, default):
-    return os.environ.get("ESPO_WORKER_" + name, default)
-
-
-def parse(argv):
+def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python3 -m espo_worker", description=__doc__.split("\n\n")[0])
     ap.add_argument("--listen", default=os.environ.get("ESPO_WORKER_LISTEN") or ":50051",
                     help="host:port to serve on; port 0 picks a free port (default $ESPO_WORKER_LISTEN or :50051)")
-    ap.add_argument("--model", default=env("MODEL", ""),
-                    help="local folder of a Hugging Face model, or 'tiny' for the test model; the Configure "
-                         "option pretrained wins (default $ESPO_WORKER_MODEL)")
-    ap.add_argument("--device", default=env("DEVICE", ""), help="cuda or cpu (default: cuda when available)")
-    ap.add_argument("--dtype", default=env("DTYPE", "bfloat16"), choices=["bfloat16", "float16", "float32"],
-                    help="compute dtype on CUDA (autocast); trainable weights stay float32")
-    ap.add_argument("--lora-r", type=int, default=int(env("LORA_R", "0")), help="LoRA rank; 0: full fine-tuning")
-    ap.add_argument("--lora-alpha", type=int, default=int(env("LORA_ALPHA", "0")), help="LoRA alpha (default 2r)")
-    ap.add_argument("--lora-dropout", type=float, default=float(env("LORA_DROPOUT", "0")))
-    ap.add_argument("--lora-targets", default=env("LORA_TARGETS", ""),
-                    help="comma-separated module names (default: all linear layers)")
-    ap.add_argument("--max-new-tokens", type=int, default=int(env("MAX_NEW_TOKENS", "0")),
-                    help="answer cap when Generate gives none (default 256; tiny 96)")
-    ap.add_argument("--max-prompt-tokens", type=int, default=int(env("MAX_PROMPT_TOKENS", "0")),
-                    help="keep the last N prompt tokens of a text-only prompt (default: all; tiny 256)")
-    ap.add_argument("--gradient-checkpointing", action="store_true",
-                    default=env("GRADIENT_CHECKPOINTING", "") in ("1", "true"))
-    ap.add_argument("--attn-implementation", default=env("ATTN_IMPLEMENTATION", ""),
-                    help="transformers attn_implementation, e.g. sdpa or flash_attention_2")
+    ap.add_argument("--device", default=os.environ.get("ESPO_WORKER_DEVICE", ""),
+                    help="cuda or cpu (default $ESPO_WORKER_DEVICE, else cuda when available)")
+    WorkerConfig.add_arguments(ap)
     ap.add_argument("--procs", type=int, default=int(os.environ.get("ESPO_WORKERS_PER_REPLICA") or 1),
                     help="worker processes in this container, one per GPU (default $ESPO_WORKERS_PER_REPLICA or 1)")
     ap.add_argument("--threads", type=int, default=8, help="gRPC server threads")
@@ -88,7 +71,7 @@ def parse(argv):
     return args
 
 
-def launch(args, argv):
+def launch(args: argparse.Namespace, argv: list[str]) -> int:
     host, port = args.listen.rsplit(":", 1)
     procs = []
     for k in range(args.procs):
@@ -99,12 +82,12 @@ def launch(args, argv):
 
     signalled = threading.Event()
 
-    def forward(sig, _):
+    def forward(sig: int, _: object) -> None:
         for p in procs:
             if p.poll() is None:
                 p.send_signal(sig)
 
-    def on_signal(sig, frame):
+    def on_signal(sig: int, frame: object) -> None:
         signalled.set()
         forward(sig, frame)
     signal.signal(signal.SIGTERM, on_signal)
@@ -112,7 +95,7 @@ def launch(args, argv):
     done = threading.Event()
     codes = {}
 
-    def wait(p):
+    def wait(p: subprocess.Popen) -> None:
         codes[p.pid] = p.wait()
         done.set()
     for p in procs:
@@ -127,7 +110,7 @@ def launch(args, argv):
     return max(abs(c) for c in codes.values()) if codes else 0
 
 
-def announce(line, out=None):
+def announce(line: str, out: IO[str] | None = None) -> None:
     """Writes line and a newline to out (standard error) in one write. A pod's workers
     share its standard error, unbuffered in the image (PYTHONUNBUFFERED), where print()
     writes the text and the newline apart: two workers announcing at once could then
@@ -137,7 +120,7 @@ def announce(line, out=None):
     out.flush()
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse(argv)
     if args.procs > 1 and args.local_index < 0:
@@ -150,13 +133,8 @@ def main(argv=None):
     if device == "cuda":
         device = "cuda:%d" % k
         torch.cuda.set_device(k)
-    defaults = {"pretrained": args.model, "dtype": args.dtype, "lora_r": args.lora_r, "lora_alpha": args.lora_alpha,
-                "lora_dropout": args.lora_dropout, "lora_targets": args.lora_targets,
-                "max_new_tokens": args.max_new_tokens, "max_prompt_tokens": args.max_prompt_tokens,
-                "gradient_checkpointing": args.gradient_checkpointing,
-                "attn_implementation": args.attn_implementation}
     group = dist.from_env(max(args.procs, 1), k, device)
-    p = policy.Policy(defaults, device=device, dist=group)
+    p = policy.Policy(WorkerConfig.from_args(args), device=device, dist=group)
     activity = server.Activity()
     s, port = server.new_server(p, args.listen, args.threads, activity, token=args.token,
                                 insecure_no_auth=args.insecure_no_auth, allowed=args.allow_path)
@@ -170,7 +148,7 @@ def main(argv=None):
     # trainer that died cannot release); a second signal stops at once.
     stop = threading.Event()
 
-    def on_signal(*_):
+    def on_signal(*_: object) -> None:
         (activity.stop_now if stop.is_set() else stop).set()
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)

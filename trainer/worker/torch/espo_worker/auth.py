@@ -8,9 +8,12 @@ over plaintext HTTP/2 inside the cluster). It is compared in constant time and n
 logged, nor quoted in an error.
 """
 
+from __future__ import annotations
+
 import hmac
 import os
 import string
+from collections.abc import Callable
 
 import grpc
 
@@ -25,11 +28,11 @@ class TokenError(ValueError):
     the file and never quotes its content."""
 
 
-def _malformed(token):
+def _malformed(token: str) -> bool:
     return len(token) != TOKEN_LEN or not set(token) <= _HEX
 
 
-def read_token_file(path):
+def read_token_file(path: str) -> str:
     """The token in the file at path: TOKEN_LEN hex characters, white space around
     them ignored."""
     try:
@@ -53,12 +56,13 @@ class TokenInterceptor(grpc.ServerInterceptor):
     first among the interceptors, so that a refused call reaches no other (a
     stranger's calls are no activity)."""
 
-    def __init__(self, token):
+    def __init__(self, token: str) -> None:
         if _malformed(token):
             raise TokenError("malformed worker token: want %d hex characters" % TOKEN_LEN)
         self._want = token.encode("ascii")
 
-    def intercept_service(self, continuation, details):
+    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+                          details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         handler = continuation(details)
         if handler is None or details.method.startswith(_OPEN_PREFIX):
             return handler
@@ -73,9 +77,9 @@ class TokenInterceptor(grpc.ServerInterceptor):
         return handler
 
 
-def _refusal(handler, message):
+def _refusal(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
     """A handler of the same kind as handler that aborts with UNAUTHENTICATED."""
-    def deny(_request, context):
+    def deny(_request: object, context: grpc.ServicerContext) -> None:
         context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
     if handler.unary_unary is not None:
         return grpc.unary_unary_rpc_method_handler(deny)
@@ -86,7 +90,7 @@ def _refusal(handler, message):
     return grpc.stream_stream_rpc_method_handler(deny)
 
 
-def token_from(token_file, insecure_no_auth):
+def token_from(token_file: str, insecure_no_auth: bool) -> str | None:
     """The token to require, from --token-file (default $ESPO_WORKER_TOKEN_FILE), or
     None with --insecure-no-auth; anything else raises TokenError saying which flag
     fixes it."""
@@ -101,5 +105,5 @@ def token_from(token_file, insecure_no_auth):
     return read_token_file(token_file)
 
 
-def default_token_file():
+def default_token_file() -> str:
     return os.environ.get(ENV_TOKEN_FILE, "")

@@ -14,64 +14,70 @@ Step therefore all-reduces with SUM, never AVG; the workers report
 reduces_gradients = true and the trainer never asks for Gradients.
 """
 
+from __future__ import annotations
+
 import datetime
 import os
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 import torch
 import torch.distributed as td
 
 from . import podnet
 
+_T = TypeVar("_T")
+
 
 class Single:
     """One worker: every collective is the identity."""
     rank, world = 0, 1
 
-    def init(self):
+    def init(self) -> None:
         pass
 
-    def broadcast_tensors(self, tensors):
+    def broadcast_tensors(self, tensors: Iterable[torch.Tensor]) -> None:
         pass
 
-    def broadcast_object(self, obj):
+    def broadcast_object(self, obj: _T) -> _T:
         return obj
 
-    def broadcast_optimizer(self, opt, params):
+    def broadcast_optimizer(self, opt: torch.optim.Optimizer, params: Iterable[torch.Tensor]) -> None:
         pass
 
-    def all_reduce_sum(self, tensors):
+    def all_reduce_sum(self, tensors: Sequence[torch.Tensor]) -> None:
         pass
 
 
 class Group(Single):
-    def __init__(self, rank, world, addr, port, backend, timeout_s=1800):
+    def __init__(self, rank: int, world: int, addr: str, port: int, backend: str, timeout_s: float = 1800) -> None:
         self.rank, self.world = rank, world
         self.addr, self.port, self.backend, self.timeout = addr, port, backend, timeout_s
         self.ready = False
 
-    def init(self):
+    def init(self) -> None:
         if self.ready:
             return
         td.init_process_group(self.backend, init_method="tcp://%s:%d" % (self.addr, self.port), rank=self.rank,
                               world_size=self.world, timeout=datetime.timedelta(seconds=self.timeout))
         self.ready = True
 
-    def _dev(self, t):
+    def _dev(self, t: torch.Tensor) -> torch.Tensor:
         return t if self.backend != "nccl" or t.is_cuda else t.cuda()
 
-    def broadcast_tensors(self, tensors):
+    def broadcast_tensors(self, tensors: Iterable[torch.Tensor]) -> None:
         for t in tensors:
             d = self._dev(t.data)
             td.broadcast(d, 0)
             if d is not t.data:
                 t.data.copy_(d)
 
-    def broadcast_object(self, obj):
+    def broadcast_object(self, obj: _T) -> _T:
         box = [obj]
         td.broadcast_object_list(box, 0)
         return box[0]
 
-    def broadcast_optimizer(self, opt, params):
+    def broadcast_optimizer(self, opt: torch.optim.Optimizer, params: Iterable[torch.Tensor]) -> None:
         has = self.broadcast_object(bool(opt.state) if self.rank == 0 else None)
         if not has:
             opt.state.clear()
@@ -84,7 +90,7 @@ class Group(Single):
             self.broadcast_tensors([st["exp_avg"], st["exp_avg_sq"]])
             st["step"] = torch.tensor(float(self.broadcast_object(float(st["step"]))))
 
-    def all_reduce_sum(self, tensors):
+    def all_reduce_sum(self, tensors: Sequence[torch.Tensor]) -> None:
         """Sums the tensors over the group in place, flattened into one buffer."""
         if not tensors:
             return
@@ -97,7 +103,7 @@ class Group(Single):
             off += n
 
 
-def from_env(procs_per_pod, local_index, device):
+def from_env(procs_per_pod: int, local_index: int, device: str) -> Single:
     """The group of this process from the controller's environment, or Single."""
     pods = int(os.environ.get("ESPO_WORLD_SIZE", "1") or 1)
     pod = int(os.environ.get("ESPO_RANK", "0") or 0)

@@ -21,9 +21,13 @@ Any other module (Dense, LayerNorm, ...) is refused with the module's name, as i
 folder without modules.json.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -44,12 +48,12 @@ class EncoderError(ValueError):
     the folder and what is wrong with it."""
 
 
-def _read_json(path):
+def _read_json(path: str) -> Any:  # noqa: ANN401 - a JSON document, whatever the file holds
     with open(path, encoding="utf-8") as f:
         return json.load(f)
 
 
-def weights_sha256(folder):
+def weights_sha256(folder: str) -> str:
     """SHA-256 (hex) of the folder's weights file, "" when it has none."""
     for name in WEIGHT_FILES:
         path = os.path.join(folder, name)
@@ -63,7 +67,7 @@ def weights_sha256(folder):
 
 
 class SentenceEncoder:
-    def __init__(self, folder, device="cpu"):
+    def __init__(self, folder: str, device: str = "cpu") -> None:
         """Loads the sentence-transformers model folder (local files only) onto device,
         in float32 and evaluation mode."""
         from transformers import AutoModel, AutoTokenizer
@@ -98,7 +102,7 @@ class SentenceEncoder:
         self.sha256 = weights_sha256(transformer)
 
     @staticmethod
-    def _pooling_modes(folder, pooling):
+    def _pooling_modes(folder: str, pooling: str) -> list[str]:
         config_file = os.path.join(pooling, "config.json")
         if not os.path.isfile(config_file):
             raise EncoderError("embedder model %s: no %s" % (folder, os.path.relpath(config_file, folder)))
@@ -111,7 +115,7 @@ class SentenceEncoder:
                 folder, unknown or "none", ", ".join(POOLING_MODES)))
         return modes
 
-    def embed(self, texts):
+    def embed(self, texts: Sequence[str]) -> torch.Tensor:
         """The embeddings of texts, a float32 tensor [len(texts), dim] on the CPU."""
         if not texts:
             return torch.zeros((0, self.dim))
@@ -129,7 +133,7 @@ class SentenceEncoder:
         return pooled.float().cpu()
 
     @staticmethod
-    def _pool(mode, tokens, mask):
+    def _pool(mode: str, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if mode == "cls_token":
             return tokens[:, 0]
         if mode == "max_tokens":

@@ -6,7 +6,10 @@ when, made absolute and cleaned, with the symbolic links of its existing part re
 a dangling link on the way is refused. The Go twin is trainer/worker/folders.go.
 """
 
+from __future__ import annotations
+
 import os
+from collections.abc import Iterable
 
 ENV_ALLOWED_PATHS = "ESPO_WORKER_PATHS"
 
@@ -15,7 +18,7 @@ class PathNotAllowedError(Exception):
     """A Save or Load of a path outside the allowed folders (PERMISSION_DENIED)."""
 
 
-def split(value):
+def split(value: str | None) -> list[str]:
     """The folders of a colon-separated list ($ESPO_WORKER_PATHS), empty entries
     dropped."""
     return [d for d in (value or "").split(os.pathsep) if d]
@@ -25,7 +28,7 @@ class _Dangling(Exception):
     pass
 
 
-def _resolve(path):
+def _resolve(path: str) -> str:
     """path (absolute, clean) with the links of its longest existing part resolved
     and the rest appended as it is."""
     existing, rest = path, []
@@ -41,20 +44,20 @@ def _resolve(path):
         existing = parent
 
 
-def _under(path, folder):
+def _under(path: str, folder: str) -> bool:
     if folder == os.sep:
         return path != folder
     return path.startswith(folder + os.sep)
 
 
 class Folders:
-    def __init__(self, dirs):
+    def __init__(self, dirs: Iterable[str]) -> None:
         self.dirs = [os.path.abspath(d) for d in dirs if d]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return ", ".join(self.dirs) or "none"
 
-    def confine(self, op, path):
+    def confine(self, op: str, path: str) -> str:
         """The path op ("save" or "load") of path uses: resolved as the module says,
         or PathNotAllowedError naming path and the folders."""
         if not self.dirs:
@@ -72,6 +75,6 @@ class Folders:
                 continue
         raise self._refuse(op, path, "resolves to " + real)
 
-    def _refuse(self, op, path, why):
+    def _refuse(self, op: str, path: str, why: str) -> PathNotAllowedError:
         return PathNotAllowedError("%s %s: %s, not under an allowed folder (%s; set by $%s or --allow-path)"
                                    % (op, path, why, self, ENV_ALLOWED_PATHS))

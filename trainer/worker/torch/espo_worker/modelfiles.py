@@ -29,8 +29,12 @@ PREFIX; the Go side's twin is worker.ModelIncompletePrefix (trainer/worker), and
 the torch tests check that the Go trainer reads it as worker.ModelIncompleteError.
 """
 
+from __future__ import annotations
+
 import json
 import os
+from collections.abc import Callable, Iterable
+from typing import Any
 
 PREFIX = "model incomplete: "
 
@@ -44,7 +48,7 @@ class ModelIncompleteError(Exception):
     """The model folder lacks files the model needs: a restart reads the same folder.
     str(e) begins with PREFIX and names the folder and every missing file."""
 
-    def __init__(self, path, missing):
+    def __init__(self, path: str, missing: Iterable[str]) -> None:
         self.path = path
         self.missing = list(missing)
         super().__init__("%sthe model folder %s lacks %s: copy every file of the model's Hugging Face repository "
@@ -57,14 +61,14 @@ class ModelUnsupportedError(ModelIncompleteError):
     ModelIncompleteError does, so the run ends with the ModelIncomplete outcome;
     str(e) names the folder, what it holds and what is supported."""
 
-    def __init__(self, path, found, supported):
+    def __init__(self, path: str, found: str, supported: str) -> None:
         self.path = path
         self.missing = []
         Exception.__init__(self, "%sthe model folder %s holds %s, which the worker cannot train: it trains %s" %
                            (PREFIX, path, found, supported))
 
 
-def _json(path):
+def _json(path: str) -> dict[str, Any]:
     """The JSON object in path, or {} when it is absent or not a JSON object."""
     try:
         with open(path) as f:
@@ -74,7 +78,7 @@ def _json(path):
     return v if isinstance(v, dict) else {}
 
 
-def _missing_weights(d, has):
+def _missing_weights(d: str, has: Callable[[str], bool]) -> list[str]:
     for single, index in WEIGHTS:
         if has(single):
             return []
@@ -87,24 +91,24 @@ def _missing_weights(d, has):
             "model.safetensors.index.json or pytorch_model.bin.index.json with its shards)"]
 
 
-def _has_tokenizer(has):
+def _has_tokenizer(has: Callable[[str], bool]) -> bool:
     return any(has(f) for f in TOKENIZER_FILES) or (has("vocab.json") and has("merges.txt"))
 
 
-def _has_chat_template(d, has):
+def _has_chat_template(d: str, has: Callable[[str], bool]) -> bool:
     if any(has(f) for f in CHAT_TEMPLATE_FILES):
         return True
     return any(_json(os.path.join(d, f)).get("chat_template") for f in CHAT_TEMPLATE_CONFIGS if has(f))
 
 
-def _has_image_processor(d, has):
+def _has_image_processor(d: str, has: Callable[[str], bool]) -> bool:
     return has("preprocessor_config.json") or "image_processor" in _json(os.path.join(d, "processor_config.json"))
 
 
-def missing_files(d):
+def missing_files(d: str) -> list[str]:
     """The files folder d lacks for the worker to load its model, in the order the
     module's doc lists them; [] when none is missing."""
-    def has(name):
+    def has(name: str) -> bool:
         return os.path.isfile(os.path.join(d, name))
     missing = []
     if not has("config.json"):
@@ -122,7 +126,7 @@ def missing_files(d):
     return missing
 
 
-def check(path):
+def check(path: str) -> None:
     """Raises ModelIncompleteError when path, the model option as the trainer sent it
     (the path in the worker's pod), is a folder that lacks files the model needs, or
     an absolute path that is no folder."""

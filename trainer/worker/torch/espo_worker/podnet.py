@@ -9,7 +9,10 @@ the machine's ports) and resolves pod names through the hosts file. Outside the
 local mode neither variable is set and both functions return their input.
 """
 
+from __future__ import annotations
+
 import os
+from collections.abc import Mapping
 
 ENV_HOSTS_FILE = "ESPO_HOSTS_FILE"
 ENV_POD_IP = "ESPO_POD_IP"
@@ -18,7 +21,7 @@ ENV_POD_IP = "ESPO_POD_IP"
 _OWN = ("", "0.0.0.0", "[::]", "::", "localhost", "127.0.0.1", "[::1]", "::1")
 
 
-def listen_addr(addr, environ=os.environ):
+def listen_addr(addr: str, environ: Mapping[str, str] = os.environ) -> str:
     """addr ("host:port") with a wildcard or loopback host replaced by $ESPO_POD_IP."""
     pod_ip = environ.get(ENV_POD_IP, "")
     host, port = addr.rsplit(":", 1)
@@ -27,7 +30,7 @@ def listen_addr(addr, environ=os.environ):
     return addr
 
 
-def resolve(host, environ=os.environ):
+def resolve(host: str, environ: Mapping[str, str] = os.environ) -> str:
     """host's address in $ESPO_HOSTS_FILE (the pod's own for localhost), else host."""
     if host in _OWN[4:] and environ.get(ENV_POD_IP):
         return environ[ENV_POD_IP]

@@ -8,11 +8,16 @@ gradient accumulated in each tensor's .grad. Scoring under the reference swaps t
 reference tensors in, scores and swaps back; with LoRA before SnapshotReference this
 is the base model (adapters start at zero), afterwards the snapshot.
 
+The model's settings are a config.WorkerConfig: the command line's (and the
+environment's), with the trainer's Configure options in their place.
+
 Every call runs under one lock (one device per worker process). The server
 (espo_worker.server) maps InvalidError to INVALID_ARGUMENT, NotConfiguredError and
 modelfiles.ModelIncompleteError (a model folder that lacks files) to
 FAILED_PRECONDITION, and everything else to INTERNAL.
 """
+
+from __future__ import annotations
 
 import collections
 import hashlib
@@ -23,14 +28,17 @@ import math
 import struct
 import threading
 import time
+from collections.abc import Mapping, Sequence
+from typing import IO, Any, NamedTuple
 
 import torch
 
+from . import backends
 from . import dist as distlib
 from . import encoder as encoderlib
-from . import models
 from . import protocol as pb
 from . import rollout as rolloutlib
+from .config import InvalidError, WorkerConfig, is_rollout_option
 
 # A state file holds tensors, and dicts, lists, strings and ints of them, only: what
 # torch.load(weights_only=True) reads on every supported torch (1.13 reads no Python
@@ -45,58 +53,22 @@ if "weights_only" not in inspect.signature(torch.load).parameters:
                       "unpickling arbitrary objects; this is torch %s" % torch.__version__)
 
 
-class InvalidError(ValueError):
-    """The request is at fault (INVALID_ARGUMENT)."""
+__all__ = ["InvalidError", "NotConfiguredError", "Policy"]
+
+# The answers of one prompt: its model inputs, and each answer's index among the
+# call's answers with its token ids.
+Group = tuple[backends.PromptInputs, list[tuple[int, list[int]]]]
 
 
 class NotConfiguredError(RuntimeError):
     """A call before Configure or Load (FAILED_PRECONDITION)."""
 
 
-def _int(name, v):
-    try:
-        return int(v)
-    except ValueError:
-        raise InvalidError("option %s=%r: want an integer" % (name, v)) from None
-
-
-def _bool(name, v):
-    return v.lower() in ("1", "true", "yes")
-
-
-def _float(name, v):
-    try:
-        return float(v)
-    except ValueError:
-        raise InvalidError("option %s=%r: want a number" % (name, v)) from None
-
-
-# Configure options: name -> parser. The trainer sends "pretrained" (spec.model.pretrained);
-# the others override the command-line defaults.
-OPTIONS = {
-    "pretrained": str, "dtype": str, "lora_r": _int, "lora_alpha": _int, "lora_dropout": _float,
-    "lora_targets": str, "max_new_tokens": _int, "max_prompt_tokens": _int, "tiny_embed": _int,
-    "tiny_hidden": _int, "gradient_checkpointing": _bool,
-    "attn_implementation": str, "embedder_model": str,
-    "rollout_engine": str, "vllm_gpu_memory_utilization": _float, "vllm_max_model_len": _int,
-    "vllm_enforce_eager": _bool, "vllm_cpu_kv_cache_gib": _int,
-}
-
-# The rollout engines (option rollout_engine): the training model's own generate, or
-# vLLM in a process beside the worker (espo_worker.rollout).
-ENGINES = ("huggingface", "vllm")
-
-
-def is_rollout_option(name):
-    """Whether an option sets the rollout engine rather than the model."""
-    return name == "rollout_engine" or name.startswith("vllm_")
-
-
 # MAX_EMBED_TEXTS bounds the texts of one Embed call (EmbedRequest.texts).
 MAX_EMBED_TEXTS = 2048
 
 
-def prompt_seed(seed, prompt):
+def prompt_seed(seed: int, prompt: pb.Prompt) -> int:
     """The sampling seed of one prompt: SHA-256 of (seed, episode id, step index), so
     a prompt's candidates do not depend on the batch it is in."""
     h = hashlib.sha256(struct.pack("<Q", seed & (2 ** 64 - 1)) + prompt.episode_id.encode() +
@@ -105,96 +77,83 @@ def prompt_seed(seed, prompt):
 
 
 class Policy:
-    def __init__(self, defaults, device="cpu", dist=None):
-        """defaults: the command line's model settings, the same keys as OPTIONS."""
-        self.defaults = dict(defaults)
+    def __init__(self, defaults: WorkerConfig | Mapping[str, Any], device: str = "cpu",
+                 dist: distlib.Single | None = None) -> None:
+        """defaults: the command line's settings (a WorkerConfig, or its fields by name)."""
+        self.defaults = defaults if isinstance(defaults, WorkerConfig) else WorkerConfig.from_mapping(defaults)
         self.device = device
         self.dist = dist or distlib.Single()
         self.lock = threading.RLock()
-        self.backend = None
-        self.options = None
-        self.params = []
-        self.reference = []
-        self.optimizer = None
+        self.backend: backends.Backend | None = None
+        self.config: WorkerConfig | None = None
+        self.params: list[torch.nn.Parameter] = []
+        self.reference: list[torch.Tensor] = []
+        self.optimizer: torch.optim.AdamW | None = None
         self.steps = 0
-        self.encoder = None
+        self.encoder: encoderlib.SentenceEncoder | None = None
         # The vLLM engine (rollout_engine=vllm), and the version of the weights it
         # serves: weights_version counts every change of the trainable weights (build,
         # step, load), and Generate pushes them first when the two differ.
-        self.rollout = None
+        self.rollout: backends.Sampler | None = None
         self.weights_version = 0
         self.rollout_version = 0
         self.score_seconds = 0.0
 
     # -- configuration ---------------------------------------------------------
 
-    def resolve_options(self, options):
-        o = dict(self.defaults)
-        for k, v in options.items():
-            if k not in OPTIONS:
-                raise InvalidError("unknown option %r; the torch worker understands %s" % (k, ", ".join(sorted(OPTIONS))))
-            o[k] = OPTIONS[k](k, v) if OPTIONS[k] is not str else v
-        if not o.get("pretrained"):
-            raise InvalidError("no model: set spec.model.pretrained (Configure option pretrained) or --model")
-        if (o.get("rollout_engine") or "huggingface") not in ENGINES:
-            raise InvalidError("option rollout_engine=%r: want one of %s (spec.model.rollout.engine)" %
-                               (o["rollout_engine"], ", ".join(ENGINES)))
-        return o
+    @property
+    def options(self) -> dict[str, Any] | None:
+        """The settings of the model built, by name, as a state file records them."""
+        return self.config.options() if self.config is not None else None
 
-    def build(self, o, seed):
+    def build(self, c: WorkerConfig, seed: int) -> None:
         torch.manual_seed(seed & (2 ** 63 - 1))
-        path = o["pretrained"]
-        if path == "tiny":
-            b = models.TinyBackend(self.device, embed=o.get("tiny_embed") or 32, hidden=o.get("tiny_hidden") or 64,
-                                   max_new_tokens=o.get("max_new_tokens") or 96,
-                                   max_prompt_tokens=o.get("max_prompt_tokens") or 256)
+        b: backends.Backend
+        if c.tiny:
+            b = backends.TinyBackend(self.device, embed=c.tiny_embed, hidden=c.tiny_hidden,
+                                     max_new_tokens=c.answer_cap, max_prompt_tokens=c.prompt_cap)
         else:
-            b = models.HFBackend(path, self.device, dtype=o.get("dtype") or "bfloat16", lora_r=o.get("lora_r") or 0,
-                                 lora_alpha=o.get("lora_alpha") or 0, lora_dropout=o.get("lora_dropout") or 0.0,
-                                 lora_targets=o.get("lora_targets") or "",
-                                 max_new_tokens=o.get("max_new_tokens") or 256,
-                                 max_prompt_tokens=o.get("max_prompt_tokens") or 0,
-                                 gradient_checkpointing=bool(o.get("gradient_checkpointing")),
-                                 attn_implementation=o.get("attn_implementation") or "")
-        self.backend, self.options = b, o
+            b = backends.HFBackend(c.pretrained, self.device, dtype=c.dtype, lora_r=c.lora_r, lora_alpha=c.lora_alpha,
+                                   lora_dropout=c.lora_dropout, lora_targets=c.lora_targets,
+                                   max_new_tokens=c.answer_cap, max_prompt_tokens=c.prompt_cap,
+                                   gradient_checkpointing=c.gradient_checkpointing,
+                                   attn_implementation=c.attn_implementation)
+        self.backend, self.config = b, c
         self.params = [p for p in b.model.parameters() if p.requires_grad]
         self.dist.broadcast_tensors(self.params)  # every rank starts from rank 0's weights
         self.reference = [p.detach().clone() for p in self.params]
         self.optimizer = torch.optim.AdamW(self.params, lr=0.0, weight_decay=0.0)
         self.steps = 0
-        self.start_rollout(o, seed)
+        self.start_rollout(c, seed)
 
-    def start_rollout(self, o, seed):
-        """Starts the vLLM engine on the model folder when o asks for it (closing the
+    def start_rollout(self, c: WorkerConfig, seed: int) -> None:
+        """Starts the vLLM engine on the model folder when c asks for it (closing the
         one of an earlier Configure either way). Every rank has an engine of its own."""
         self.close_rollout()
         self.weights_version += 1
-        if o.get("rollout_engine") != "vllm":
+        if not c.vllm:
             return
-        if o["pretrained"] == "tiny":
+        if c.tiny:
             raise InvalidError("option rollout_engine=vllm: the test model tiny is no Hugging Face model vLLM can "
                                "serve; use the huggingface engine or a model folder")
         try:
             self.rollout = rolloutlib.VLLMEngine(
-                o["pretrained"], dtype=o.get("dtype") or "bfloat16", seed=seed, device=self.device,
-                gpu_memory_utilization=o.get("vllm_gpu_memory_utilization") or 0.0,
-                max_model_len=o.get("vllm_max_model_len") or 0, enforce_eager=bool(o.get("vllm_enforce_eager")),
-                cpu_kv_cache_gib=o.get("vllm_cpu_kv_cache_gib") or 0, lora_rank=o.get("lora_r") or 0)
+                c.pretrained, dtype=c.dtype, seed=seed, device=self.device,
+                gpu_memory_utilization=c.vllm_gpu_memory_utilization, max_model_len=c.vllm_max_model_len,
+                enforce_eager=c.vllm_enforce_eager, cpu_kv_cache_gib=c.vllm_cpu_kv_cache_gib, lora_rank=c.lora_r)
         except rolloutlib.EngineUnavailableError as e:
             raise InvalidError(str(e)) from None
 
-    def with_rollout(self, options):
-        """options (a state's) with the rollout settings of the worker's configuration
-        in place of the state's: the engine is how answers are sampled, not part of the
+    def with_rollout(self, c: WorkerConfig) -> WorkerConfig:
+        """c (a state's) with the rollout settings of the worker's configuration in
+        place of the state's: the engine is how answers are sampled, not part of the
         model a state holds, so a state written with another engine (an initial
         checkpoint of a huggingface run) keeps this worker's."""
-        if self.options is None:
-            return options
-        o = {k: v for k, v in options.items() if not is_rollout_option(k)}
-        o.update({k: v for k, v in self.options.items() if is_rollout_option(k)})
-        return o
+        if self.config is None:
+            return c
+        return c.replace({k: v for k, v in self.config.options().items() if is_rollout_option(k)})
 
-    def rollout_stats(self):
+    def rollout_stats(self) -> dict[str, Any] | None:
         """The engine's figures so far, or None without one: weight pushes and their
         seconds, the engine's sampling seconds and the trainer's scoring seconds of
         its answers."""
@@ -204,12 +163,12 @@ class Policy:
         return {"engine": "vllm", "pushes": r.pushes, "push_seconds": r.push_seconds, "sample_seconds": r.sample_seconds,
                 "score_seconds": self.score_seconds}
 
-    def close_rollout(self):
+    def close_rollout(self) -> None:
         if self.rollout is not None:
             self.rollout.close()
             self.rollout = None
 
-    def sync_rollout(self):
+    def sync_rollout(self) -> None:
         """Pushes the trainable weights to the engine when they changed since the last
         push: the LoRA adapter under a new id, or every trainable tensor whole."""
         if self.rollout is None or self.rollout_version == self.weights_version:
@@ -220,15 +179,15 @@ class Policy:
             self.rollout.push_full(self.backend.engine_tensors())
         self.rollout_version = self.weights_version
 
-    def configure(self, seed, options):
+    def configure(self, seed: int, options: Mapping[str, str]) -> None:
         with self.lock:
-            o = self.resolve_options(options)
+            c = self.defaults.with_options(options)
             self.dist.init()
             self.backend = None
-            self.build(o, seed)
-            self.load_encoder(o.get("embedder_model") or "")
+            self.build(c, seed)
+            self.load_encoder(c.embedder_model)
 
-    def load_encoder(self, folder):
+    def load_encoder(self, folder: str) -> None:
         """Loads the sentence encoder of folder for Embed (none for ""); one already
         loaded from the same folder is kept."""
         if not folder:
@@ -239,7 +198,7 @@ class Policy:
             except (encoderlib.EncoderError, OSError) as e:
                 raise InvalidError("option embedder_model: %s" % e) from None
 
-    def embed(self, texts):
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """The encoder's embeddings of texts (lists of floats); a blank text is the zero
         vector."""
         with self.lock:
@@ -255,7 +214,7 @@ class Policy:
                     out[i] = v
             return out
 
-    def describe(self):
+    def describe(self) -> pb.InfoResponse:
         b = self.backend
         return pb.InfoResponse(
             model=b.name if b else "torch worker (not configured)",
@@ -265,13 +224,13 @@ class Policy:
             model_config_sha256=b.config_sha256 if b else "",
             encoder=self.encoder.name if self.encoder else "", encoder_sha256=self.encoder.sha256 if self.encoder else "")
 
-    def need(self):
+    def need(self) -> None:
         if self.backend is None:
             raise NotConfiguredError("worker: not configured: call Configure (or Load) first")
 
     # -- scoring ---------------------------------------------------------------
 
-    def answer_ids(self, answer):
+    def answer_ids(self, answer: pb.Answer) -> list[int]:
         ids = self._answer_ids(answer)
         banned = set(self.backend.banned_ids)
         if banned and banned.intersection(ids):
@@ -279,23 +238,18 @@ class Policy:
                                sorted(banned.intersection(ids)))
         return ids
 
-    def _answer_ids(self, answer):
+    def _answer_ids(self, answer: pb.Answer) -> list[int]:
         if answer.token_ids:
-            vocab = None
-            emb = getattr(self.backend.model, "get_input_embeddings", None)
-            if emb is not None:
-                vocab = emb().num_embeddings
-            elif hasattr(self.backend.model, "embed"):
-                vocab = self.backend.model.embed.num_embeddings
+            vocab = self.backend.vocab_size
             ids = list(answer.token_ids)
-            if vocab is not None and any(i < 0 or i >= vocab for i in ids):
+            if any(i < 0 or i >= vocab for i in ids):
                 raise InvalidError("answer token ids outside the vocabulary [0, %d)" % vocab)
             return ids
         if not answer.text:
             raise InvalidError("answer has neither token ids nor text")
         return self.backend.answer_ids(answer.text)
 
-    def _grouped(self, items):
+    def _grouped(self, items: Sequence[tuple[pb.Prompt, list[int]]]) -> list[Group]:
         """items, (prompt, token ids) pairs, as groups of the items that share a prompt,
         in the order of first appearance: [(inputs, [(index, ids), ...]), ...]. Each
         prompt is turned into model inputs (its image processed) once."""
@@ -307,7 +261,7 @@ class Policy:
             groups[key][1].append((i, ids))
         return list(groups.values())
 
-    def _scores(self, groups, n):
+    def _scores(self, groups: Sequence[Group], n: int) -> list[list[float]]:
         """The log-probs (lists of floats) of the n answers of groups, by index, each
         group scored in one batch (Backend.score_group)."""
         out = [None] * n
@@ -318,14 +272,14 @@ class Policy:
                     out[i] = lp.double().cpu().tolist()
         return out
 
-    def swap_reference(self):
+    def swap_reference(self) -> None:
         with torch.no_grad():
             for p, r in zip(self.params, self.reference):
                 tmp = p.detach().clone()
                 p.copy_(r)
                 r.copy_(tmp)
 
-    def generate(self, req):
+    def generate(self, req: pb.GenerateRequest) -> pb.GenerateResponse:
         """Samples req.samples answers of each prompt and their per-token log-probs, the
         answers of a prompt scored together as LogProbs scores them."""
         with self.lock:
@@ -350,7 +304,8 @@ class Policy:
                     s.logprobs.extend(lp)
             return resp
 
-    def generate_with_engine(self, req, n, temperature, resp):
+    def generate_with_engine(self, req: pb.GenerateRequest, n: int, temperature: float,
+                             resp: pb.GenerateResponse) -> pb.GenerateResponse:
         """generate, sampled by the vLLM engine in one batch of every prompt: each
         sample carries the engine's per-token log-probs (sampler_logprobs) beside the
         training model's (logprobs), which score the answers as LogProbs does."""
@@ -378,7 +333,7 @@ class Policy:
         self.score_seconds += time.perf_counter() - start
         return resp
 
-    def logprobs(self, req):
+    def logprobs(self, req: pb.LogProbsRequest) -> pb.LogProbsResponse:
         """Token ids of each answer with their log-probs under the current policy (left
         empty when req.reference_only) and, when req.reference, the reference policy.
         The answers of one prompt are scored in one batch: the candidates of a prompt,
@@ -405,7 +360,7 @@ class Policy:
 
     # -- training --------------------------------------------------------------
 
-    def backward(self, req):
+    def backward(self, req: pb.BackwardRequest) -> tuple[float, int]:
         """Accumulates the gradient of -sum_items sum_t w_t logp_t, the answers of a
         prompt scored in one batch and differentiated together; returns the objective
         sum w_t logp_t and the number of tokens."""
@@ -437,19 +392,19 @@ class Policy:
             return objective, tokens
 
     @staticmethod
-    def _weighted(logp, w):
+    def _weighted(logp: torch.Tensor, w: Sequence[float]) -> torch.Tensor:
         return (torch.tensor(w, dtype=torch.float64, device=logp.device) * logp.double()).sum()
 
-    def flat_grad(self):
+    def flat_grad(self) -> torch.Tensor:
         return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).float().cpu()
                           for p in self.params]) if self.params else torch.zeros(0)
 
-    def gradients(self):
+    def gradients(self) -> torch.Tensor:
         with self.lock:
             self.need()
             return self.flat_grad()
 
-    def step(self, req):
+    def step(self, req: pb.StepRequest) -> tuple[float, int]:
         with self.lock:
             self.need()
             beta1, beta2, eps = req.beta1 or 0.9, req.beta2 or 0.999, req.epsilon or 1e-8
@@ -487,7 +442,7 @@ class Policy:
             self.weights_version += 1
             return norm, self.steps
 
-    def snapshot_reference(self):
+    def snapshot_reference(self) -> None:
         with self.lock:
             self.need()
             with torch.no_grad():
@@ -496,7 +451,7 @@ class Policy:
 
     # -- state -----------------------------------------------------------------
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """The full state in the types of STATE_FORMAT."""
         opt = self.optimizer.state_dict()
         tensors = {i: {k: v for k, v in st.items() if torch.is_tensor(v)} for i, st in opt["state"].items()}
@@ -511,12 +466,12 @@ class Policy:
             "optimizer_state": tensors,
         }
 
-    def save(self, f):
+    def save(self, f: str | IO[bytes]) -> None:
         with self.lock:
             self.need()
             torch.save(self.state_dict(), f)
 
-    def load(self, path, seed=0):
+    def load(self, path: str | IO[bytes], seed: int = 0) -> int:
         """Restores a state Save wrote, from path: a file's path, or a file object
         (server.InlineState, a state sent inline). With several ranks, rank 0 reads it
         (only it may have the checkpoint volume) and broadcasts the state."""
@@ -530,9 +485,9 @@ class Policy:
                     raise
                 except Exception as e:  # noqa: BLE001 - any unreadable file is data loss
                     raise OSError("load %s: %s" % (path, e)) from e
-            options = self.with_rollout(self.dist.broadcast_object(st.options if st else None))
-            if self.backend is None or options != self.options:
-                self.build(options, seed)
+            c = self.with_rollout(WorkerConfig.from_mapping(self.dist.broadcast_object(st.options if st else None)))
+            if self.backend is None or c != self.config:
+                self.build(c, seed)
             if st is not None:
                 if len(st.params) != len(self.params):
                     raise IOError("load %s: %d tensors, the model has %d" % (path, len(st.params), len(self.params)))
@@ -553,16 +508,24 @@ class Policy:
             return self.steps
 
 
-def read_state(path):
+def read_state(path: str | IO[bytes]) -> Any:  # noqa: ANN401 - what the file holds, checked by parse_state
     """The state file at path, read with torch.load(weights_only=True): tensors and
     plain types only, never an arbitrary object (a file that holds one is refused)."""
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
-State = collections.namedtuple("State", "options params reference optimizer steps")
+class State(NamedTuple):
+    """A state file's content: the model's settings (by name), the trainable and the
+    reference tensors, the optimizer's state dict and the step count."""
+
+    options: dict[str, Any]
+    params: list[torch.Tensor]
+    reference: list[torch.Tensor]
+    optimizer: dict[str, Any]
+    steps: int
 
 
-def parse_state(st, path):
+def parse_state(st: Any, path: str | IO[bytes]) -> State:  # noqa: ANN401 - a file's content, checked here
     """The State of a file's content st, or IOError naming path."""
     if not isinstance(st, dict) or st.get("format") not in (STATE_FORMAT, STATE_FORMAT_V1):
         raise IOError("load %s: not a torch worker state (%s)" % (path, STATE_FORMAT))
@@ -578,7 +541,7 @@ def parse_state(st, path):
         raise IOError("load %s: a damaged torch worker state (%s): %s" % (path, st["format"], e)) from None
 
 
-def state_bytes(policy):
+def state_bytes(policy: Policy) -> bytes:
     buf = io.BytesIO()
     policy.save(buf)
     return buf.getvalue()

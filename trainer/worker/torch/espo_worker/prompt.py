@@ -10,6 +10,10 @@ its chat template (with the screenshot as an image turn for a VLM); the tiny mod
 uses plain_template, documented there.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+
 from . import protocol as pb
 
 NO_TEXT = "no input text"
@@ -36,22 +40,22 @@ SYSTEM = (
 _STAGE_NAMES = {pb.STAGE_GUI: "gui", pb.STAGE_POOL: "pool", pb.STAGE_RECOMMEND: "recommend"}
 
 
-def _num(v):
+def _num(v: float) -> str:
     return ("%.3f" % v).rstrip("0").rstrip(".") if v == v else "nan"
 
 
-def _attrs(m):
+def _attrs(m: Mapping[str, str]) -> str:
     return " ".join("%s=%s" % (k, m[k]) for k in sorted(m))
 
 
-def element_line(e):
+def element_line(e: pb.Element) -> str:
     box = "[" + ",".join(_num(v) for v in e.box) + "]"
     line = '%s %s "%s" %s' % (e.id, e.role, e.text, box)
     a = _attrs(e.attributes)
     return line + (" " + a if a else "")
 
 
-def history_line(a):
+def history_line(a: pb.Action) -> str:
     point = "[" + ", ".join(_num(v) for v in a.point) + "]"
     line = '%s %s "%s"' % (a.type, point, a.input_text or NO_TEXT)
     if a.element_id:
@@ -62,11 +66,11 @@ def history_line(a):
     return line
 
 
-def stage_hint(prompt):
+def stage_hint(prompt: pb.Prompt) -> str:
     return _STAGE_ACTIONS.get(prompt.stage, "")
 
 
-def render(prompt):
+def render(prompt: pb.Prompt) -> tuple[str, str]:
     """Returns (system, user) texts of a Prompt."""
     system = SYSTEM + " " + stage_hint(prompt)
     parts = ["Instruction: " + prompt.instruction]
@@ -80,7 +84,7 @@ def render(prompt):
     return system, "\n".join(parts)
 
 
-def plain_template(prompt):
+def plain_template(prompt: pb.Prompt) -> str:
     """The tiny model's template, a compact plain text (no chat template):
 
         <stage>|<instruction>|<item title>|<element lines joined by ';'>|<history lines joined by ';'>|answer:

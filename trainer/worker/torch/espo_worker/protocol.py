@@ -13,18 +13,26 @@ top-level enum under its name (Stage) and each enum value under its name
 an object with one method per rpc of the Worker service to a grpc server.
 """
 
+from __future__ import annotations
+
 import os
+from collections.abc import Callable, MutableMapping
+from typing import TYPE_CHECKING
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.internal import enum_type_wrapper
+
+if TYPE_CHECKING:
+    from google.protobuf.descriptor import Descriptor, FileDescriptor
+    from google.protobuf.message import Message
 
 DESCRIPTOR_SET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.binpb")
 PROTO_FILE = "worker.proto"
 SERVICE_NAME = "Worker"
 
 
-def _load_file(pool, path, name):
+def _load_file(pool: descriptor_pool.DescriptorPool, path: str, name: str) -> FileDescriptor:
     """Adds the files of the FileDescriptorSet at path to pool and returns the
     FileDescriptor of name."""
     with open(path, "rb") as f:
@@ -34,7 +42,7 @@ def _load_file(pool, path, name):
     return pool.FindFileByName(name)
 
 
-def _class_maker(pool):
+def _class_maker(pool: descriptor_pool.DescriptorPool) -> Callable[[Descriptor], type[Message]]:
     """The function that makes the message class of a descriptor of pool:
     message_factory.GetMessageClass (protobuf >= 4.22, where GetPrototype is deprecated
     and later removed), else MessageFactory.GetPrototype (older ones)."""
@@ -51,12 +59,12 @@ DESCRIPTOR = _load_file(_POOL, DESCRIPTOR_SET, PROTO_FILE)
 _message_class = _class_maker(_POOL)
 
 
-def message_class(descriptor):
+def message_class(descriptor: Descriptor) -> type[Message]:
     """The message class of a message descriptor of worker.proto."""
     return _message_class(descriptor)
 
 
-def _export(namespace):
+def _export(namespace: MutableMapping[str, object]) -> None:
     for name, d in DESCRIPTOR.message_types_by_name.items():
         namespace[name] = message_class(d)
     for name, d in DESCRIPTOR.enum_types_by_name.items():
@@ -70,7 +78,7 @@ _export(globals())
 SERVICE = DESCRIPTOR.services_by_name[SERVICE_NAME]
 
 
-def method_handlers(servicer):
+def method_handlers(servicer: object) -> dict[str, grpc.RpcMethodHandler]:
     """The unary-unary handlers of the Worker service's methods, by method name, each
     calling servicer's method of that name. Raises TypeError naming the methods
     servicer lacks."""
@@ -83,7 +91,7 @@ def method_handlers(servicer):
         response_serializer=message_class(m.output_type).SerializeToString) for m in SERVICE.methods}
 
 
-def add_servicer(servicer, server):
+def add_servicer(servicer: object, server: grpc.Server) -> None:
     """Serves servicer as the Worker service (espo.worker.v1.Worker) on server."""
     handler = grpc.method_handlers_generic_handler(SERVICE.full_name, method_handlers(servicer))
     server.add_generic_rpc_handlers((handler,))

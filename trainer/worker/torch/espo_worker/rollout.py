@@ -18,6 +18,8 @@ engine's torch rebuilds: no copy, nothing through the host); on a CPU they are w
 to one safetensors file in the private folder, in shared memory.
 """
 
+from __future__ import annotations
+
 import importlib.util
 import os
 import shutil
@@ -26,7 +28,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    import torch
+    from peft import PeftModel
+
+    class LoraRef(TypedDict):
+        """The adapter the engine serves (the engine's generate's lora)."""
+
+        id: int
+        path: str
 
 ENV_PYTHON = "ESPO_VLLM_PYTHON"
 LOG_TAIL_BYTES = 4000
@@ -46,7 +62,7 @@ class EngineError(RuntimeError):
     """The engine answered a request with an error of its own."""
 
 
-def engine_python():
+def engine_python() -> str:
     """The engine environment's interpreter ($ESPO_VLLM_PYTHON), or
     EngineUnavailableError saying how to get one."""
     py = os.environ.get(ENV_PYTHON, "")
@@ -59,7 +75,7 @@ def engine_python():
     return py
 
 
-def visible_device(visible, device):
+def visible_device(visible: str | None, device: str) -> str:
     """The CUDA_VISIBLE_DEVICES of the engine of a worker on device ("cuda:k"): the
     k-th of the worker's visible devices (visible, None when the variable is unset:
     every device, by index), so that each worker of a pod has its engine on its own
@@ -74,7 +90,7 @@ def visible_device(visible, device):
     return ids[k]
 
 
-def _private_dir():
+def _private_dir() -> str:
     shm = "/dev/shm"
     base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
     return tempfile.mkdtemp(prefix="espo-engine-", dir=base)  # mode 0700
@@ -84,16 +100,17 @@ class VLLMEngine:
     """One vLLM engine in a child process. Not thread-safe: the policy's lock
     serialises every call."""
 
-    def __init__(self, model, dtype, seed, device="cpu", gpu_memory_utilization=0.0, max_model_len=0,
-                 enforce_eager=False, cpu_kv_cache_gib=0, lora_rank=0, python=None):
+    def __init__(self, model: str, dtype: str, seed: int, device: str = "cpu", gpu_memory_utilization: float = 0.0,
+                 max_model_len: int = 0, enforce_eager: bool = False, cpu_kv_cache_gib: int = 0, lora_rank: int = 0,
+                 python: str | None = None) -> None:
         self.python = python or engine_python()
         self.model = model
         self.device = device
         self.dir = _private_dir()
         self.log_path = os.path.join(self.dir, "engine.log")
-        self.proc = None
-        self.conn = None
-        self.lora = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.conn: Connection | None = None
+        self.lora: LoraRef | None = None
         self.pushes = 0
         self.push_seconds = 0.0
         self.sample_seconds = 0.0
@@ -112,7 +129,7 @@ class VLLMEngine:
             self.close()
             raise
 
-    def _spawn(self):
+    def _spawn(self) -> None:
         spec = importlib.util.find_spec("espo_engine")
         if spec is None or not spec.submodule_search_locations:
             raise EngineUnavailableError("rollout engine vllm: the espo_engine package is not installed beside "
@@ -139,7 +156,7 @@ class VLLMEngine:
                 theirs.close()
         self.conn = Connection(mine.detach())
 
-    def log_tail(self):
+    def log_tail(self) -> str:
         try:
             with open(self.log_path, "rb") as f:
                 f.seek(0, os.SEEK_END)
@@ -148,7 +165,7 @@ class VLLMEngine:
         except OSError:
             return ""
 
-    def _died(self):
+    def _died(self) -> EngineDiedError:
         code = None
         if self.proc is not None:
             try:
@@ -159,7 +176,7 @@ class VLLMEngine:
             self.proc.pid if self.proc else "?", "exited with code %s" % code if code is not None else "stopped answering",
             self.log_tail()))
 
-    def call(self, op, **kw):
+    def call(self, op: str, **kw: object) -> Any:  # noqa: ANN401 - the reply to op, whatever op returns
         if self.conn is None:
             raise EngineDiedError("the vLLM engine is closed")
         try:
@@ -173,7 +190,8 @@ class VLLMEngine:
             raise EngineError("%s (engine log:\n%s)" % (reply["error"], self.log_tail()))
         return reply["ok"]
 
-    def generate(self, prompts, n, temperature, greedy, max_tokens, stop_ids, banned_ids):
+    def generate(self, prompts: Sequence[Mapping[str, object]], n: int, temperature: float, greedy: bool, max_tokens: int,
+                 stop_ids: Iterable[int], banned_ids: Iterable[int]) -> list[list[tuple[list[int], list[float]]]]:
         """prompts: [{"ids", "image" (bytes or None), "seed"}]; returns, per prompt, n
         (token ids, sampler log-probs) pairs."""
         start = time.perf_counter()
@@ -183,7 +201,7 @@ class VLLMEngine:
         finally:
             self.sample_seconds += time.perf_counter() - start
 
-    def push_full(self, named_tensors):
+    def push_full(self, named_tensors: Mapping[str, torch.Tensor]) -> None:
         """Loads full tensors (name -> tensor, Hugging Face names) into the engine:
         by CUDA IPC when they are on a GPU, else through a safetensors file."""
         start = time.perf_counter()
@@ -193,7 +211,7 @@ class VLLMEngine:
             self._push_file(named_tensors)
         self._pushed(start)
 
-    def _push_file(self, named_tensors):
+    def _push_file(self, named_tensors: Mapping[str, torch.Tensor]) -> None:
         from safetensors.torch import save_file
         path = os.path.join(self.dir, "weights.safetensors")
         save_file({k: v.detach().to("cpu").contiguous() for k, v in named_tensors.items()}, path)
@@ -202,7 +220,7 @@ class VLLMEngine:
         finally:
             os.unlink(path)
 
-    def _push_cuda_ipc(self, named_tensors):
+    def _push_cuda_ipc(self, named_tensors: Mapping[str, torch.Tensor]) -> None:
         """Sends a CUDA IPC handle of each tensor (the rebuild arguments of torch's
         reduce_tensor, which the engine's torch takes too) and waits for the engine to
         have copied them into its weights; the tensors (refs) stay alive until then."""
@@ -217,7 +235,7 @@ class VLLMEngine:
         self.call("load_weights_ipc", handles=handles)
         del refs
 
-    def push_lora(self, peft_model):
+    def push_lora(self, peft_model: PeftModel) -> None:
         """Serves the peft model's current adapter under a new id from now on."""
         start = time.perf_counter()
         n = self.pushes + 1
@@ -228,11 +246,11 @@ class VLLMEngine:
             shutil.rmtree(old["path"], ignore_errors=True)
         self._pushed(start)
 
-    def _pushed(self, start):
+    def _pushed(self, start: float) -> None:
         self.pushes += 1
         self.push_seconds += time.perf_counter() - start
 
-    def close(self):
+    def close(self) -> None:
         if self.conn is not None:
             try:
                 self.conn.send({"op": "close"})
@@ -250,6 +268,6 @@ class VLLMEngine:
             self.proc = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def __del__(self):
+    def __del__(self) -> None:
         if getattr(self, "proc", None) is not None and sys is not None:
             self.close()

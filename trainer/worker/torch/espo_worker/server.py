@@ -15,6 +15,8 @@ service is answered by hand (two tiny messages), so no grpcio-health-checking pa
 is needed.
 """
 
+from __future__ import annotations
+
 import concurrent.futures
 import io
 import json
@@ -23,6 +25,8 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 import grpc
 
@@ -31,11 +35,18 @@ from . import folders as folderslib
 from . import policy as policylib
 from . import protocol as pb
 
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+
+    from .policy import Policy
+
+_R = TypeVar("_R")
+
 MAX_MESSAGE_BYTES = 1 << 30
 SERVICE = "espo.worker.v1.Worker"
 
 
-def _write_atomic(path, write):
+def _write_atomic(path: str, write: Callable[[BinaryIO], object]) -> int:
     d = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp-", dir=d)
     try:
@@ -60,11 +71,11 @@ class InlineState(io.BytesIO):
     reads it; the other ranks of a group never do, and get rank 0's state by
     broadcast). Its size is bounded by the messages' limit, MAX_MESSAGE_BYTES."""
 
-    def __init__(self, data):
+    def __init__(self, data: bytes) -> None:
         super().__init__(data)
         self.size = len(data)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "the inline state (%d bytes)" % self.size
 
 
@@ -76,20 +87,20 @@ class Stats:
     hack/gpu-check.sh and the step benchmark can split a step's time between the
     worker's phases and the Go core plus the protocol."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
         self.lock = threading.Lock()
-        self.calls = {}
+        self.calls: dict[str, tuple[int, float]] = {}
         self.generated_tokens = 0
         self.trained_tokens = 0
-        self.rollout = None
+        self.rollout: dict[str, Any] | None = None
 
-    def add(self, name, seconds):
+    def add(self, name: str, seconds: float) -> None:
         with self.lock:
             n, s = self.calls.get(name, (0, 0.0))
             self.calls[name] = (n + 1, s + seconds)
 
-    def write(self):
+    def write(self) -> None:
         if not self.path:
             return
         import torch
@@ -107,21 +118,21 @@ class Stats:
 
 
 class Servicer:
-    def __init__(self, policy, stats=None, folders=None):
+    def __init__(self, policy: Policy, stats: Stats | None = None, folders: folderslib.Folders | None = None) -> None:
         """folders: the folders.Folders Save and Load may touch (default none: every
         Save and Load is refused)."""
         self.p = policy
         self.stats = stats or Stats(os.environ.get("ESPO_WORKER_STATS", ""))
         self.folders = folders or folderslib.Folders([])
 
-    def _load_path(self, path):
+    def _load_path(self, path: str) -> str:
         """The path a load reads: confined on rank 0, the rank that reads it; the others
         get the state by broadcast and never open the path."""
         if self.p.dist.rank != 0:
             return path
         return self.folders.confine("load", path)
 
-    def _run(self, context, fn):
+    def _run(self, context: grpc.ServicerContext, fn: Callable[[], _R]) -> _R:
         start = time.monotonic()
         try:
             return fn()
@@ -147,8 +158,8 @@ class Servicer:
             self.stats.add(name, time.monotonic() - start)
             self.stats.write()
 
-    def Configure(self, req, context):
-        def do():
+    def Configure(self, req: pb.ConfigureRequest, context: grpc.ServicerContext) -> pb.ConfigureResponse:
+        def do() -> pb.ConfigureResponse:
             if req.load_path and req.state:
                 raise policylib.InvalidError("configure: both load_path and state are set: send the state one way")
             source = self._load_path(req.load_path) if req.load_path else None
@@ -160,14 +171,14 @@ class Servicer:
             return pb.ConfigureResponse(info=self.p.describe())
         return self._run(context, do)
 
-    def Info(self, req, context):
+    def Info(self, req: pb.InfoRequest, context: grpc.ServicerContext) -> pb.InfoResponse:
         return self.p.describe()
 
-    def Health(self, req, context):
+    def Health(self, req: pb.HealthRequest, context: grpc.ServicerContext) -> pb.HealthResponse:
         return pb.HealthResponse(serving=True)
 
-    def Generate(self, req, context):
-        def do():  # evaluation's greedy calls are counted apart, as GenerateGreedy
+    def Generate(self, req: pb.GenerateRequest, context: grpc.ServicerContext) -> pb.GenerateResponse:
+        def do() -> pb.GenerateResponse:  # evaluation's greedy calls are counted apart, as GenerateGreedy
             context.greedy = req.greedy
             resp = self.p.generate(req)
             self.stats.rollout = self.p.rollout_stats()
@@ -177,28 +188,28 @@ class Servicer:
             return resp
         return self._run(context, do)
 
-    def LogProbs(self, req, context):
-        def do():
+    def LogProbs(self, req: pb.LogProbsRequest, context: grpc.ServicerContext) -> pb.LogProbsResponse:
+        def do() -> pb.LogProbsResponse:
             return self.p.logprobs(req)
         return self._run(context, do)
 
-    def Backward(self, req, context):
-        def do():
+    def Backward(self, req: pb.BackwardRequest, context: grpc.ServicerContext) -> pb.BackwardResponse:
+        def do() -> pb.BackwardResponse:
             obj, tokens = self.p.backward(req)
             self.stats.trained_tokens += tokens
             return pb.BackwardResponse(objective=obj, tokens=tokens)
         return self._run(context, do)
 
-    def Gradients(self, req, context):
-        def do():
+    def Gradients(self, req: pb.GradientsRequest, context: grpc.ServicerContext) -> pb.GradientsResponse:
+        def do() -> pb.GradientsResponse:
             g = self.p.gradients()
             resp = pb.GradientsResponse()
             resp.gradient.extend(g.tolist())
             return resp
         return self._run(context, do)
 
-    def Step(self, req, context):
-        def do():
+    def Step(self, req: pb.StepRequest, context: grpc.ServicerContext) -> pb.StepResponse:
+        def do() -> pb.StepResponse:
             for v in (req.learning_rate, req.weight_decay, req.epsilon, req.max_grad_norm):
                 if not (0 <= v < 1e300):
                     raise policylib.InvalidError("step: learning_rate, weight_decay, epsilon and max_grad_norm "
@@ -210,14 +221,15 @@ class Servicer:
             return pb.StepResponse(grad_norm=norm, steps=steps)
         return self._run(context, do)
 
-    def SnapshotReference(self, req, context):
-        def do():
+    def SnapshotReference(self, req: pb.SnapshotReferenceRequest,
+                          context: grpc.ServicerContext) -> pb.SnapshotReferenceResponse:
+        def do() -> pb.SnapshotReferenceResponse:
             self.p.snapshot_reference()
             return pb.SnapshotReferenceResponse()
         return self._run(context, do)
 
-    def Save(self, req, context):
-        def do():
+    def Save(self, req: pb.SaveRequest, context: grpc.ServicerContext) -> pb.SaveResponse:
+        def do() -> pb.SaveResponse:
             if not req.path:
                 raise policylib.InvalidError("save: empty path")
             path = self.folders.confine("save", req.path)
@@ -226,22 +238,22 @@ class Servicer:
             return pb.SaveResponse(path=req.path, bytes=n)
         return self._run(context, do)
 
-    def Load(self, req, context):
-        def do():
+    def Load(self, req: pb.LoadRequest, context: grpc.ServicerContext) -> pb.LoadResponse:
+        def do() -> pb.LoadResponse:
             if not req.path:
                 raise policylib.InvalidError("load: empty path")
             return pb.LoadResponse(steps=self.p.load(self._load_path(req.path)))
         return self._run(context, do)
 
-    def Embed(self, req, context):
-        def do():
+    def Embed(self, req: pb.EmbedRequest, context: grpc.ServicerContext) -> pb.EmbedResponse:
+        def do() -> pb.EmbedResponse:
             resp = pb.EmbedResponse()
             for v in self.p.embed(list(req.texts)):
                 resp.embeddings.add().values.extend(v)
             return resp
         return self._run(context, do)
 
-    def Release(self, req, context):
+    def Release(self, req: pb.ReleaseRequest, context: grpc.ServicerContext) -> pb.ReleaseResponse:
         """Answers at once; what a release means to the process (stop now when asked to
         stop) is its Activity's business."""
         return pb.ReleaseResponse()
@@ -249,7 +261,7 @@ class Servicer:
 
 # grpc.health.v1.Health/Check, by hand: HealthCheckRequest {string service = 1};
 # HealthCheckResponse {ServingStatus status = 1}, SERVING = 1.
-def _parse_service(data):
+def _parse_service(data: bytes) -> str:
     if not data:
         return ""
     if data[0] != 0x0A:
@@ -265,7 +277,7 @@ def _parse_service(data):
     return data[i:i + n].decode("utf-8", "replace")
 
 
-def _health_check(service, context):
+def _health_check(service: str, context: grpc.ServicerContext) -> bytes:
     if service in ("", SERVICE):
         return b"\x08\x01"
     context.abort(grpc.StatusCode.NOT_FOUND, "unknown service %r" % service)
@@ -277,7 +289,7 @@ _HEALTH = grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
 })
 
 
-def map_field(m):
+def map_field(m: Mapping[str, str] | Iterable[Message]) -> dict[str, str]:
     """A protobuf map field as a dict, also where the runtime reads the map as its
     entries (older stubs under the pure-Python runtime)."""
     try:
@@ -293,7 +305,7 @@ class Activity(grpc.ServerInterceptor):
     Release. A trainer that died cannot release: a quiet period without calls ends the
     wait then. The Go worker's twin is trainer/worker/activity.go."""
 
-    def __init__(self, clock=time.monotonic):
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -301,14 +313,15 @@ class Activity(grpc.ServerInterceptor):
         # set by the trainer's Release or by a second signal: stop waiting at once
         self.stop_now = threading.Event()
 
-    def intercept_service(self, continuation, details):
+    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+                          details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         handler = continuation(details)
         if handler is None or handler.unary_unary is None or not details.method.startswith("/%s/" % SERVICE):
             return handler
         inner = handler.unary_unary
         release = details.method == "/%s/Release" % SERVICE
 
-        def counted(request, context):
+        def counted(request: Message, context: grpc.ServicerContext) -> Message:
             if release:
                 self.stop_now.set()
             self._mark(1)
@@ -319,12 +332,12 @@ class Activity(grpc.ServerInterceptor):
         return grpc.unary_unary_rpc_method_handler(counted, request_deserializer=handler.request_deserializer,
                                                    response_serializer=handler.response_serializer)
 
-    def _mark(self, delta):
+    def _mark(self, delta: int) -> None:
         with self._lock:
             self._in_flight += delta
             self._last = self._clock()
 
-    def quiet_left(self, quiet):
+    def quiet_left(self, quiet: float) -> float:
         """Seconds the server must still go without calls to have been quiet for quiet
         seconds: quiet while a call is in flight, 0 or less once quiet."""
         with self._lock:
@@ -332,7 +345,7 @@ class Activity(grpc.ServerInterceptor):
                 return quiet
             return quiet - (self._clock() - self._last)
 
-    def wait_released(self, quiet, wait=None):
+    def wait_released(self, quiet: float, wait: Callable[[float], bool] | None = None) -> None:
         """Returns once stop_now is set (Release, or a second signal) or no call has come
         for quiet seconds. wait(seconds) waits up to that long and returns True when
         stop_now was set meanwhile (default: stop_now.wait)."""
@@ -343,7 +356,8 @@ class Activity(grpc.ServerInterceptor):
                 return
 
 
-def new_server(policy, listen, threads=8, activity=None, token=None, insecure_no_auth=False, allowed=()):
+def new_server(policy: Policy, listen: str, threads: int = 8, activity: Activity | None = None, token: str | None = None,
+               insecure_no_auth: bool = False, allowed: Iterable[str] = ()) -> tuple[grpc.Server, int]:
     """A started server of policy on listen (host:port; port 0 picks one) whose Worker
     calls need token (auth.read_token_file), or no token with insecure_no_auth, for a
     worker run by hand; whose Save and Load touch only paths under the allowed

@@ -7,6 +7,11 @@ train: the same protocol code paths as a Hugging Face model, at a size two CPU c
 train in seconds.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
 from torch import nn
 
 BOS = 256
@@ -18,23 +23,23 @@ class ByteTokenizer:
     eos_token_id = EOS
     bos_token_id = BOS
 
-    def encode(self, text):
+    def encode(self, text: str) -> list[int]:
         return list(text.encode("utf-8"))
 
-    def decode(self, ids):
+    def decode(self, ids: Iterable[int]) -> str:
         return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")
 
 
 class TinyLM(nn.Module):
     """Embedding -> GRU -> linear head over VOCAB tokens."""
 
-    def __init__(self, embed=32, hidden=64):
+    def __init__(self, embed: int = 32, hidden: int = 64) -> None:
         super().__init__()
         self.embed = nn.Embedding(VOCAB, embed)
         self.rnn = nn.GRU(embed, hidden, batch_first=True)
         self.head = nn.Linear(hidden, VOCAB)
 
-    def forward(self, ids, state=None):
+    def forward(self, ids: torch.Tensor, state: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """ids [B, T] -> logits [B, T, VOCAB] (float32) and the final GRU state."""
         out, state = self.rnn(self.embed(ids), state)
         return self.head(out), state

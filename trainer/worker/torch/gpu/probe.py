@@ -21,7 +21,7 @@ from espo_worker import policy as policylib  # noqa: E402
 from espo_worker import protocol as pb  # noqa: E402
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--lora-r", type=int, default=0)

@@ -1,6 +1,8 @@
 # Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
-"""Model backends: what the policy needs from a model, for the tiny torch model and
-for Hugging Face causal LMs and VLMs loaded from a local path.
+"""Model backends: what the policy needs from a model (the Backend protocol), for the
+tiny torch model and for Hugging Face causal LMs and VLMs loaded from a local path,
+and what it needs from a serving engine that samples beside the model (the Sampler
+protocol, espo_worker.rollout's VLLMEngine).
 
 A backend turns a protocol Prompt into model inputs (prompt_inputs), tokenizes and
 decodes answers (answer_ids, decode), scores answer tokens and samples answers
@@ -13,44 +15,145 @@ independent side). A Hugging Face model encodes the prompt, its image included, 
 for all of a prompt's answers, when scoring and when sampling (HFBackend.encode_prefix).
 """
 
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import inspect
 import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ContextManager, Protocol, TypedDict
 
 import torch
 
-from . import modelfiles, tiny
+from . import config, modelfiles, tiny
 from . import prompt as promptlib
 
+if TYPE_CHECKING:
+    from peft import PeftModel
 
-class Backend:
-    name = ""
-    model = None
-    device = "cpu"
-    compute_dtype = torch.float32
-    eos_ids = ()
+    from . import protocol as pb
+
+
+class EnginePrompt(TypedDict):
+    """A prompt as a serving engine takes it: token ids, and for a prompt with a
+    screenshot the ids of its text with one image placeholder and the image's bytes."""
+
+    ids: list[int]
+    image: bytes | None
+
+
+class PromptInputs(TypedDict, total=False):
+    """A prompt turned into model inputs (Backend.prompt_inputs): its token ids, the
+    processor's other inputs (an image's pixels and grid), and for a prompt with a
+    screenshot what a serving engine takes instead."""
+
+    ids: list[int]
+    extra: dict[str, Any]
+    engine: EnginePrompt
+
+
+# A sampled answer: its token ids and the sampling engine's log-prob of each.
+Sampled = tuple[list[int], list[float]]
+
+
+class Backend(Protocol):
+    """What the policy needs from a model: it turns a protocol Prompt into inputs,
+    tokenizes and decodes answers, scores answer tokens and samples answers."""
+
+    name: str
+    model: torch.nn.Module
+    device: str
+    eos_ids: tuple[int, ...]
     # Token ids an answer may not hold (a VLM's image and video placeholders): Generate
     # never samples them and LogProbs and Backward refuse them.
-    banned_ids = ()
-    max_new_tokens = 256
-    max_prompt_tokens = 0
+    banned_ids: tuple[int, ...]
+    max_new_tokens: int
     # SHA-256 (hex) of the model folder's config.json; "" for a model without one.
-    config_sha256 = ""
+    config_sha256: str
     # Whether only LoRA adapters train (the engine is then sent the adapter).
-    lora = False
+    lora: bool
 
-    def autocast(self):
+    @property
+    def vocab_size(self) -> int:
+        """The number of token ids the model reads."""
+
+    def prompt_inputs(self, prompt: pb.Prompt) -> PromptInputs:
+        """The model inputs of prompt."""
+
+    def answer_ids(self, text: str) -> list[int]:
+        """The token ids of an answer's text, a stop token last."""
+
+    def decode_answer(self, ids: Sequence[int]) -> str:
+        """The text of an answer's token ids, without stop tokens."""
+
+    def strip_answer(self, ids: Sequence[int], cap: int) -> list[int]:
+        """Sampled ids cut after the first stop token (kept) and at cap tokens."""
+
+    def score_group(self, inputs: PromptInputs, answers: Sequence[Sequence[int]]) -> list[torch.Tensor]:
+        """The per-token log-probs of each answer after the prompt of inputs, scored
+        together; differentiable when grad is enabled."""
+
+    def sample(self, inputs: PromptInputs, n: int, temperature: float, greedy: bool, generator: torch.Generator,
+               max_tokens: int) -> list[list[int]]:
+        """n answers of the prompt of inputs (max_tokens at most; 0: max_new_tokens)."""
+
+    def engine_prompt(self, prompt: pb.Prompt, inputs: PromptInputs) -> EnginePrompt:
+        """The prompt of inputs as a serving engine takes it."""
+
+    def engine_tensors(self) -> dict[str, torch.Tensor]:
+        """Every trainable tensor by its Hugging Face name, for a full push to an engine."""
+
+
+class Sampler(Protocol):
+    """A serving engine that samples the answers beside the training model: it is sent
+    the trainable weights whenever they change, whole or as a LoRA adapter."""
+
+    pushes: int
+    push_seconds: float
+    sample_seconds: float
+
+    def generate(self, prompts: Sequence[Mapping[str, object]], n: int, temperature: float, greedy: bool, max_tokens: int,
+                 stop_ids: Iterable[int], banned_ids: Iterable[int]) -> list[list[Sampled]]:
+        """n answers of each prompt (an EnginePrompt with its seed), at most max_tokens
+        each, stopping at stop_ids and never sampling banned_ids."""
+
+    def push_full(self, named_tensors: Mapping[str, torch.Tensor]) -> None:
+        """Sends every trainable tensor, by its Hugging Face name."""
+
+    def push_lora(self, peft_model: PeftModel) -> None:
+        """Sends the model's current LoRA adapter, under a new id."""
+
+    def close(self) -> None:
+        """Stops the engine."""
+
+
+class _Backend:
+    """What both backends share."""
+
+    device: str = "cpu"
+    compute_dtype: torch.dtype = torch.float32
+    eos_ids: tuple[int, ...] = ()
+    banned_ids: tuple[int, ...] = ()
+    max_new_tokens: int = config.HF_MAX_NEW_TOKENS
+    max_prompt_tokens: int = config.HF_MAX_PROMPT_TOKENS
+    config_sha256: str = ""
+    lora: bool = False
+
+    def decode(self, ids: Sequence[int]) -> str:
+        raise NotImplementedError
+
+    def autocast(self) -> ContextManager[None]:
         if self.device.startswith("cuda") and self.compute_dtype != torch.float32:
             return torch.autocast(device_type="cuda", dtype=self.compute_dtype)
         return contextlib.nullcontext()
 
-    def _truncate(self, ids):
+    def _truncate(self, ids: list[int]) -> list[int]:
         if self.max_prompt_tokens and len(ids) > self.max_prompt_tokens:
             return ids[-self.max_prompt_tokens:]
         return ids
 
-    def strip_answer(self, ids, cap):
+    def strip_answer(self, ids: Sequence[int], cap: int) -> list[int]:
         """Cuts sampled ids after the first stop token (kept) and at cap tokens."""
         out = []
         for t in ids[:cap]:
@@ -59,14 +162,16 @@ class Backend:
                 break
         return out
 
-    def decode_answer(self, ids):
+    def decode_answer(self, ids: Sequence[int]) -> str:
         return self.decode([i for i in ids if i not in self.eos_ids])
 
 
-class TinyBackend(Backend):
+class TinyBackend(_Backend):
     """The tiny byte-level GRU (espo_worker.tiny); prompt text from plain_template."""
 
-    def __init__(self, device="cpu", embed=32, hidden=64, max_new_tokens=96, max_prompt_tokens=256):
+    def __init__(self, device: str = "cpu", embed: int = 32, hidden: int = 64,
+                 max_new_tokens: int = config.TINY_MAX_NEW_TOKENS,
+                 max_prompt_tokens: int = config.TINY_MAX_PROMPT_TOKENS) -> None:
         self.name = "tiny-gru(embed=%d,hidden=%d)" % (embed, hidden)
         self.device = device
         self.tok = tiny.ByteTokenizer()
@@ -75,27 +180,31 @@ class TinyBackend(Backend):
         self.max_new_tokens = max_new_tokens
         self.max_prompt_tokens = max_prompt_tokens
 
-    def prompt_inputs(self, prompt):
+    @property
+    def vocab_size(self) -> int:
+        return self.model.embed.num_embeddings
+
+    def prompt_inputs(self, prompt: pb.Prompt) -> PromptInputs:
         ids = [tiny.BOS] + self._truncate(self.tok.encode(promptlib.plain_template(prompt)))
         return {"ids": ids}
 
-    def answer_ids(self, text):
+    def answer_ids(self, text: str) -> list[int]:
         return self.tok.encode(text) + [tiny.EOS]
 
-    def decode(self, ids):
+    def decode(self, ids: Sequence[int]) -> str:
         return self.tok.decode(ids)
 
-    def token_logprobs(self, inputs, answer):
+    def token_logprobs(self, inputs: PromptInputs, answer: Sequence[int]) -> torch.Tensor:
         p = inputs["ids"]
         seq = torch.tensor([p + list(answer)], dtype=torch.long, device=self.device)
         logits, _ = self.model(seq[:, :-1])
         logits = logits[0, len(p) - 1:].float()
         return torch.log_softmax(logits, -1).gather(-1, seq[0, len(p):, None])[:, 0]
 
-    def score_group(self, inputs, answers):
+    def score_group(self, inputs: PromptInputs, answers: Sequence[Sequence[int]]) -> list[torch.Tensor]:
         return self.token_logprobs_batch([(inputs, a) for a in answers])
 
-    def token_logprobs_batch(self, pairs):
+    def token_logprobs_batch(self, pairs: Sequence[tuple[PromptInputs, Sequence[int]]]) -> list[torch.Tensor]:
         """token_logprobs of each (inputs, answer) of pairs, from one forward pass over
         the sequences right-padded to the longest (the GRU reads left to right, so the
         padding after a sequence does not change its positions)."""
@@ -111,7 +220,8 @@ class TinyBackend(Backend):
         return out
 
     @torch.no_grad()
-    def sample(self, inputs, n, temperature, greedy, generator, max_tokens):
+    def sample(self, inputs: PromptInputs, n: int, temperature: float, greedy: bool, generator: torch.Generator,
+               max_tokens: int) -> list[list[int]]:
         cap = max_tokens or self.max_new_tokens
         p = torch.tensor([inputs["ids"]], dtype=torch.long, device=self.device)
         logits, state = self.model(p)
@@ -135,7 +245,7 @@ class TinyBackend(Backend):
         return [self.strip_answer(row.tolist(), cap) for row in out]
 
 
-class HFBackend(Backend):
+class HFBackend(_Backend):
     """A Hugging Face causal LM or VLM from a local folder (never the hub); a folder
     that lacks files the model needs raises modelfiles.ModelIncompleteError.
 
@@ -146,9 +256,10 @@ class HFBackend(Backend):
     runs under autocast to the compute dtype on CUDA.
     """
 
-    def __init__(self, path, device="cuda", dtype="bfloat16", lora_r=0, lora_alpha=0, lora_dropout=0.0,
-                 lora_targets="", max_new_tokens=256, max_prompt_tokens=0, gradient_checkpointing=False,
-                 attn_implementation=""):
+    def __init__(self, path: str, device: str = "cuda", dtype: str = "bfloat16", lora_r: int = 0, lora_alpha: int = 0,
+                 lora_dropout: float = 0.0, lora_targets: str = "", max_new_tokens: int = config.HF_MAX_NEW_TOKENS,
+                 max_prompt_tokens: int = config.HF_MAX_PROMPT_TOKENS, gradient_checkpointing: bool = False,
+                 attn_implementation: str = "") -> None:
         modelfiles.check(path)  # before transformers: every missing file named at once
         with open(os.path.join(path, "config.json"), "rb") as f:
             self.config_sha256 = hashlib.sha256(f.read()).hexdigest()
@@ -201,7 +312,11 @@ class HFBackend(Backend):
         self.lora = lora_r > 0
         self.name = "%s%s" % (os.path.basename(os.path.normpath(path)), " lora r=%d" % lora_r if lora_r else "")
 
-    def _messages(self, prompt, image):
+    @property
+    def vocab_size(self) -> int:
+        return self.model.get_input_embeddings().num_embeddings
+
+    def _messages(self, prompt: pb.Prompt, image: Any) -> list[dict[str, Any]]:  # noqa: ANN401 - a PIL image
         system, user = promptlib.render(prompt)
         if self.vlm:
             content = ([{"type": "image"}] if image is not None else []) + [{"type": "text", "text": user}]
@@ -209,7 +324,7 @@ class HFBackend(Backend):
                     {"role": "user", "content": content}]
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
-    def prompt_inputs(self, prompt):
+    def prompt_inputs(self, prompt: pb.Prompt) -> PromptInputs:
         image = None
         if self.vlm and prompt.screenshot_path:
             from PIL import Image
@@ -225,31 +340,31 @@ class HFBackend(Backend):
         if image is None:
             ids = self._truncate(ids)
         extra = {k: v.to(self.device) for k, v in enc.items() if k not in ("input_ids", "attention_mask")}
-        out = {"ids": ids, "extra": extra}
+        out: PromptInputs = {"ids": ids, "extra": extra}
         if image is not None:  # what a serving engine takes: the text's ids, one placeholder per image, and the image
             out["engine"] = {"ids": self.tok(text, add_special_tokens=False)["input_ids"],
                              "image": _file_bytes(prompt.screenshot_path)}
         return out
 
-    def engine_prompt(self, prompt, inputs):
+    def engine_prompt(self, prompt: pb.Prompt, inputs: PromptInputs) -> EnginePrompt:
         """The prompt of inputs as the vLLM engine takes it: {"ids", "image"}: the
         token ids the model reads, or for a prompt with a screenshot, the ids of its
         text with one image placeholder (vLLM's processor expands it) and the image
         file's bytes."""
-        return dict(inputs.get("engine") or {"ids": inputs["ids"], "image": None})
+        return EnginePrompt(**(inputs.get("engine") or {"ids": inputs["ids"], "image": None}))
 
-    def engine_tensors(self):
+    def engine_tensors(self) -> dict[str, torch.Tensor]:
         """Every trainable tensor, by its Hugging Face name (a tied output head once,
         as its input embedding), for a full push to the engine."""
         return dict(self.model.named_parameters())
 
-    def answer_ids(self, text):
+    def answer_ids(self, text: str) -> list[int]:
         return self.tok(text, add_special_tokens=False)["input_ids"] + [self.eos_ids[0]]
 
-    def decode(self, ids):
+    def decode(self, ids: Sequence[int]) -> str:
         return self.tok.decode(ids, skip_special_tokens=True)
 
-    def token_logprobs(self, inputs, answer):
+    def token_logprobs(self, inputs: PromptInputs, answer: Sequence[int]) -> torch.Tensor:
         """The per-token log-probs of answer after the prompt of inputs, from one plain
         forward pass over prompt + answer: no cache, no padding, no batch (the tests'
         independent side of score_group)."""
@@ -261,7 +376,7 @@ class HFBackend(Backend):
         logits = out.logits[0, len(p) - 1:-1].float()
         return torch.log_softmax(logits, -1).gather(-1, seq[0, len(p):, None])[:, 0]
 
-    def score_group(self, inputs, answers):
+    def score_group(self, inputs: PromptInputs, answers: Sequence[Sequence[int]]) -> list[torch.Tensor]:
         """The per-token log-probs of each of answers after the prompt of inputs. The
         prompt, its image included, is encoded once (score_shared_prefix) unless the
         model recomputes its activations (gradient checkpointing, which keeps no cache);
@@ -270,7 +385,7 @@ class HFBackend(Backend):
             return self.score_padded(inputs, answers)
         return self.score_shared_prefix(inputs, answers)
 
-    def score_shared_prefix(self, inputs, answers):
+    def score_shared_prefix(self, inputs: PromptInputs, answers: Sequence[Sequence[int]]) -> list[torch.Tensor]:
         """score_group in two passes: the prompt but its last token, with its image,
         once, keeping its keys and values (encode_prefix: a cache that carries the
         gradient back into the prompt's pass); then the G rows last prompt token + answer, right-padded to
@@ -287,7 +402,7 @@ class HFBackend(Backend):
         logp = torch.log_softmax(out.logits[:, :width].float(), -1).gather(-1, rows[:, 1:, None])[..., 0]
         return [logp[b, :len(a)] for b, a in enumerate(answers)]
 
-    def score_padded(self, inputs, answers):
+    def score_padded(self, inputs: PromptInputs, answers: Sequence[Sequence[int]]) -> list[torch.Tensor]:
         """score_group in one forward pass over the G sequences prompt + answer,
         right-padded to the longest with an attention mask, the prompt's image with each
         row (as a processor batches G samples of one image). Only the answer positions'
@@ -306,7 +421,8 @@ class HFBackend(Backend):
         return [logp[b, :len(a)] for b, a in enumerate(answers)]
 
     @torch.no_grad()
-    def sample(self, inputs, n, temperature, greedy, generator, max_tokens):
+    def sample(self, inputs: PromptInputs, n: int, temperature: float, greedy: bool, generator: torch.Generator,
+               max_tokens: int) -> list[list[int]]:
         """n answers of the prompt of inputs (one, repeated, when greedy), sampled by
         the model's generate from the prompt's cache (encode_prefix): the prompt, its
         image included, is encoded once for all n, not once a row."""
@@ -325,7 +441,7 @@ class HFBackend(Backend):
         out = [self.strip_answer(row[ids.shape[1]:].tolist(), cap) for row in seqs]
         return out * n if greedy else out
 
-    def encode_prefix(self, inputs, rows):
+    def encode_prefix(self, inputs: PromptInputs, rows: int) -> Any:  # noqa: ANN401 - a transformers Cache
         """The cache (keys and values) of the prompt of inputs but its last token, with
         its image, from one forward pass, repeated for rows rows; differentiable when
         grad is enabled. A Qwen-VL model records in it the offset of the text positions
@@ -341,7 +457,7 @@ class HFBackend(Backend):
         return cache
 
 
-def _file_bytes(path):
+def _file_bytes(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
 
@@ -350,7 +466,7 @@ SUPPORTED = ("a causal language model (what AutoModelForCausalLM loads: Qwen2, Q
              "vision-language model (what AutoModelForImageTextToText loads: Qwen2-VL, Qwen2.5-VL, ...)")
 
 
-def model_class(cfg, path):
+def model_class(cfg: Any, path: str) -> str:  # noqa: ANN401 - a transformers PretrainedConfig
     """Which of the two kinds of model the worker trains cfg (the folder's config.json)
     is: "image-text-to-text" for a vision-language model (it has a vision_config),
     "causal-lm" for a text one. Any other model, one whose model_type has no model of
@@ -373,7 +489,7 @@ VISION_TOKENS = ("image_token_id", "video_token_id", "vision_start_token_id", "v
                  "video_token_index")
 
 
-def vision_token_ids(cfg):
+def vision_token_ids(cfg: Any) -> tuple[int, ...]:  # noqa: ANN401 - a transformers PretrainedConfig
     """The ids of a VLM's image and video placeholder tokens (config.json's
     image_token_id, vision_start_token_id, ...): the processor expands them into the
     image's patches, so an answer that held one would no longer match its image."""
@@ -386,13 +502,13 @@ def vision_token_ids(cfg):
     return tuple(sorted(ids))
 
 
-def per_token(v, prompt_len):
+def per_token(v: object, prompt_len: int) -> bool:
     """Whether a processor's extra input v has one entry per prompt token (shape
     [1, prompt_len], such as transformers 5's mm_token_type_ids)."""
     return torch.is_tensor(v) and v.dim() == 2 and v.shape[0] == 1 and v.shape[1] == prompt_len
 
 
-def reset_rope_offsets(model):
+def reset_rope_offsets(model: torch.nn.Module) -> None:
     """Forgets the position offset a Qwen-VL model keeps from its last pass over an
     image (rope_deltas), so that a prompt without an image does not inherit it."""
     for m in model.modules():
@@ -400,7 +516,7 @@ def reset_rope_offsets(model):
             m.rope_deltas = None
 
 
-def batched_extra(extra, n, prompt_len, total_len):
+def batched_extra(extra: Mapping[str, Any], n: int, prompt_len: int, total_len: int) -> dict[str, Any]:
     """The processor's extra inputs of one prompt for a batch of n rows of total_len
     tokens: a per-token input of the prompt (shape [1, prompt_len], such as
     transformers 5's mm_token_type_ids) is extended with zeros (text tokens) over the

@@ -9,7 +9,10 @@ reference tensors in, scores and swaps back; with LoRA before SnapshotReference 
 is the base model (adapters start at zero), afterwards the snapshot.
 
 The model's settings are a config.WorkerConfig: the command line's (and the
-environment's), with the trainer's Configure options in their place.
+environment's), with the trainer's Configure options in their place. The calls take
+and return plain values (the dataclasses below, lists and tensors); prompts are the
+protocol's Prompt records, which espo_worker.prompt renders. espo_worker.wire turns
+the protocol's requests into these calls and their results into its responses.
 
 Every call runs under one lock (one device per worker process). The server
 (espo_worker.server) maps InvalidError to INVALID_ARGUMENT, NotConfiguredError and
@@ -29,6 +32,7 @@ import struct
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple
 
 import torch
@@ -53,7 +57,8 @@ if "weights_only" not in inspect.signature(torch.load).parameters:
                       "unpickling arbitrary objects; this is torch %s" % torch.__version__)
 
 
-__all__ = ["InvalidError", "NotConfiguredError", "Policy"]
+__all__ = ["Answer", "Description", "InvalidError", "NotConfiguredError", "Policy", "Sample", "Scored", "StepOptions",
+           "Weighted"]
 
 # The answers of one prompt: its model inputs, and each answer's index among the
 # call's answers with its token ids.
@@ -62,6 +67,74 @@ Group = tuple[backends.PromptInputs, list[tuple[int, list[int]]]]
 
 class NotConfiguredError(RuntimeError):
     """A call before Configure or Load (FAILED_PRECONDITION)."""
+
+
+@dataclass
+class Answer:
+    """An answer to a prompt: its token ids, or (without them) its text."""
+
+    text: str = ""
+    token_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Sample:
+    """A sampled answer: its text and token ids, the policy's log-prob of each token
+    and, when a serving engine sampled it, the engine's."""
+
+    answer: Answer
+    logprobs: list[float]
+    sampler_logprobs: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Scored:
+    """An answer's token ids with their log-probs under the current policy (empty when
+    not asked for) and the reference policy (empty when not asked for)."""
+
+    token_ids: list[int]
+    current: list[float] = field(default_factory=list)
+    reference: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Weighted:
+    """An answer to train on: a weight per token, or one for every token."""
+
+    prompt: pb.Prompt
+    answer: Answer
+    token_weights: list[float] = field(default_factory=list)
+    sequence_weight: float = 0.0
+
+
+@dataclass
+class StepOptions:
+    """An optimizer step: AdamW's learning rate, betas (0: 0.9, 0.999), epsilon (0:
+    1e-8) and weight decay; the gradient-norm clip (0: none); and the batch's gradient
+    when the trainer sums it (empty: the workers all-reduce their own)."""
+
+    learning_rate: float
+    max_grad_norm: float = 0.0
+    beta1: float = 0.0
+    beta2: float = 0.0
+    epsilon: float = 0.0
+    weight_decay: float = 0.0
+    gradient: Sequence[float] = ()
+
+
+@dataclass
+class Description:
+    """What the worker runs: its model, device, trainable parameters and steps, and the
+    digests of the model's and the encoder's configurations."""
+
+    model: str
+    device: str
+    parameters: int
+    reduces_gradients: bool
+    steps: int
+    model_config_sha256: str
+    encoder: str
+    encoder_sha256: str
 
 
 # MAX_EMBED_TEXTS bounds the texts of one Embed call (EmbedRequest.texts).
@@ -214,9 +287,9 @@ class Policy:
                     out[i] = v
             return out
 
-    def describe(self) -> pb.InfoResponse:
+    def describe(self) -> Description:
         b = self.backend
-        return pb.InfoResponse(
+        return Description(
             model=b.name if b else "torch worker (not configured)",
             device=self.device + (" x%d ranks" % self.dist.world if self.dist.world > 1 else ""),
             parameters=sum(p.numel() for p in self.params),
@@ -230,7 +303,7 @@ class Policy:
 
     # -- scoring ---------------------------------------------------------------
 
-    def answer_ids(self, answer: pb.Answer) -> list[int]:
+    def answer_ids(self, answer: Answer) -> list[int]:
         ids = self._answer_ids(answer)
         banned = set(self.backend.banned_ids)
         if banned and banned.intersection(ids):
@@ -238,7 +311,7 @@ class Policy:
                                sorted(banned.intersection(ids)))
         return ids
 
-    def _answer_ids(self, answer: pb.Answer) -> list[int]:
+    def _answer_ids(self, answer: Answer) -> list[int]:
         if answer.token_ids:
             vocab = self.backend.vocab_size
             ids = list(answer.token_ids)
@@ -279,95 +352,87 @@ class Policy:
                 p.copy_(r)
                 r.copy_(tmp)
 
-    def generate(self, req: pb.GenerateRequest) -> pb.GenerateResponse:
-        """Samples req.samples answers of each prompt and their per-token log-probs, the
-        answers of a prompt scored together as LogProbs scores them."""
+    def generate(self, prompts: Sequence[pb.Prompt], samples: int = 1, temperature: float = 1.0, greedy: bool = False,
+                 seed: int = 0, max_tokens: int = 0) -> list[list[Sample]]:
+        """Samples samples answers of each prompt (at most max_tokens each; 0: the
+        model's cap) and their per-token log-probs, the answers of a prompt scored
+        together as logprobs scores them; seed and each prompt's episode and step seed
+        its answers (prompt_seed)."""
         with self.lock:
             self.need()
-            n = max(req.samples, 1)
-            temperature = req.temperature or 1.0
-            if temperature < 0 or req.samples < 0 or req.max_tokens < 0:
+            n = max(samples, 1)
+            if temperature < 0 or samples < 0 or max_tokens < 0:
                 raise InvalidError("generate: negative samples, temperature or max_tokens")
-            resp = pb.GenerateResponse()
             self.backend.model.eval()
             if self.rollout is not None:
-                return self.generate_with_engine(req, n, temperature, resp)
-            for prompt in req.prompts:
+                return self.generate_with_engine(prompts, n, temperature, greedy, seed, max_tokens)
+            out = []
+            for prompt in prompts:
                 inputs = self.backend.prompt_inputs(prompt)
-                g = torch.Generator().manual_seed(prompt_seed(req.seed, prompt))
-                answers = self.backend.sample(inputs, n, temperature, req.greedy, g, req.max_tokens)
-                cands = resp.candidates.add()
-                for ids, lp in zip(answers, self._scores([(inputs, list(enumerate(answers)))], len(answers))):
-                    s = cands.samples.add()
-                    s.answer.text = self.backend.decode_answer(ids)
-                    s.answer.token_ids.extend(ids)
-                    s.logprobs.extend(lp)
-            return resp
+                g = torch.Generator().manual_seed(prompt_seed(seed, prompt))
+                answers = self.backend.sample(inputs, n, temperature, greedy, g, max_tokens)
+                scores = self._scores([(inputs, list(enumerate(answers)))], len(answers))
+                out.append([Sample(Answer(self.backend.decode_answer(ids), ids), lp) for ids, lp in zip(answers, scores)])
+            return out
 
-    def generate_with_engine(self, req: pb.GenerateRequest, n: int, temperature: float,
-                             resp: pb.GenerateResponse) -> pb.GenerateResponse:
+    def generate_with_engine(self, prompts: Sequence[pb.Prompt], n: int, temperature: float, greedy: bool, seed: int,
+                             max_tokens: int) -> list[list[Sample]]:
         """generate, sampled by the vLLM engine in one batch of every prompt: each
         sample carries the engine's per-token log-probs (sampler_logprobs) beside the
-        training model's (logprobs), which score the answers as LogProbs does."""
+        training model's (logprobs), which score the answers as logprobs does."""
         self.sync_rollout()
         b = self.backend
-        inputs = [b.prompt_inputs(p) for p in req.prompts]
-        cap = req.max_tokens or b.max_new_tokens
+        inputs = [b.prompt_inputs(p) for p in prompts]
+        cap = max_tokens or b.max_new_tokens
         sampled = self.rollout.generate(
-            [dict(b.engine_prompt(p, x), seed=prompt_seed(req.seed, p)) for p, x in zip(req.prompts, inputs)],
-            n, temperature, req.greedy, cap, b.eos_ids, b.banned_ids)
+            [dict(b.engine_prompt(p, x), seed=prompt_seed(seed, p)) for p, x in zip(prompts, inputs)],
+            n, temperature, greedy, cap, b.eos_ids, b.banned_ids)
         start = time.perf_counter()
+        out = []
         for x, answers in zip(inputs, sampled):
             kept = []
             for ids, lps in answers:
                 ids = b.strip_answer(ids, cap)
                 kept.append((ids, lps[:len(ids)]))
-            cands = resp.candidates.add()
             scores = self._scores([(x, list(enumerate(ids for ids, _ in kept)))], len(kept))
-            for (ids, lps), lp in zip(kept, scores):
-                s = cands.samples.add()
-                s.answer.text = b.decode_answer(ids)
-                s.answer.token_ids.extend(ids)
-                s.logprobs.extend(lp)
-                s.sampler_logprobs.extend(lps)
+            out.append([Sample(Answer(b.decode_answer(ids), ids), lp, list(lps)) for (ids, lps), lp in zip(kept, scores)])
         self.score_seconds += time.perf_counter() - start
-        return resp
+        return out
 
-    def logprobs(self, req: pb.LogProbsRequest) -> pb.LogProbsResponse:
+    def logprobs(self, items: Sequence[tuple[pb.Prompt, Answer]], reference: bool = False,
+                 reference_only: bool = False) -> list[Scored]:
         """Token ids of each answer with their log-probs under the current policy (left
-        empty when req.reference_only) and, when req.reference, the reference policy.
-        The answers of one prompt are scored in one batch: the candidates of a prompt,
-        sent as Generate returned them, get Generate's log-probs bit for bit."""
+        empty when reference_only) and, when reference, the reference policy. The
+        answers of one prompt are scored in one batch: the candidates of a prompt, sent
+        as generate returned them, get generate's log-probs bit for bit."""
         with self.lock:
             self.need()
             self.backend.model.eval()
-            ids = [self.answer_ids(it.answer) for it in req.items]
-            groups = self._grouped([(it.prompt, a) for it, a in zip(req.items, ids)])
-            resp = pb.LogProbsResponse()
-            for a in ids:
-                resp.items.add().token_ids.extend(a)
-            if not req.reference_only:
-                for r, lp in zip(resp.items, self._scores(groups, len(ids))):
-                    r.current.extend(lp)
-            if req.reference:
+            ids = [self.answer_ids(a) for _, a in items]
+            groups = self._grouped([(prompt, a) for (prompt, _), a in zip(items, ids)])
+            out = [Scored(a) for a in ids]
+            if not reference_only:
+                for r, lp in zip(out, self._scores(groups, len(ids))):
+                    r.current = lp
+            if reference:
                 self.swap_reference()
                 try:
-                    for r, lp in zip(resp.items, self._scores(groups, len(ids))):
-                        r.reference.extend(lp)
+                    for r, lp in zip(out, self._scores(groups, len(ids))):
+                        r.reference = lp
                 finally:
                     self.swap_reference()
-            return resp
+            return out
 
     # -- training --------------------------------------------------------------
 
-    def backward(self, req: pb.BackwardRequest) -> tuple[float, int]:
+    def backward(self, items: Sequence[Weighted]) -> tuple[float, int]:
         """Accumulates the gradient of -sum_items sum_t w_t logp_t, the answers of a
         prompt scored in one batch and differentiated together; returns the objective
         sum w_t logp_t and the number of tokens."""
         with self.lock:
             self.need()
-            items, weights = [], []
-            for i, it in enumerate(req.items):
+            pairs, weights = [], []
+            for i, it in enumerate(items):
                 ids = self.answer_ids(it.answer)
                 if it.token_weights:
                     if len(it.token_weights) != len(ids):
@@ -378,9 +443,9 @@ class Policy:
                     w = [it.sequence_weight] * len(ids)
                 if not all(math.isfinite(x) for x in w):
                     raise InvalidError("backward: item %d has a non-finite weight" % i)
-                items.append((it.prompt, ids))
+                pairs.append((it.prompt, ids))
                 weights.append(w)
-            groups = self._grouped(items)
+            groups = self._grouped(pairs)
             self.backend.model.train()
             objective, tokens = 0.0, 0
             for inputs, members in groups:
@@ -404,15 +469,17 @@ class Policy:
             self.need()
             return self.flat_grad()
 
-    def step(self, req: pb.StepRequest) -> tuple[float, int]:
+    def step(self, o: StepOptions) -> tuple[float, int]:
+        """Applies AdamW to the batch's gradient, clipped to o.max_grad_norm; returns the
+        gradient's norm before clipping and the steps taken."""
         with self.lock:
             self.need()
-            beta1, beta2, eps = req.beta1 or 0.9, req.beta2 or 0.999, req.epsilon or 1e-8
-            if req.gradient:
+            beta1, beta2, eps = o.beta1 or 0.9, o.beta2 or 0.999, o.epsilon or 1e-8
+            if o.gradient:
                 n = sum(p.numel() for p in self.params)
-                if len(req.gradient) != n:
-                    raise InvalidError("step: gradient has %d values, the model %d parameters" % (len(req.gradient), n))
-                flat = torch.tensor(req.gradient, dtype=torch.float32)
+                if len(o.gradient) != n:
+                    raise InvalidError("step: gradient has %d values, the model %d parameters" % (len(o.gradient), n))
+                flat = torch.tensor(o.gradient, dtype=torch.float32)
                 off = 0
                 for p in self.params:
                     k = p.numel()
@@ -429,13 +496,13 @@ class Policy:
             if not math.isfinite(norm):
                 self.optimizer.zero_grad(set_to_none=True)
                 raise RuntimeError("step: the gradient norm is %r; step skipped" % norm)
-            if req.max_grad_norm > 0:
-                coef = min(1.0, req.max_grad_norm / (norm + 1e-6))
+            if o.max_grad_norm > 0:
+                coef = min(1.0, o.max_grad_norm / (norm + 1e-6))
                 if coef < 1.0:
                     for p in self.params:
                         p.grad.mul_(coef)
             for g in self.optimizer.param_groups:
-                g.update(lr=req.learning_rate, betas=(beta1, beta2), eps=eps, weight_decay=req.weight_decay)
+                g.update(lr=o.learning_rate, betas=(beta1, beta2), eps=eps, weight_decay=o.weight_decay)
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
             self.steps += 1

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 import grpc
 
-from . import auth, modelfiles
+from . import auth, modelfiles, wire
 from . import folders as folderslib
 from . import policy as policylib
 from . import protocol as pb
@@ -168,11 +168,11 @@ class Servicer:
             self.p.configure(req.seed, map_field(req.options))
             if source is not None:
                 self.p.load(source, req.seed)
-            return pb.ConfigureResponse(info=self.p.describe())
+            return pb.ConfigureResponse(info=wire.describe(self.p))
         return self._run(context, do)
 
     def Info(self, req: pb.InfoRequest, context: grpc.ServicerContext) -> pb.InfoResponse:
-        return self.p.describe()
+        return wire.describe(self.p)
 
     def Health(self, req: pb.HealthRequest, context: grpc.ServicerContext) -> pb.HealthResponse:
         return pb.HealthResponse(serving=True)
@@ -180,7 +180,7 @@ class Servicer:
     def Generate(self, req: pb.GenerateRequest, context: grpc.ServicerContext) -> pb.GenerateResponse:
         def do() -> pb.GenerateResponse:  # evaluation's greedy calls are counted apart, as GenerateGreedy
             context.greedy = req.greedy
-            resp = self.p.generate(req)
+            resp = wire.generate(self.p, req)
             self.stats.rollout = self.p.rollout_stats()
             if req.greedy:
                 return resp
@@ -190,12 +190,12 @@ class Servicer:
 
     def LogProbs(self, req: pb.LogProbsRequest, context: grpc.ServicerContext) -> pb.LogProbsResponse:
         def do() -> pb.LogProbsResponse:
-            return self.p.logprobs(req)
+            return wire.logprobs(self.p, req)
         return self._run(context, do)
 
     def Backward(self, req: pb.BackwardRequest, context: grpc.ServicerContext) -> pb.BackwardResponse:
         def do() -> pb.BackwardResponse:
-            obj, tokens = self.p.backward(req)
+            obj, tokens = wire.backward(self.p, req)
             self.stats.trained_tokens += tokens
             return pb.BackwardResponse(objective=obj, tokens=tokens)
         return self._run(context, do)
@@ -217,7 +217,7 @@ class Servicer:
             for v in (req.beta1, req.beta2):
                 if not (0 <= v < 1):
                     raise policylib.InvalidError("step: beta1 and beta2 must lie in [0, 1)")
-            norm, steps = self.p.step(req)
+            norm, steps = wire.step(self.p, req)
             return pb.StepResponse(grad_norm=norm, steps=steps)
         return self._run(context, do)
 

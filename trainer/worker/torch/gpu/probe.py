@@ -19,6 +19,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from espo_worker import policy as policylib  # noqa: E402
 from espo_worker import protocol as pb  # noqa: E402
+from espo_worker import wire
 
 
 def main() -> None:
@@ -34,26 +35,26 @@ def main() -> None:
                          device="cuda")
     t = time.time()
     p.configure(1, {})
-    info = p.describe()
+    info = wire.describe(p)
     print("probe: configured %s, %d trainable parameters, %.1fs" % (info.model, info.parameters, time.time() - t))
     pr = pb.Prompt(episode_id="e", step_index=0, stage=pb.STAGE_GUI, instruction="any hotel in New York?",
                    screenshot_path=shot)
     pr.elements.add(id="e1", role="button", text="Search", box=[0.1, 0.2, 0.3, 0.25])
-    g = p.generate(pb.GenerateRequest(prompts=[pr], samples=3, seed=4, temperature=1.0))
+    g = wire.generate(p, pb.GenerateRequest(prompts=[pr], samples=3, seed=4, temperature=1.0))
     worst = 0.0
     for s in g.candidates[0].samples:
-        lp = p.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=pr, answer=s.answer)], reference=True)).items[0]
+        lp = wire.logprobs(p, pb.LogProbsRequest(items=[pb.Scored(prompt=pr, answer=s.answer)], reference=True)).items[0]
         assert list(lp.token_ids) == list(s.answer.token_ids)
         worst = max([worst] + [abs(x - y) for x, y in zip(lp.current, s.logprobs)])
         assert list(lp.current) == list(lp.reference), "reference differs before any step"
     print("probe: generate vs logprobs max |diff| %.3g over %d candidates" % (worst, len(g.candidates[0].samples)))
     assert worst < 1e-3, "Generate and LogProbs differ"
     ans = pb.Answer(text="<answer>[{'action': 'click', 'point': [0.2, 0.22], 'input_text': 'no input text'}]</answer>")
-    before = p.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=pr, answer=ans)])).items[0]
+    before = wire.logprobs(p, pb.LogProbsRequest(items=[pb.Scored(prompt=pr, answer=ans)])).items[0]
     for _ in range(3):
-        p.backward(pb.BackwardRequest(items=[pb.Weighted(prompt=pr, answer=ans, sequence_weight=1.0)]))
-        norm, steps = p.step(pb.StepRequest(learning_rate=1e-3, max_grad_norm=1.0))
-    after = p.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=pr, answer=ans)], reference=True)).items[0]
+        wire.backward(p, pb.BackwardRequest(items=[pb.Weighted(prompt=pr, answer=ans, sequence_weight=1.0)]))
+        norm, steps = wire.step(p, pb.StepRequest(learning_rate=1e-3, max_grad_norm=1.0))
+    after = wire.logprobs(p, pb.LogProbsRequest(items=[pb.Scored(prompt=pr, answer=ans)], reference=True)).items[0]
     print("probe: SFT x3: sum logp %.3f -> %.3f (grad norm %.3g)" % (sum(before.current), sum(after.current), norm))
     assert sum(after.current) > sum(before.current)
     assert list(after.reference) == list(before.current), "the reference moved"
@@ -63,7 +64,7 @@ def main() -> None:
         p.save(f)
     q = policylib.Policy({}, device="cuda")
     assert q.load(path) == 3
-    again = q.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=pr, answer=ans)], reference=True)).items[0]
+    again = wire.logprobs(q, pb.LogProbsRequest(items=[pb.Scored(prompt=pr, answer=ans)], reference=True)).items[0]
     assert list(again.current) == list(after.current) and list(again.reference) == list(after.current)
     print("probe: save (%d bytes) and load restore the state; peak CUDA memory %.1f MiB" %
           (os.path.getsize(path), torch.cuda.max_memory_allocated() / 2 ** 20))

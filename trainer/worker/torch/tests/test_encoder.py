@@ -14,6 +14,7 @@ import torch
 
 from espo_worker import encoder as encoderlib
 from espo_worker import policy as policylib
+from espo_worker import wire
 
 torch.set_num_threads(2)
 
@@ -108,7 +109,7 @@ class PolicyEmbedTest(unittest.TestCase):
         with self.assertRaisesRegex(policylib.NotConfiguredError, "no sentence encoder"):
             p.embed(["a"])
         p.configure(1, {"embedder_model": folder})
-        d = p.describe()
+        d = wire.describe(p)
         self.assertEqual(d.encoder, "model (384 dimensions)")
         self.assertEqual(d.encoder_sha256, MINILM_SHA256)
         got = p.embed(["a hotel in Paris", "  ", "a hotel in Paris"])

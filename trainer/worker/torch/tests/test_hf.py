@@ -11,7 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
-from espo_worker import modelfiles
+from espo_worker import modelfiles, wire
 from espo_worker import policy as policylib
 from espo_worker import protocol as pb
 from tests import random_models
@@ -59,8 +59,8 @@ def sft(ps):
 
 def train(p, ps, steps, lr=0.01):
     for _ in range(steps):
-        p.backward(sft(ps))
-        p.step(pb.StepRequest(learning_rate=lr))
+        wire.backward(p, sft(ps))
+        wire.step(p, pb.StepRequest(learning_rate=lr))
 
 
 def flat(tensors):
@@ -71,16 +71,16 @@ def flat(tensors):
 def test_generate_logprobs_equal_logprobs(models, screenshots, arch):
     p = hf_policy(models[arch])
     ps = prompts(arch, screenshots)
-    gen = p.generate(pb.GenerateRequest(prompts=ps, samples=3, seed=4, temperature=1.3))
+    gen = wire.generate(p, pb.GenerateRequest(prompts=ps, samples=3, seed=4, temperature=1.3))
     items = [(prompt, s) for prompt, c in zip(ps, gen.candidates) for s in c.samples]
-    lp = p.logprobs(pb.LogProbsRequest(reference=True, items=[pb.Scored(prompt=q, answer=s.answer) for q, s in items]))
+    lp = wire.logprobs(p, pb.LogProbsRequest(reference=True, items=[pb.Scored(prompt=q, answer=s.answer) for q, s in items]))
     for (_, s), it in zip(items, lp.items):
         assert len(s.logprobs) == len(s.answer.token_ids) > 0
         assert list(it.token_ids) == list(s.answer.token_ids)
         assert list(it.current) == list(s.logprobs), "Generate's log-probs are LogProbs'"
         assert list(it.reference) == list(s.logprobs), "the reference is the starting model"
     train(p, ps, 1)
-    moved = p.logprobs(pb.LogProbsRequest(reference=True, items=[pb.Scored(prompt=q, answer=s.answer) for q, s in items]))
+    moved = wire.logprobs(p, pb.LogProbsRequest(reference=True, items=[pb.Scored(prompt=q, answer=s.answer) for q, s in items]))
     assert [list(it.reference) for it in moved.items] == [list(s.logprobs) for _, s in items], "the reference stays frozen"
     assert list(moved.items[0].current) != list(items[0][1].logprobs), "a step moves the policy"
 
@@ -91,7 +91,8 @@ def test_the_screenshot_reaches_the_vision_tower(models, screenshots):
     def scored(shot):
         q = make_prompt(1)
         q.screenshot_path = shot
-        return list(p.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=q, answer=pb.Answer(text=ANSWER))])).items[0].current)
+        req = pb.LogProbsRequest(items=[pb.Scored(prompt=q, answer=pb.Answer(text=ANSWER))])
+        return list(wire.logprobs(p, req).items[0].current)
     a, b = scored(screenshots[0]), scored(screenshots[1])
     assert a == scored(screenshots[0])
     assert max(abs(x - y) for x, y in zip(a, b)) > 1e-4, "another image, other log-probs"
@@ -134,7 +135,7 @@ def test_a_resumed_run_is_bit_exact(models, screenshots, tmp_path, arch, lora):
     assert torch.equal(flat(a.params), flat(b.params))
     assert torch.equal(flat(a.reference), flat(b.reference))
     req = pb.GenerateRequest(prompts=ps[:1], samples=2, seed=11)
-    assert a.generate(req) == b.generate(req)
+    assert wire.generate(a, req) == wire.generate(b, req)
 
 
 def test_bf16_and_gradient_checkpointing_run(models, screenshots):
@@ -147,7 +148,7 @@ def test_bf16_and_gradient_checkpointing_run(models, screenshots):
     plain, ckpt = (hf_policy(models["qwen3"], seed=2, gradient_checkpointing=g) for g in (False, True))
     assert ckpt.backend.model.is_activation_checkpointing
     for p in (plain, ckpt):
-        p.backward(sft(prompts("qwen3", screenshots)))
+        wire.backward(p, sft(prompts("qwen3", screenshots)))
     assert torch.allclose(plain.flat_grad(), ckpt.flat_grad(), rtol=1e-4, atol=1e-6)
 
 
@@ -157,10 +158,10 @@ def test_info_names_the_model_configs_digest(models, arch):
     records in the run's provenance; the tiny model has none."""
     with open(os.path.join(models[arch], "config.json"), "rb") as f:
         want = hashlib.sha256(f.read()).hexdigest()
-    assert hf_policy(models[arch]).describe().model_config_sha256 == want
+    assert wire.describe(hf_policy(models[arch])).model_config_sha256 == want
     tiny = policylib.Policy({"pretrained": "tiny", "dtype": "float32"})
     tiny.configure(1, {})
-    assert tiny.describe().model_config_sha256 == ""
+    assert wire.describe(tiny).model_config_sha256 == ""
 
 
 def test_a_folder_missing_a_file_is_refused_naming_it(models, tmp_path):
@@ -193,8 +194,8 @@ def test_an_answer_may_not_hold_image_placeholders(models, screenshots):
     assert len(banned) >= 3, banned  # image, video, vision start and end
     q = prompts("qwen2_5_vl", screenshots)[0]
     with pytest.raises(policylib.InvalidError, match="placeholder"):
-        p.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=q, answer=pb.Answer(token_ids=[banned[0], 10]))]))
-    gen = p.generate(pb.GenerateRequest(prompts=[q], samples=8, seed=2, temperature=3.0))
+        wire.logprobs(p, pb.LogProbsRequest(items=[pb.Scored(prompt=q, answer=pb.Answer(token_ids=[banned[0], 10]))]))
+    gen = wire.generate(p, pb.GenerateRequest(prompts=[q], samples=8, seed=2, temperature=3.0))
     assert not set(banned) & {t for s in gen.candidates[0].samples for t in s.answer.token_ids}
 
 

@@ -18,6 +18,7 @@ from espo_worker import dist as distlib
 from espo_worker import policy as policylib
 from espo_worker import prompt as promptlib
 from espo_worker import protocol as pb
+from espo_worker import wire
 
 torch.set_num_threads(2)
 
@@ -76,31 +77,31 @@ class PolicyTest(unittest.TestCase):
         with self.assertRaises(policylib.InvalidError):
             p.configure(1, {"pretrained": "tiny", "hidden": "32"})
         with self.assertRaises(policylib.NotConfiguredError):
-            p.generate(pb.GenerateRequest(prompts=[make_prompt()]))
+            wire.generate(p, pb.GenerateRequest(prompts=[make_prompt()]))
         p.configure(1, {"pretrained": "tiny", "tiny_hidden": "16"})
-        self.assertIn("hidden=16", p.describe().model)
-        self.assertFalse(p.describe().reduces_gradients)
+        self.assertIn("hidden=16", wire.describe(p).model)
+        self.assertFalse(wire.describe(p).reduces_gradients)
 
     def test_generate_seeded_and_scored(self):
         p = new_policy()
         prompts = [make_prompt(1), make_prompt(2)]
-        a = p.generate(pb.GenerateRequest(prompts=prompts, samples=3, seed=9, temperature=2.0))
-        b = p.generate(pb.GenerateRequest(prompts=prompts[1:], samples=3, seed=9, temperature=2.0))
+        a = wire.generate(p, pb.GenerateRequest(prompts=prompts, samples=3, seed=9, temperature=2.0))
+        b = wire.generate(p, pb.GenerateRequest(prompts=prompts[1:], samples=3, seed=9, temperature=2.0))
         self.assertEqual(a.candidates[1], b.candidates[0])
-        c = p.generate(pb.GenerateRequest(prompts=prompts, samples=3, seed=10, temperature=2.0))
+        c = wire.generate(p, pb.GenerateRequest(prompts=prompts, samples=3, seed=10, temperature=2.0))
         self.assertNotEqual(a.candidates[0], c.candidates[0])
         for cand in a.candidates:
             for s in cand.samples:
                 self.assertEqual(len(s.logprobs), len(s.answer.token_ids))
                 self.assertLessEqual(len(s.answer.token_ids), 12)
                 self.assertTrue(all(v <= 0 for v in s.logprobs))
-        capped = p.generate(pb.GenerateRequest(prompts=prompts[:1], samples=2, seed=9, max_tokens=3))
+        capped = wire.generate(p, pb.GenerateRequest(prompts=prompts[:1], samples=2, seed=9, max_tokens=3))
         self.assertTrue(all(len(s.answer.token_ids) <= 3 for s in capped.candidates[0].samples))
 
     def test_backward_sft_is_cross_entropy(self):
         p = new_policy()
         prompts = [make_prompt(1), make_prompt(2, stage=pb.STAGE_POOL)]
-        obj, tokens = p.backward(sft_request(prompts, weight=0.25))
+        obj, tokens = wire.backward(p, sft_request(prompts, weight=0.25))
         got = p.gradients()
         for q in p.params:
             q.grad = None
@@ -137,10 +138,10 @@ class PolicyTest(unittest.TestCase):
                                         pb.Weighted(prompt=make_prompt(), answer=pb.Answer(token_ids=[1, 2]),
                                                     token_weights=[1.0])])
         with self.assertRaises(policylib.InvalidError):
-            p.backward(req)
+            wire.backward(p, req)
         self.assertEqual(float(p.gradients().abs().sum()), 0.0)
         with self.assertRaises(policylib.InvalidError):
-            p.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=make_prompt(), answer=pb.Answer(token_ids=[999]))]))
+            wire.logprobs(p, pb.LogProbsRequest(items=[pb.Scored(prompt=make_prompt(), answer=pb.Answer(token_ids=[999]))]))
 
     def test_step_is_the_protocols_adamw(self):
         p = new_policy()
@@ -150,9 +151,9 @@ class PolicyTest(unittest.TestCase):
         th = theta.double()
         lr, wd, b1, b2, eps, clip = 0.01, 0.1, 0.8, 0.95, 1e-6, 0.5
         for t in (1, 2):
-            p.backward(sft_request([make_prompt(t)]))
+            wire.backward(p, sft_request([make_prompt(t)]))
             g = p.gradients().double()
-            norm, steps = p.step(pb.StepRequest(learning_rate=lr, weight_decay=wd, beta1=b1, beta2=b2, epsilon=eps,
+            norm, steps = wire.step(p, pb.StepRequest(learning_rate=lr, weight_decay=wd, beta1=b1, beta2=b2, epsilon=eps,
                                                 max_grad_norm=clip))
             self.assertEqual(steps, t)
             self.assertAlmostEqual(norm, float(g.norm()), places=4)
@@ -166,38 +167,38 @@ class PolicyTest(unittest.TestCase):
 
     def test_given_gradient_step_equals_accumulated(self):
         a, b = new_policy(3), new_policy(3)
-        a.backward(sft_request([make_prompt(1)]))
+        wire.backward(a, sft_request([make_prompt(1)]))
         g = a.gradients()
-        a.step(pb.StepRequest(learning_rate=0.01, max_grad_norm=1.0))
-        b.step(pb.StepRequest(learning_rate=0.01, max_grad_norm=1.0, gradient=g.tolist()))
+        wire.step(a, pb.StepRequest(learning_rate=0.01, max_grad_norm=1.0))
+        wire.step(b, pb.StepRequest(learning_rate=0.01, max_grad_norm=1.0, gradient=g.tolist()))
         self.assertTrue(torch.equal(params(a), params(b)))
         with self.assertRaises(policylib.InvalidError):
-            b.step(pb.StepRequest(learning_rate=0.01, gradient=[1.0]))
+            wire.step(b, pb.StepRequest(learning_rate=0.01, gradient=[1.0]))
 
     def test_reference_snapshot(self):
         p = new_policy()
         pr = make_prompt()
         item = pb.Scored(prompt=pr, answer=pb.Answer(text=ANSWER))
-        before = p.logprobs(pb.LogProbsRequest(items=[item], reference=True)).items[0]
+        before = wire.logprobs(p, pb.LogProbsRequest(items=[item], reference=True)).items[0]
         self.assertEqual(list(before.current), list(before.reference))
-        p.backward(sft_request([pr]))
-        p.step(pb.StepRequest(learning_rate=0.05))
-        after = p.logprobs(pb.LogProbsRequest(items=[item], reference=True)).items[0]
+        wire.backward(p, sft_request([pr]))
+        wire.step(p, pb.StepRequest(learning_rate=0.05))
+        after = wire.logprobs(p, pb.LogProbsRequest(items=[item], reference=True)).items[0]
         self.assertEqual(list(after.reference), list(before.reference))
         self.assertGreater(sum(after.current), sum(before.current))  # SFT made the answer likelier
         p.snapshot_reference()
-        snap = p.logprobs(pb.LogProbsRequest(items=[item], reference=True)).items[0]
+        snap = wire.logprobs(p, pb.LogProbsRequest(items=[item], reference=True)).items[0]
         self.assertEqual(list(snap.reference), list(after.current))
 
     def test_reference_only_skips_the_current_policy(self):
         p = new_policy(2)
         pr = make_prompt()
-        p.backward(sft_request([pr]))
-        p.step(pb.StepRequest(learning_rate=0.05))  # current and reference now differ
-        sampled = p.generate(pb.GenerateRequest(prompts=[pr], samples=2, seed=3)).candidates[0].samples
+        wire.backward(p, sft_request([pr]))
+        wire.step(p, pb.StepRequest(learning_rate=0.05))  # current and reference now differ
+        sampled = wire.generate(p, pb.GenerateRequest(prompts=[pr], samples=2, seed=3)).candidates[0].samples
         items = [pb.Scored(prompt=pr, answer=pb.Answer(text=ANSWER))] + [pb.Scored(prompt=pr, answer=s.answer) for s in sampled]
-        full = p.logprobs(pb.LogProbsRequest(items=items, reference=True)).items
-        only = p.logprobs(pb.LogProbsRequest(items=items, reference=True, reference_only=True)).items
+        full = wire.logprobs(p, pb.LogProbsRequest(items=items, reference=True)).items
+        only = wire.logprobs(p, pb.LogProbsRequest(items=items, reference=True, reference_only=True)).items
         self.assertNotEqual(list(full[0].current), list(full[0].reference))
         for f, o in zip(full, only):
             self.assertEqual(list(o.current), [])
@@ -208,11 +209,11 @@ class PolicyTest(unittest.TestCase):
     def test_save_load_restores_everything(self):
         p = new_policy(4)
         for t in (1, 2):
-            p.backward(sft_request([make_prompt(t)]))
-            p.step(pb.StepRequest(learning_rate=0.02))
+            wire.backward(p, sft_request([make_prompt(t)]))
+            wire.step(p, pb.StepRequest(learning_rate=0.02))
         p.snapshot_reference()
-        p.backward(sft_request([make_prompt(3)]))
-        p.step(pb.StepRequest(learning_rate=0.02))
+        wire.backward(p, sft_request([make_prompt(3)]))
+        wire.step(p, pb.StepRequest(learning_rate=0.02))
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "state.pt")
             with open(path, "wb") as f:
@@ -226,13 +227,13 @@ class PolicyTest(unittest.TestCase):
             with self.assertRaises(IOError):
                 q.load(os.path.join(d, "bad"))
         req = pb.GenerateRequest(prompts=[make_prompt()], samples=2, seed=5)
-        self.assertEqual(p.generate(req), q.generate(req))
+        self.assertEqual(wire.generate(p, req), wire.generate(q, req))
         item = pb.Scored(prompt=make_prompt(), answer=pb.Answer(text=ANSWER))
-        self.assertEqual(p.logprobs(pb.LogProbsRequest(items=[item], reference=True)),
-                         q.logprobs(pb.LogProbsRequest(items=[item], reference=True)))
+        self.assertEqual(wire.logprobs(p, pb.LogProbsRequest(items=[item], reference=True)),
+                         wire.logprobs(q, pb.LogProbsRequest(items=[item], reference=True)))
         for x in (p, q):
-            x.backward(sft_request([make_prompt(4)]))
-            x.step(pb.StepRequest(learning_rate=0.02, weight_decay=0.01))
+            wire.backward(x, sft_request([make_prompt(4)]))
+            wire.step(x, pb.StepRequest(learning_rate=0.02, weight_decay=0.01))
         self.assertTrue(torch.equal(params(p), params(q)))
 
 
@@ -296,11 +297,11 @@ def _rank(rank, world, port, out):
     p = policylib.Policy({"pretrained": "tiny", "max_new_tokens": 8, "max_prompt_tokens": 48}, dist=group)
     p.configure(11 + rank, {})  # different seeds: Configure broadcasts rank 0's weights
     # rank r back-propagates its share of the batch; weights are normalised over all of it
-    p.backward(sft_request([make_prompt(1 + rank)], weight=0.5))
-    norm, _ = p.step(pb.StepRequest(learning_rate=0.01, max_grad_norm=0.3))
+    wire.backward(p, sft_request([make_prompt(1 + rank)], weight=0.5))
+    norm, _ = wire.step(p, pb.StepRequest(learning_rate=0.01, max_grad_norm=0.3))
     buf = io.BytesIO()
     torch.save({"params": params(p), "norm": torch.tensor(norm, dtype=torch.float64),
-                "reduces": p.describe().reduces_gradients}, buf)
+                "reduces": wire.describe(p).reduces_gradients}, buf)
     out[rank] = buf.getvalue()
 
 
@@ -317,8 +318,8 @@ class DistributedTest(unittest.TestCase):
             got = [torch.load(io.BytesIO(out[r]), weights_only=True) for r in range(2)]
         single = policylib.Policy({"pretrained": "tiny", "max_new_tokens": 8, "max_prompt_tokens": 48})
         single.configure(11, {})
-        single.backward(sft_request([make_prompt(1), make_prompt(2)], weight=0.5))
-        norm, _ = single.step(pb.StepRequest(learning_rate=0.01, max_grad_norm=0.3))
+        wire.backward(single, sft_request([make_prompt(1), make_prompt(2)], weight=0.5))
+        norm, _ = wire.step(single, pb.StepRequest(learning_rate=0.01, max_grad_norm=0.3))
         for g in got:
             self.assertTrue(g["reduces"])
             self.assertTrue(math.isclose(g["norm"].item(), norm, rel_tol=1e-5))

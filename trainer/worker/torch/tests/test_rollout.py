@@ -15,6 +15,7 @@ import pytest
 from espo_worker import policy as policylib
 from espo_worker import protocol as pb
 from espo_worker import rollout as rolloutlib
+from espo_worker import wire
 from tests import random_models
 from tests.test_hf import ANSWER, make_prompt
 
@@ -62,9 +63,9 @@ def prompts(screenshot=None):
 
 def train(p, ps, steps, lr=0.05):
     for _ in range(steps):
-        p.backward(pb.BackwardRequest(items=[pb.Weighted(prompt=q, answer=pb.Answer(text=ANSWER), sequence_weight=0.5)
+        wire.backward(p, pb.BackwardRequest(items=[pb.Weighted(prompt=q, answer=pb.Answer(text=ANSWER), sequence_weight=0.5)
                                              for q in ps]))
-        p.step(pb.StepRequest(learning_rate=lr))
+        wire.step(p, pb.StepRequest(learning_rate=lr))
 
 
 def mismatch(resp):
@@ -78,7 +79,7 @@ def mismatch(resp):
 
 
 def generate(p, ps, seed=7):
-    return p.generate(pb.GenerateRequest(prompts=ps, samples=4, seed=seed, temperature=1.0))
+    return wire.generate(p, pb.GenerateRequest(prompts=ps, samples=4, seed=seed, temperature=1.0))
 
 
 def stale_then_synced(p, ps):
@@ -146,7 +147,7 @@ def test_an_engine_through_a_run(models, tmp_path):
         assert answers[0] == [list(s.answer.token_ids) for s in b.candidates[0].samples]
         c = generate(p, ps, seed=12)
         assert answers != [[list(s.answer.token_ids) for s in c.samples] for c in c.candidates]
-        greedy = p.generate(pb.GenerateRequest(prompts=ps[:1], samples=3, greedy=True))
+        greedy = wire.generate(p, pb.GenerateRequest(prompts=ps[:1], samples=3, greedy=True))
         assert len({tuple(s.answer.token_ids) for s in greedy.candidates[0].samples}) == 1
         assert mismatch(a) < TOLERANCE["qwen2"], "the engine starts from the model folder"
 
@@ -172,7 +173,7 @@ def test_an_engine_through_a_run(models, tmp_path):
         assert p.load(state) == 2
         resp = generate(p, ps)
         assert mismatch(resp) < TOLERANCE["qwen2"], "the engine serves the loaded checkpoint"
-        again = other.logprobs(pb.LogProbsRequest(items=[pb.Scored(prompt=ps[0], answer=s.answer)
+        again = wire.logprobs(other, pb.LogProbsRequest(items=[pb.Scored(prompt=ps[0], answer=s.answer)
                                                           for s in resp.candidates[0].samples]))
         assert [list(it.current) for it in again.items] == [list(s.logprobs) for s in resp.candidates[0].samples]
 

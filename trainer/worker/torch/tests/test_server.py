@@ -13,7 +13,7 @@ import unittest
 import grpc
 import torch
 
-from espo_worker import auth, server
+from espo_worker import auth, server, wire
 from espo_worker import folders as folderslib
 from espo_worker import policy as policylib
 from espo_worker import protocol as pb
@@ -274,7 +274,7 @@ class WeightsOnlyTest(unittest.TestCase):
         torch's safe unpickler reads it."""
         p = policylib.Policy({"pretrained": "tiny", "max_new_tokens": 8, "max_prompt_tokens": 48})
         p.configure(3, {})
-        p.step(pb.StepRequest(learning_rate=0.01, gradient=[0.1] * sum(t.numel() for t in p.params)))
+        wire.step(p, pb.StepRequest(learning_rate=0.01, gradient=[0.1] * sum(t.numel() for t in p.params)))
         v1 = {"format": policylib.STATE_FORMAT_V1, "options": p.options, "params": [t.detach().clone() for t in p.params],
               "reference": [t.detach().clone() for t in p.reference], "optimizer": p.optimizer.state_dict(), "steps": p.steps}
         read, policylib.read_state = policylib.read_state, lambda path: v1
@@ -284,7 +284,7 @@ class WeightsOnlyTest(unittest.TestCase):
         finally:
             policylib.read_state = read
         req = pb.GenerateRequest(prompts=[pb.Prompt(episode_id="e", instruction="hotel")], samples=2, seed=5)
-        self.assertEqual(p.generate(req), q.generate(req))
+        self.assertEqual(wire.generate(p, req), wire.generate(q, req))
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ import torch
 from . import backends
 from . import dist as distlib
 from . import encoder as encoderlib
+from . import export as exportlib
 from . import protocol as pb
 from . import rollout as rolloutlib
 from .config import InvalidError, WorkerConfig, is_rollout_option
@@ -517,6 +518,17 @@ class Policy:
                     r.copy_(p)
 
     # -- state -----------------------------------------------------------------
+
+    def export(self, dest: str, merge: bool = False, max_shard_size: str | int = "5GB") -> exportlib.Manifest:
+        """Writes the current policy to the folder dest as a Hugging Face model
+        (espo_worker.export): the LoRA adapter, and the merged model when merge is set,
+        or the fully fine-tuned model."""
+        with self.lock:
+            self.need()
+            if not isinstance(self.backend, backends.HFBackend):
+                raise InvalidError("export: the test model tiny is no Hugging Face model; export a model folder's run")
+            return exportlib.export(self.backend, dest, step=self.steps, base=self.config.pretrained, merge=merge,
+                                    max_shard_size=max_shard_size)
 
     def state_dict(self) -> dict[str, Any]:
         """The full state in the types of STATE_FORMAT."""

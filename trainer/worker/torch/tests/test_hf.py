@@ -9,33 +9,13 @@ import shutil
 
 import pytest
 import torch
-from PIL import Image
 
 from espo_worker import modelfiles, wire
 from espo_worker import policy as policylib
 from espo_worker import protocol as pb
 from tests import random_models
+from tests.conftest import ARCHS
 from tests.test_policy import ANSWER, make_prompt
-
-ARCHS = ("qwen3", "qwen2_5_vl")
-
-
-@pytest.fixture(scope="session")
-def models(tmp_path_factory):
-    return random_models.build_each(tmp_path_factory.mktemp("models"), ARCHS)
-
-
-@pytest.fixture(scope="session")
-def screenshots(tmp_path_factory):
-    """Two screenshots of one size that differ in what they show."""
-    root = tmp_path_factory.mktemp("screens")
-    paths = []
-    for i, colour in enumerate([(230, 230, 230), (20, 90, 200)]):
-        img = Image.new("RGB", (112, 168), colour)
-        img.paste((200 - 150 * i, 40, 40), (10 + 40 * i, 20, 60 + 40 * i, 60))
-        paths.append(str(root / ("screen-%d.png" % i)))
-        img.save(paths[-1])
-    return paths
 
 
 def hf_policy(path, seed=1, **opts):

@@ -24,8 +24,12 @@ import os
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from .backends import HFBackend
+
+if TYPE_CHECKING:
+    from peft import PeftModel
 
 MANIFEST = "espo-export.json"
 FORMAT = "espo-export/v1"
@@ -66,7 +70,7 @@ def export(backend: HFBackend, dest: str, *, step: int, base: str, merge: bool =
     try:
         kind = "lora" if backend.lora else "full"
         if backend.lora:
-            backend.model.save_pretrained(tmp)
+            save_adapter(backend.model, tmp)
             _save_preprocessing(backend, tmp)
             if merge:
                 merged = copy.deepcopy(backend.model).merge_and_unload()
@@ -99,6 +103,13 @@ def verify(folder: str) -> Manifest:
         differ = sorted(k for k in set(got) | set(m.files) if got.get(k) != m.files.get(k))
         raise ExportError("%s: files differ from its manifest: %s" % (folder, ", ".join(differ)))
     return m
+
+
+def save_adapter(peft_model: PeftModel, folder: str) -> None:
+    """Writes the peft model's current adapter to folder (adapter_config.json,
+    adapter_model.safetensors): what an export holds and what the rollout engine is
+    sent, one format for both."""
+    peft_model.save_pretrained(folder)
 
 
 def _save_model(model: object, backend: HFBackend, folder: str, max_shard_size: str | int) -> None:

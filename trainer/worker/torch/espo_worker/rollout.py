@@ -32,6 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+from . import export
+
 if TYPE_CHECKING:
     from typing import TypedDict
 
@@ -240,7 +242,7 @@ class VLLMEngine:
         start = time.perf_counter()
         n = self.pushes + 1
         path = os.path.join(self.dir, "adapter-%d" % n)
-        peft_model.save_pretrained(path)
+        export.save_adapter(peft_model, path)
         old, self.lora = self.lora, {"id": n, "path": path}
         if old is not None:
             shutil.rmtree(old["path"], ignore_errors=True)

@@ -211,3 +211,29 @@ def test_an_engine_that_cannot_start_is_a_permanent_error(models, tmp_path, monk
     monkeypatch.setenv(rolloutlib.ENV_PYTHON, str(tmp_path / "no-python"))
     with pytest.raises(policylib.InvalidError, match="ESPO_VLLM_PYTHON=.*no-python is not an executable python"):
         engine_policy(models["qwen2"])
+
+
+def test_the_engine_serves_an_exported_model(models, tmp_path):
+    """A fully fine-tuned model, exported, is a folder the engine serves (its sampled
+    answers' log-probs match the worker's own scoring of that folder), and the worker
+    goes on training from it. The LoRA adapter an export holds is what the engine is
+    sent at every push (export.save_adapter), which test_the_engine_serves_the_trained_weights
+    serves."""
+    trained = policylib.Policy({"pretrained": models["qwen2"], "dtype": "float32", "max_new_tokens": 12})
+    trained.configure(1, {})
+    ps = prompts()
+    train(trained, ps, 2)
+    dest = str(tmp_path / "policy")
+    trained.export(dest)
+    p = engine_policy(dest)
+    try:
+        resp = generate(p, ps)
+        assert mismatch(resp) < TOLERANCE["qwen2"]
+        served = [list(s.logprobs) for c in resp.candidates for s in c.samples]
+        again = wire.logprobs(trained, pb.LogProbsRequest(items=[pb.Scored(prompt=q, answer=s.answer)
+                                                             for q, c in zip(ps, resp.candidates) for s in c.samples]))
+        assert max(abs(a - b) for x, it in zip(served, again.items) for a, b in zip(x, it.current)) < 1e-5, \
+            "the exported folder scores as the worker that wrote it"
+    finally:
+        p.close_rollout()
+

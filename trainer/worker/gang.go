@@ -258,6 +258,16 @@ func (g *Gang) Release(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Export asks member 0 to write its policy to the folder path (Member.Export): every
+// member holds the same weights after a step.
+func (g *Gang) Export(ctx context.Context, path string, merge bool) (Exported, error) {
+	out, err := g.members[0].Export(ctx, path, merge)
+	if err != nil {
+		return Exported{}, memberError(0, g.members[0], err)
+	}
+	return out, nil
+}
+
 // Embed asks member 0 for the sentence embeddings of texts (Member.Embed): every
 // member loads the same encoder, so one answers for all.
 func (g *Gang) Embed(ctx context.Context, texts []string) ([][]float64, error) {

@@ -113,3 +113,8 @@ func (l *Local) Release(ctx context.Context) error { return ctx.Err() }
 func (l *Local) Embed(context.Context, []string) ([][]float64, error) {
 	return nil, fmt.Errorf("%w: the in-process policy embeds nothing; spec.rewards.intent.embedder.worker needs the PyTorch worker", ErrNoEncoder)
 }
+
+// Export fails with ErrNoExport: the in-process policy is no Hugging Face model.
+func (l *Local) Export(context.Context, string, bool) (Exported, error) {
+	return Exported{}, fmt.Errorf("%w: the in-process CPU policy is no Hugging Face model; export needs the PyTorch worker", ErrNoExport)
+}

@@ -61,6 +61,23 @@ type Member interface {
 	// from the sentence encoder the member loaded (Setup.Options' embedder_model); a
 	// member without one fails with ErrNoEncoder.
 	Embed(ctx context.Context, texts []string) ([][]float64, error)
+	// Export writes the current policy to the folder path as a Hugging Face model
+	// (the LoRA adapter, with the merged model when merge is set, or the whole
+	// model), atomically, with a manifest of its files' digests; a member whose
+	// policy is no Hugging Face model fails with ErrNoExport.
+	Export(ctx context.Context, path string, merge bool) (Exported, error)
+}
+
+// Exported describes a Hugging Face folder a member exported.
+type Exported struct {
+	// Path is the folder; Kind is "lora" (an adapter) or "full" (the whole model);
+	// Merged says whether a merged model is beside the adapter (Path/merged).
+	Path   string
+	Kind   string
+	Merged bool
+	// Step is the optimizer step the weights are of, Files the number of files the
+	// manifest names.
+	Step, Files int64
 }
 
 // Setup is what Configure initialises a policy from.

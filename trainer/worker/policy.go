@@ -140,6 +140,10 @@ const (
 	DefaultEpsilon = 1e-8
 )
 
+// ErrNoExport marks an Export call to a member whose policy is no Hugging Face model:
+// the in-process CPU policy, or a worker that does not implement Export.
+var ErrNoExport = errors.New("worker: no Hugging Face model to export")
+
 // ErrNoEncoder marks an Embed call to a member that has no sentence encoder: the
 // in-process CPU policy, or a worker that does not implement Embed.
 var ErrNoEncoder = errors.New("the worker has no sentence encoder")

@@ -223,6 +223,20 @@ func (r *Remote) Save(ctx context.Context, path string) error {
 	return err
 }
 
+// Export asks the worker to write its policy to the folder path (ExportRequest). A
+// worker that does not implement Export fails with ErrNoExport.
+func (r *Remote) Export(ctx context.Context, path string, merge bool) (Exported, error) {
+	resp, err := r.client.Export(ctx, &workerpb.ExportRequest{Path: path, Merge: merge})
+	if status.Code(err) == codes.Unimplemented {
+		return Exported{}, fmt.Errorf("%w: it does not implement the worker protocol's Export call (%v)", ErrNoExport, err)
+	}
+	if err != nil {
+		return Exported{}, err
+	}
+	return Exported{Path: resp.GetPath(), Kind: resp.GetKind(), Merged: resp.GetMerged(), Step: resp.GetStep(),
+		Files: resp.GetFiles()}, nil
+}
+
 // Embed asks the worker for the embeddings of texts (EmbedRequest, at most 2048
 // texts). A worker that does not implement Embed fails with ErrNoEncoder, as does
 // one that has no encoder loaded (FAILED_PRECONDITION, its message kept).

@@ -2021,6 +2021,140 @@ func (*ReleaseResponse) Descriptor() ([]byte, []int) {
 	return file_worker_proto_rawDescGZIP(), []int{33}
 }
 
+type ExportRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The folder to write (replacing an export there), under the worker's allowed paths.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Add the merged model beside a LoRA adapter.
+	Merge         bool `protobuf:"varint,2,opt,name=merge,proto3" json:"merge,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportRequest) Reset() {
+	*x = ExportRequest{}
+	mi := &file_worker_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportRequest) ProtoMessage() {}
+
+func (x *ExportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportRequest.ProtoReflect.Descriptor instead.
+func (*ExportRequest) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ExportRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ExportRequest) GetMerge() bool {
+	if x != nil {
+		return x.Merge
+	}
+	return false
+}
+
+type ExportResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// "lora" (an adapter) or "full" (the whole model).
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Whether a merged model is beside the adapter.
+	Merged bool `protobuf:"varint,3,opt,name=merged,proto3" json:"merged,omitempty"`
+	// The optimizer step the exported weights are of.
+	Step int64 `protobuf:"varint,4,opt,name=step,proto3" json:"step,omitempty"`
+	// The number of files the manifest names.
+	Files         int64 `protobuf:"varint,5,opt,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportResponse) Reset() {
+	*x = ExportResponse{}
+	mi := &file_worker_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportResponse) ProtoMessage() {}
+
+func (x *ExportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_worker_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportResponse.ProtoReflect.Descriptor instead.
+func (*ExportResponse) Descriptor() ([]byte, []int) {
+	return file_worker_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ExportResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ExportResponse) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ExportResponse) GetMerged() bool {
+	if x != nil {
+		return x.Merged
+	}
+	return false
+}
+
+func (x *ExportResponse) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *ExportResponse) GetFiles() int64 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
 type EmbedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 2048 texts; an empty text (or white space only) is the zero vector.
@@ -2031,7 +2165,7 @@ type EmbedRequest struct {
 
 func (x *EmbedRequest) Reset() {
 	*x = EmbedRequest{}
-	mi := &file_worker_proto_msgTypes[34]
+	mi := &file_worker_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2043,7 +2177,7 @@ func (x *EmbedRequest) String() string {
 func (*EmbedRequest) ProtoMessage() {}
 
 func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[34]
+	mi := &file_worker_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2056,7 +2190,7 @@ func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbedRequest.ProtoReflect.Descriptor instead.
 func (*EmbedRequest) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{34}
+	return file_worker_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *EmbedRequest) GetTexts() []string {
@@ -2076,7 +2210,7 @@ type EmbedResponse struct {
 
 func (x *EmbedResponse) Reset() {
 	*x = EmbedResponse{}
-	mi := &file_worker_proto_msgTypes[35]
+	mi := &file_worker_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2088,7 +2222,7 @@ func (x *EmbedResponse) String() string {
 func (*EmbedResponse) ProtoMessage() {}
 
 func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[35]
+	mi := &file_worker_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2101,7 +2235,7 @@ func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbedResponse.ProtoReflect.Descriptor instead.
 func (*EmbedResponse) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{35}
+	return file_worker_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *EmbedResponse) GetEmbeddings() []*Embedding {
@@ -2120,7 +2254,7 @@ type Embedding struct {
 
 func (x *Embedding) Reset() {
 	*x = Embedding{}
-	mi := &file_worker_proto_msgTypes[36]
+	mi := &file_worker_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2266,7 @@ func (x *Embedding) String() string {
 func (*Embedding) ProtoMessage() {}
 
 func (x *Embedding) ProtoReflect() protoreflect.Message {
-	mi := &file_worker_proto_msgTypes[36]
+	mi := &file_worker_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2279,7 @@ func (x *Embedding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Embedding.ProtoReflect.Descriptor instead.
 func (*Embedding) Descriptor() ([]byte, []int) {
-	return file_worker_proto_rawDescGZIP(), []int{36}
+	return file_worker_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Embedding) GetValues() []float32 {
@@ -2301,7 +2435,16 @@ const file_worker_proto_rawDesc = "" +
 	"\fLoadResponse\x12\x14\n" +
 	"\x05steps\x18\x01 \x01(\x03R\x05steps\"\x10\n" +
 	"\x0eReleaseRequest\"\x11\n" +
-	"\x0fReleaseResponse\"$\n" +
+	"\x0fReleaseResponse\"9\n" +
+	"\rExportRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
+	"\x05merge\x18\x02 \x01(\bR\x05merge\"z\n" +
+	"\x0eExportResponse\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06merged\x18\x03 \x01(\bR\x06merged\x12\x12\n" +
+	"\x04step\x18\x04 \x01(\x03R\x04step\x12\x14\n" +
+	"\x05files\x18\x05 \x01(\x03R\x05files\"$\n" +
 	"\fEmbedRequest\x12\x14\n" +
 	"\x05texts\x18\x01 \x03(\tR\x05texts\"J\n" +
 	"\rEmbedResponse\x129\n" +
@@ -2315,7 +2458,7 @@ const file_worker_proto_rawDesc = "" +
 	"\tSTAGE_GUI\x10\x01\x12\x0e\n" +
 	"\n" +
 	"STAGE_POOL\x10\x02\x12\x13\n" +
-	"\x0fSTAGE_RECOMMEND\x10\x032\xea\a\n" +
+	"\x0fSTAGE_RECOMMEND\x10\x032\xb3\b\n" +
 	"\x06Worker\x12P\n" +
 	"\tConfigure\x12 .espo.worker.v1.ConfigureRequest\x1a!.espo.worker.v1.ConfigureResponse\x12A\n" +
 	"\x04Info\x12\x1b.espo.worker.v1.InfoRequest\x1a\x1c.espo.worker.v1.InfoResponse\x12G\n" +
@@ -2329,7 +2472,8 @@ const file_worker_proto_rawDesc = "" +
 	"\x04Save\x12\x1b.espo.worker.v1.SaveRequest\x1a\x1c.espo.worker.v1.SaveResponse\x12A\n" +
 	"\x04Load\x12\x1b.espo.worker.v1.LoadRequest\x1a\x1c.espo.worker.v1.LoadResponse\x12J\n" +
 	"\aRelease\x12\x1e.espo.worker.v1.ReleaseRequest\x1a\x1f.espo.worker.v1.ReleaseResponse\x12D\n" +
-	"\x05Embed\x12\x1c.espo.worker.v1.EmbedRequest\x1a\x1d.espo.worker.v1.EmbedResponseB4Z2github.com/espo-dev/espo-operator/trainer/workerpbb\x06proto3"
+	"\x05Embed\x12\x1c.espo.worker.v1.EmbedRequest\x1a\x1d.espo.worker.v1.EmbedResponse\x12G\n" +
+	"\x06Export\x12\x1d.espo.worker.v1.ExportRequest\x1a\x1e.espo.worker.v1.ExportResponseB4Z2github.com/espo-dev/espo-operator/trainer/workerpbb\x06proto3"
 
 var (
 	file_worker_proto_rawDescOnce sync.Once
@@ -2344,7 +2488,7 @@ func file_worker_proto_rawDescGZIP() []byte {
 }
 
 var file_worker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_worker_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_worker_proto_goTypes = []any{
 	(Stage)(0),                        // 0: espo.worker.v1.Stage
 	(*Element)(nil),                   // 1: espo.worker.v1.Element
@@ -2381,23 +2525,25 @@ var file_worker_proto_goTypes = []any{
 	(*LoadResponse)(nil),              // 32: espo.worker.v1.LoadResponse
 	(*ReleaseRequest)(nil),            // 33: espo.worker.v1.ReleaseRequest
 	(*ReleaseResponse)(nil),           // 34: espo.worker.v1.ReleaseResponse
-	(*EmbedRequest)(nil),              // 35: espo.worker.v1.EmbedRequest
-	(*EmbedResponse)(nil),             // 36: espo.worker.v1.EmbedResponse
-	(*Embedding)(nil),                 // 37: espo.worker.v1.Embedding
-	nil,                               // 38: espo.worker.v1.Element.AttributesEntry
-	nil,                               // 39: espo.worker.v1.Action.ElementAttributesEntry
-	nil,                               // 40: espo.worker.v1.Item.AttributesEntry
-	nil,                               // 41: espo.worker.v1.ConfigureRequest.OptionsEntry
+	(*ExportRequest)(nil),             // 35: espo.worker.v1.ExportRequest
+	(*ExportResponse)(nil),            // 36: espo.worker.v1.ExportResponse
+	(*EmbedRequest)(nil),              // 37: espo.worker.v1.EmbedRequest
+	(*EmbedResponse)(nil),             // 38: espo.worker.v1.EmbedResponse
+	(*Embedding)(nil),                 // 39: espo.worker.v1.Embedding
+	nil,                               // 40: espo.worker.v1.Element.AttributesEntry
+	nil,                               // 41: espo.worker.v1.Action.ElementAttributesEntry
+	nil,                               // 42: espo.worker.v1.Item.AttributesEntry
+	nil,                               // 43: espo.worker.v1.ConfigureRequest.OptionsEntry
 }
 var file_worker_proto_depIdxs = []int32{
-	38, // 0: espo.worker.v1.Element.attributes:type_name -> espo.worker.v1.Element.AttributesEntry
-	39, // 1: espo.worker.v1.Action.element_attributes:type_name -> espo.worker.v1.Action.ElementAttributesEntry
-	40, // 2: espo.worker.v1.Item.attributes:type_name -> espo.worker.v1.Item.AttributesEntry
+	40, // 0: espo.worker.v1.Element.attributes:type_name -> espo.worker.v1.Element.AttributesEntry
+	41, // 1: espo.worker.v1.Action.element_attributes:type_name -> espo.worker.v1.Action.ElementAttributesEntry
+	42, // 2: espo.worker.v1.Item.attributes:type_name -> espo.worker.v1.Item.AttributesEntry
 	0,  // 3: espo.worker.v1.Prompt.stage:type_name -> espo.worker.v1.Stage
 	1,  // 4: espo.worker.v1.Prompt.elements:type_name -> espo.worker.v1.Element
 	2,  // 5: espo.worker.v1.Prompt.history:type_name -> espo.worker.v1.Action
 	3,  // 6: espo.worker.v1.Prompt.item:type_name -> espo.worker.v1.Item
-	41, // 7: espo.worker.v1.ConfigureRequest.options:type_name -> espo.worker.v1.ConfigureRequest.OptionsEntry
+	43, // 7: espo.worker.v1.ConfigureRequest.options:type_name -> espo.worker.v1.ConfigureRequest.OptionsEntry
 	9,  // 8: espo.worker.v1.ConfigureResponse.info:type_name -> espo.worker.v1.InfoResponse
 	4,  // 9: espo.worker.v1.GenerateRequest.prompts:type_name -> espo.worker.v1.Prompt
 	5,  // 10: espo.worker.v1.Sample.answer:type_name -> espo.worker.v1.Answer
@@ -2410,7 +2556,7 @@ var file_worker_proto_depIdxs = []int32{
 	4,  // 17: espo.worker.v1.Weighted.prompt:type_name -> espo.worker.v1.Prompt
 	5,  // 18: espo.worker.v1.Weighted.answer:type_name -> espo.worker.v1.Answer
 	20, // 19: espo.worker.v1.BackwardRequest.items:type_name -> espo.worker.v1.Weighted
-	37, // 20: espo.worker.v1.EmbedResponse.embeddings:type_name -> espo.worker.v1.Embedding
+	39, // 20: espo.worker.v1.EmbedResponse.embeddings:type_name -> espo.worker.v1.Embedding
 	6,  // 21: espo.worker.v1.Worker.Configure:input_type -> espo.worker.v1.ConfigureRequest
 	8,  // 22: espo.worker.v1.Worker.Info:input_type -> espo.worker.v1.InfoRequest
 	10, // 23: espo.worker.v1.Worker.Health:input_type -> espo.worker.v1.HealthRequest
@@ -2423,22 +2569,24 @@ var file_worker_proto_depIdxs = []int32{
 	29, // 30: espo.worker.v1.Worker.Save:input_type -> espo.worker.v1.SaveRequest
 	31, // 31: espo.worker.v1.Worker.Load:input_type -> espo.worker.v1.LoadRequest
 	33, // 32: espo.worker.v1.Worker.Release:input_type -> espo.worker.v1.ReleaseRequest
-	35, // 33: espo.worker.v1.Worker.Embed:input_type -> espo.worker.v1.EmbedRequest
-	7,  // 34: espo.worker.v1.Worker.Configure:output_type -> espo.worker.v1.ConfigureResponse
-	9,  // 35: espo.worker.v1.Worker.Info:output_type -> espo.worker.v1.InfoResponse
-	11, // 36: espo.worker.v1.Worker.Health:output_type -> espo.worker.v1.HealthResponse
-	15, // 37: espo.worker.v1.Worker.Generate:output_type -> espo.worker.v1.GenerateResponse
-	19, // 38: espo.worker.v1.Worker.LogProbs:output_type -> espo.worker.v1.LogProbsResponse
-	22, // 39: espo.worker.v1.Worker.Backward:output_type -> espo.worker.v1.BackwardResponse
-	24, // 40: espo.worker.v1.Worker.Gradients:output_type -> espo.worker.v1.GradientsResponse
-	26, // 41: espo.worker.v1.Worker.Step:output_type -> espo.worker.v1.StepResponse
-	28, // 42: espo.worker.v1.Worker.SnapshotReference:output_type -> espo.worker.v1.SnapshotReferenceResponse
-	30, // 43: espo.worker.v1.Worker.Save:output_type -> espo.worker.v1.SaveResponse
-	32, // 44: espo.worker.v1.Worker.Load:output_type -> espo.worker.v1.LoadResponse
-	34, // 45: espo.worker.v1.Worker.Release:output_type -> espo.worker.v1.ReleaseResponse
-	36, // 46: espo.worker.v1.Worker.Embed:output_type -> espo.worker.v1.EmbedResponse
-	34, // [34:47] is the sub-list for method output_type
-	21, // [21:34] is the sub-list for method input_type
+	37, // 33: espo.worker.v1.Worker.Embed:input_type -> espo.worker.v1.EmbedRequest
+	35, // 34: espo.worker.v1.Worker.Export:input_type -> espo.worker.v1.ExportRequest
+	7,  // 35: espo.worker.v1.Worker.Configure:output_type -> espo.worker.v1.ConfigureResponse
+	9,  // 36: espo.worker.v1.Worker.Info:output_type -> espo.worker.v1.InfoResponse
+	11, // 37: espo.worker.v1.Worker.Health:output_type -> espo.worker.v1.HealthResponse
+	15, // 38: espo.worker.v1.Worker.Generate:output_type -> espo.worker.v1.GenerateResponse
+	19, // 39: espo.worker.v1.Worker.LogProbs:output_type -> espo.worker.v1.LogProbsResponse
+	22, // 40: espo.worker.v1.Worker.Backward:output_type -> espo.worker.v1.BackwardResponse
+	24, // 41: espo.worker.v1.Worker.Gradients:output_type -> espo.worker.v1.GradientsResponse
+	26, // 42: espo.worker.v1.Worker.Step:output_type -> espo.worker.v1.StepResponse
+	28, // 43: espo.worker.v1.Worker.SnapshotReference:output_type -> espo.worker.v1.SnapshotReferenceResponse
+	30, // 44: espo.worker.v1.Worker.Save:output_type -> espo.worker.v1.SaveResponse
+	32, // 45: espo.worker.v1.Worker.Load:output_type -> espo.worker.v1.LoadResponse
+	34, // 46: espo.worker.v1.Worker.Release:output_type -> espo.worker.v1.ReleaseResponse
+	38, // 47: espo.worker.v1.Worker.Embed:output_type -> espo.worker.v1.EmbedResponse
+	36, // 48: espo.worker.v1.Worker.Export:output_type -> espo.worker.v1.ExportResponse
+	35, // [35:49] is the sub-list for method output_type
+	21, // [21:35] is the sub-list for method input_type
 	21, // [21:21] is the sub-list for extension type_name
 	21, // [21:21] is the sub-list for extension extendee
 	0,  // [0:21] is the sub-list for field type_name
@@ -2455,7 +2603,7 @@ func file_worker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_worker_proto_rawDesc), len(file_worker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

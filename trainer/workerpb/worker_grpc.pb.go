@@ -41,6 +41,7 @@ const (
 	Worker_Load_FullMethodName              = "/espo.worker.v1.Worker/Load"
 	Worker_Release_FullMethodName           = "/espo.worker.v1.Worker/Release"
 	Worker_Embed_FullMethodName             = "/espo.worker.v1.Worker/Embed"
+	Worker_Export_FullMethodName            = "/espo.worker.v1.Worker/Export"
 )
 
 // WorkerClient is the client API for Worker service.
@@ -82,6 +83,13 @@ type WorkerClient interface {
 	// (spec.rewards.intent.embedder.worker). FAILED_PRECONDITION without an encoder;
 	// UNIMPLEMENTED from a worker that has none to offer (the CPU policy).
 	Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error)
+	// Export writes the current policy to the folder path as a Hugging Face model: the
+	// LoRA adapter (with the merged model in merged/ when merge is set), or the fully
+	// fine-tuned model; each with its tokenizer, processor and chat template, written
+	// beside the folder and renamed into place with a manifest of its files' digests
+	// (espo-export.json). INVALID_ARGUMENT for a model that is no Hugging Face model;
+	// UNIMPLEMENTED from a worker that has none (the CPU policy).
+	Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (*ExportResponse, error)
 }
 
 type workerClient struct {
@@ -222,6 +230,16 @@ func (c *workerClient) Embed(ctx context.Context, in *EmbedRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *workerClient) Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (*ExportResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExportResponse)
+	err := c.cc.Invoke(ctx, Worker_Export_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkerServer is the server API for Worker service.
 // All implementations must embed UnimplementedWorkerServer
 // for forward compatibility.
@@ -261,6 +279,13 @@ type WorkerServer interface {
 	// (spec.rewards.intent.embedder.worker). FAILED_PRECONDITION without an encoder;
 	// UNIMPLEMENTED from a worker that has none to offer (the CPU policy).
 	Embed(context.Context, *EmbedRequest) (*EmbedResponse, error)
+	// Export writes the current policy to the folder path as a Hugging Face model: the
+	// LoRA adapter (with the merged model in merged/ when merge is set), or the fully
+	// fine-tuned model; each with its tokenizer, processor and chat template, written
+	// beside the folder and renamed into place with a manifest of its files' digests
+	// (espo-export.json). INVALID_ARGUMENT for a model that is no Hugging Face model;
+	// UNIMPLEMENTED from a worker that has none (the CPU policy).
+	Export(context.Context, *ExportRequest) (*ExportResponse, error)
 	mustEmbedUnimplementedWorkerServer()
 }
 
@@ -309,6 +334,9 @@ func (UnimplementedWorkerServer) Release(context.Context, *ReleaseRequest) (*Rel
 }
 func (UnimplementedWorkerServer) Embed(context.Context, *EmbedRequest) (*EmbedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Embed not implemented")
+}
+func (UnimplementedWorkerServer) Export(context.Context, *ExportRequest) (*ExportResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Export not implemented")
 }
 func (UnimplementedWorkerServer) mustEmbedUnimplementedWorkerServer() {}
 func (UnimplementedWorkerServer) testEmbeddedByValue()                {}
@@ -565,6 +593,24 @@ func _Worker_Embed_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Worker_Export_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExportRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServer).Export(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Worker_Export_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServer).Export(ctx, req.(*ExportRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Worker_ServiceDesc is the grpc.ServiceDesc for Worker service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -623,6 +669,10 @@ var Worker_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Embed",
 			Handler:    _Worker_Embed_Handler,
+		},
+		{
+			MethodName: "Export",
+			Handler:    _Worker_Export_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -58,7 +58,7 @@ class Folders:
         return ", ".join(self.dirs) or "none"
 
     def confine(self, op: str, path: str) -> str:
-        """The path op ("save" or "load") of path uses: resolved as the module says,
+        """The path op ("save", "load" or "export") of path uses: resolved as the module says,
         or PathNotAllowedError naming path and the folders."""
         if not self.dirs:
             raise PathNotAllowedError("%s %s: this worker has no allowed folders; name the job's folders in $%s or "

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 import grpc
 
 from . import auth, modelfiles, wire
+from . import export as exportlib
 from . import folders as folderslib
 from . import policy as policylib
 from . import protocol as pb
@@ -142,6 +143,8 @@ class Servicer:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         except modelfiles.ModelIncompleteError as e:  # str(e) begins with modelfiles.PREFIX
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
+        except exportlib.ExportError as e:  # a destination that cannot be written
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(e))
         except folderslib.PathNotAllowedError as e:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
         except FileNotFoundError as e:
@@ -243,6 +246,14 @@ class Servicer:
             if not req.path:
                 raise policylib.InvalidError("load: empty path")
             return pb.LoadResponse(steps=self.p.load(self._load_path(req.path)))
+        return self._run(context, do)
+
+    def Export(self, req: pb.ExportRequest, context: grpc.ServicerContext) -> pb.ExportResponse:
+        def do() -> pb.ExportResponse:
+            if not req.path:
+                raise policylib.InvalidError("export: empty path")
+            m = self.p.export(self.folders.confine("export", req.path), merge=req.merge)
+            return pb.ExportResponse(path=req.path, kind=m.kind, merged=m.merged, step=m.step, files=len(m.files))
         return self._run(context, do)
 
     def Embed(self, req: pb.EmbedRequest, context: grpc.ServicerContext) -> pb.EmbedResponse:

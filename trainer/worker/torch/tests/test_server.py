@@ -223,14 +223,16 @@ class FoldersTest(unittest.TestCase):
         self.assertEqual(folderslib.split("/checkpoints::/initial-checkpoint:"), ["/checkpoints", "/initial-checkpoint"])
 
     def test_server_refuses_escapes(self):
-        """Save, Load and Configure with a load path answer PERMISSION_DENIED for every
-        escape and touch nothing outside; inside the folder they work."""
+        """Save, Load, Export and Configure with a load path answer PERMISSION_DENIED
+        for every escape and touch nothing outside; inside the folder they work (and
+        Export refuses the tiny model, which is no Hugging Face model)."""
         w = Worker(allowed=[self.l.allowed])
         try:
             md = bearer(TOKEN)
             self.assertEqual(code(w.call("Configure", pb.ConfigureRequest(seed=1, options=TINY), md)), grpc.StatusCode.OK)
             for name, p in self.l.escapes().items():
                 for method, req in (("Save", pb.SaveRequest(path=p)), ("Load", pb.LoadRequest(path=p)),
+                                    ("Export", pb.ExportRequest(path=p)),
                                     ("Configure", pb.ConfigureRequest(seed=1, options=TINY, load_path=p))):
                     got = w.call(method, req, md)
                     self.assertEqual(code(got), grpc.StatusCode.PERMISSION_DENIED, "%s of %s" % (method, name))
@@ -241,6 +243,9 @@ class FoldersTest(unittest.TestCase):
             self.assertEqual(code(w.call("Save", pb.SaveRequest(path=inside), md)), grpc.StatusCode.OK)
             self.assertEqual(code(w.call("Load", pb.LoadRequest(path=os.path.join(self.l.allowed, "state")), md)),
                              grpc.StatusCode.OK)
+            tiny = w.call("Export", pb.ExportRequest(path=os.path.join(self.l.allowed, "policy")), md)
+            self.assertEqual(code(tiny), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("no Hugging Face model", tiny.details())
         finally:
             w.close()
 

@@ -69,6 +69,7 @@ const (
 	outputVolume          = "output"
 	shmVolume             = "dshm"
 	checkpointVolume      = "checkpoints"
+	exportVolume          = "export"
 	modelsVolume          = "models"
 	initialCkptVolume     = "initial-checkpoint"
 	datasetVolumePrefix   = "data-"
@@ -229,12 +230,15 @@ func workerListenAddr(job *trainingv1alpha1.ESPOJob) string {
 }
 
 // workerPaths are the folders a rank's worker container may save to and load from:
-// the checkpoint claim (mounted on rank 0 only) and the initial checkpoint. A worker
-// without any refuses every save and load.
+// the checkpoint and export claims (mounted on rank 0 only) and the initial
+// checkpoint. A worker without any refuses every save, load and export.
 func workerPaths(job *trainingv1alpha1.ESPOJob, rank int32) []string {
 	var paths []string
 	if job.Spec.Checkpoint != nil && rank == 0 {
 		paths = append(paths, CheckpointMountPath)
+	}
+	if job.Spec.Export != nil && rank == 0 {
+		paths = append(paths, ExportMountPath)
 	}
 	if job.Spec.Model.InitialCheckpoint != nil {
 		paths = append(paths, trainingv1alpha1.InitialCheckpointMountPath)
@@ -302,13 +306,14 @@ func trainerEnv(job *trainingv1alpha1.ESPOJob) []corev1.EnvVar {
 }
 
 // trainerMounts are rank 0's extra mounts: every PVC or ConfigMap dataset source
-// read-only under DataRoot, the checkpoint claim, and the output folder.
+// read-only under DataRoot, the checkpoint and export claims, and the output folder.
 func trainerMounts(job *trainingv1alpha1.ESPOJob) []corev1.VolumeMount {
 	return append(dataMounts(job), corev1.VolumeMount{Name: outputVolume, MountPath: OutputDir})
 }
 
-// dataMounts are the dataset sources read-only under DataRoot and the checkpoint
-// claim: what rank 0's trainer and cuda worker containers share.
+// dataMounts are the dataset sources read-only under DataRoot and the checkpoint and
+// export claims: what rank 0's trainer and cuda worker containers share (the worker
+// writes the export; the trainer checks at start that it can).
 func dataMounts(job *trainingv1alpha1.ESPOJob) []corev1.VolumeMount {
 	var mounts []corev1.VolumeMount
 	for _, src := range job.Spec.Datasets.Sources {
@@ -321,13 +326,16 @@ func dataMounts(job *trainingv1alpha1.ESPOJob) []corev1.VolumeMount {
 	if job.Spec.Checkpoint != nil {
 		mounts = append(mounts, corev1.VolumeMount{Name: checkpointVolume, MountPath: CheckpointMountPath})
 	}
+	if job.Spec.Export != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: exportVolume, MountPath: ExportMountPath})
+	}
 	return mounts
 }
 
 // podVolumes are the volumes of a rank's pod: the run config, /tmp, the worker token, with GPUs a
 // memory-backed /dev/shm, with cuda the claim of spec.model.weights, and the claim of
 // spec.model.initialCheckpoint, for every rank (read-only, so one ReadOnlyMany claim
-// serves every pod); the datasets, checkpoints and output for rank 0 only (a
+// serves every pod); the datasets, checkpoints, export and output for rank 0 only (a
 // ReadWriteOnce claim can be mounted by one node).
 func podVolumes(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.Volume {
 	vols := []corev1.Volume{
@@ -372,6 +380,11 @@ func podVolumes(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.Volume {
 	if cp := job.Spec.Checkpoint; cp != nil {
 		vols = append(vols, corev1.Volume{Name: checkpointVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cp.PersistentVolumeClaim.ClaimName},
+		}})
+	}
+	if e := job.Spec.Export; e != nil {
+		vols = append(vols, corev1.Volume{Name: exportVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: e.PersistentVolumeClaim.ClaimName},
 		}})
 	}
 	return append(vols, corev1.Volume{Name: outputVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})

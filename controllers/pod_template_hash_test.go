@@ -172,6 +172,7 @@ func TestPodTemplateHashChangesWithWhatShapesThePods(t *testing.T) {
 		"checkpoint claim":         hashBase().Checkpoint("other", "runs/1", 50).Obj(),
 		"checkpoint interval":      hashBase().Checkpoint("ckpt", "runs/1", 10).Obj(),
 		"early stopping":           hashBase().StopAt(trainingv1alpha1.MetricRecommendationAccuracy, "0.3").Obj(),
+		"export":                   hashBase().Export("models", "run-1", false, "").Obj(),
 		"affinity": func() *trainingv1alpha1.ESPOJob {
 			j := hashBase().Obj()
 			j.Spec.Trainer.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{

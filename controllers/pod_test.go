@@ -215,6 +215,36 @@ func TestBuildPod(t *testing.T) {
 				return p
 			},
 		},
+		"cuda with an export: rank 0's trainer and worker mount its claim; the worker may write it": {
+			job: makeJob().Replicas(2).CUDA("m").LoRA(8).Checkpoint("ckpt", "runs/1", 10).Export("models", "run-1", true, "").Obj(), rank: 0,
+			want: func() *corev1.Pod {
+				p := wantPod(0)
+				ckpt := corev1.VolumeMount{Name: "checkpoints", MountPath: "/checkpoints"}
+				export := corev1.VolumeMount{Name: "export", MountPath: "/export"}
+				c := &p.Spec.Containers[0]
+				c.VolumeMounts = append(c.VolumeMounts[:3], ckpt, export, c.VolumeMounts[3])
+				w := wantPod(1).Spec.Containers[0]
+				w.Command, w.Image = nil, "espo-cuda:v1"
+				w.Env[0].Value = "0"
+				w.VolumeMounts = append(w.VolumeMounts, ckpt, export)
+				w.Env = append(w.Env, corev1.EnvVar{Name: "ESPO_WORKER_PATHS", Value: "/checkpoints:/export"})
+				p.Spec.Containers = append(p.Spec.Containers, w)
+				p.Spec.Volumes = append(p.Spec.Volumes[:3],
+					corev1.Volume{Name: "checkpoints", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "ckpt"}}},
+					corev1.Volume{Name: "export", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "models"}}},
+					p.Spec.Volumes[3])
+				return p
+			},
+		},
+		"cuda with an export: the other ranks do not mount it": {
+			job: makeJob().Replicas(2).CUDA("m").Export("models", "run-1", false, "").Obj(), rank: 1,
+			want: func() *corev1.Pod {
+				p := wantPod(1)
+				c := &p.Spec.Containers[0]
+				c.Command, c.Image = nil, "espo-cuda:v1"
+				return p
+			},
+		},
 		"cuda on one replica: the worker beside the trainer listens on loopback only": {
 			job: makeJob().CUDA("m").Obj(), rank: 0,
 			want: func() *corev1.Pod {

@@ -32,6 +32,8 @@ const (
 	DataRoot = "/data"
 	// CheckpointMountPath is where the checkpoint claim is mounted (rank 0 only).
 	CheckpointMountPath = "/checkpoints"
+	// ExportMountPath is where the claim of spec.export is mounted (rank 0 only).
+	ExportMountPath = "/export"
 	// OutputDir is the writable folder for the trainer's final report.
 	OutputDir = "/var/run/espo/output"
 )

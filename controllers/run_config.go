@@ -32,7 +32,7 @@ import (
 
 // buildRunConfig resolves the job into the trainer's run config: the job's name and
 // UID (which the trainer binds its checkpoints to), its spec with every default
-// applied, where the datasets, checkpoints and output are mounted, the addresses of
+// applied, where the datasets, checkpoints, export and output are mounted, the addresses of
 // the remote policy workers, and prov, the operator's part of the run's provenance.
 // spec.runPolicy.suspend is left out (false): it is not the trainer's business, and
 // suspending must not rewrite the config.
@@ -50,6 +50,9 @@ func buildRunConfig(job *trainingv1alpha1.ESPOJob, prov trainingv1alpha1.RunProv
 	}
 	if spec.Checkpoint != nil {
 		rc.CheckpointDir = path.Join(CheckpointMountPath, spec.Checkpoint.PersistentVolumeClaim.Path)
+	}
+	if e := spec.Export; e != nil {
+		rc.ExportDir = path.Join(ExportMountPath, e.PersistentVolumeClaim.Path)
 	}
 	if ic := spec.Model.InitialCheckpoint; ic != nil {
 		rc.InitialCheckpoint = path.Join(trainingv1alpha1.InitialCheckpointMountPath, ic.Path)

@@ -59,6 +59,13 @@ func TestBuildRunConfig(t *testing.T) {
 			job:  makeJob().Checkpoint("ckpt", "runs/demo", 20).Obj(),
 			want: func(rc *trainingv1alpha1.RunConfig) { rc.CheckpointDir = "/checkpoints/runs/demo" },
 		},
+		"an export to a folder of its claim": {
+			job: makeJob().CUDA("m").Export("models", "gui/run-7", false, "").Obj(),
+			want: func(rc *trainingv1alpha1.RunConfig) {
+				rc.ExportDir = "/export/gui/run-7"
+				rc.Workers = []string{"localhost:50051"}
+			},
+		},
 		"an initial checkpoint under its mount": {
 			job: makeJob().InitialCheckpoint("ckpts", "run-1/step-000000000600").Obj(),
 			want: func(rc *trainingv1alpha1.RunConfig) {

@@ -97,6 +97,8 @@ type Settings struct {
 	// settings (workerOptions) and the sentence encoder of
 	// spec.rewards.intent.embedder.worker (embedder_model).
 	WorkerOptions map[string]string
+	// Export is spec.export checked; nil without it.
+	Export *Export
 }
 
 // EarlyStopping is spec.earlyStopping parsed: each condition acts once it held for
@@ -189,6 +191,8 @@ func resolve(c *Config) (*Settings, error) {
 	adv.EmptyGate = p.parse("spec.rewards.cout.emptyGate", s.Rewards.COUT.EmptyGate)
 	r.Advantage = adv
 	r.Optimizer = resolveOptimizer(&p, s.Algorithm.Optimizer)
+	export, exportErr := resolveExport(c)
+	r.Export = export
 	dropout := 0.0
 	if l := s.Model.LoRA; l != nil && l.Dropout != "" {
 		dropout = p.parse(loraDropoutField, l.Dropout)
@@ -205,6 +209,7 @@ func resolve(c *Config) (*Settings, error) {
 		checkDropout(dropout),
 		r.Optimizer.check(),
 		checkRollout(&s.Model),
+		exportErr,
 	)
 }
 

@@ -141,6 +141,7 @@ func (t *Trainer) evaluateEpoch(ctx context.Context, ep *plan.Epoch) (stop, bool
 	}
 	r.Stage, r.Epoch, r.Step = ep.Kind, ep.Number, t.state.Step
 	t.state.History = append(t.state.History, r.summary())
+	t.protectBest()
 	if r.RecommendationAccuracy > t.state.BestRecommendationAccuracy {
 		t.state.BestRecommendationAccuracy = r.RecommendationAccuracy
 	}
@@ -152,14 +153,14 @@ func (t *Trainer) evaluateEpoch(ctx context.Context, ep *plan.Epoch) (stop, bool
 func (t *Trainer) publishEval(ctx context.Context, ep *plan.Epoch, r *EvalResult) {
 	st := r.status()
 	now := t.now()
-	st.Epoch, st.Step, st.Time = int32(ep.Number), t.state.Step, &now
+	st.Epoch, st.Step, st.Time = int32(ep.Number), r.Step, &now
 	t.status.Evaluation = st
 	t.status.IntentMatch = r.IntentMatch
 	if t.state.BestRecommendationAccuracy >= 0 {
 		t.status.BestRecommendationAccuracy = trainingv1alpha1.NewMetric(t.state.BestRecommendationAccuracy)
 	}
 	t.opts.Metrics.observeEval(r.Split, r.named())
-	t.opts.Log.Info("evaluation", "split", r.Split, "stage", ep.Kind, "epoch", ep.Number, "step", t.state.Step,
+	t.opts.Log.Info("evaluation", "split", r.Split, "stage", ep.Kind, "epoch", ep.Number, "step", r.Step,
 		"guiTypeAccuracy", percent(r.GUITypeAccuracy), "elementAccuracy", percent(r.ElementAccuracy),
 		"operationF1", percent(r.OperationF1), "stepSuccessRate", percent(r.StepSuccessRate),
 		"intentAccuracy", percent(r.IntentAccuracy), "recommendationAccuracy", percent(r.RecommendationAccuracy),
@@ -215,13 +216,27 @@ func inARow(n int) string {
 	return fmt.Sprintf(", %d evaluations in a row", n)
 }
 
-// finish evaluates on the test split, writes the final report and reports the outcome
-// of a run that ended as s.
+// finish evaluates on the test split, exports a run that succeeded (spec.export: the
+// best checkpoint, loaded before the test evaluation, or the final policy), writes
+// the final report and reports the outcome of a run that ended as s.
 func (t *Trainer) finish(ctx context.Context, s stop) (*Report, error) {
 	rep := &Report{Outcome: s.outcome(), Message: s.message, Steps: t.state.Step, Validation: t.state.History,
 		BestRecommendationAccuracy: max(t.state.BestRecommendationAccuracy, 0)}
+	exporting := t.settings.Export != nil && (s.reason == stopCompleted || s.reason == stopTargetReached)
+	policyStep := t.state.Step
+	if exporting {
+		var err error
+		if policyStep, err = t.loadBest(ctx); err != nil {
+			return nil, t.fail(ctx, err)
+		}
+	}
 	if s.reason != stopNonFiniteLoss {
-		if err := t.test(ctx, rep); err != nil {
+		if err := t.test(ctx, rep, policyStep); err != nil {
+			return nil, t.fail(ctx, err)
+		}
+	}
+	if exporting {
+		if err := t.export(ctx); err != nil {
 			return nil, t.fail(ctx, err)
 		}
 	}
@@ -235,13 +250,14 @@ func (t *Trainer) finish(ctx context.Context, s stop) (*Report, error) {
 	return rep, nil
 }
 
-// test evaluates on the test split, when the run has one, into rep and the status.
-func (t *Trainer) test(ctx context.Context, rep *Report) error {
+// test evaluates the workers' policy, of step policyStep, on the test split, when the
+// run has one, into rep and the status.
+func (t *Trainer) test(ctx context.Context, rep *Report, policyStep int64) error {
 	r, err := t.evaluationSplit(ctx, "test")
 	if err != nil || r == nil {
 		return err
 	}
-	r.Step = t.state.Step
+	r.Step = policyStep
 	rep.Test = r
 	last := &t.plan.Epochs[len(t.plan.Epochs)-1]
 	if t.state.Epoch < len(t.plan.Epochs) {

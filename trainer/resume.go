@@ -161,6 +161,7 @@ func (t *Trainer) resumeFrom(c *checkpoint.Checkpoint) (string, error) {
 			c.Dir, s.Epoch, s.Batch, s.Step, len(t.plan.Epochs), t.plan.TotalSteps()))
 	}
 	t.state, t.status.Step = s, s.Step
+	t.protectBest()
 	t.status.LastCheckpoint = &trainingv1alpha1.CheckpointStatus{Step: c.Step, Path: c.Dir}
 	t.opts.Log.Info("resuming from checkpoint", "dir", c.Dir, "step", t.state.Step, "epoch", t.state.Epoch, "batch", t.state.Batch)
 	return filepath.Join(c.Dir, workerStateFile), nil

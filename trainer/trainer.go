@@ -158,6 +158,9 @@ func New(s *Settings, opts Options) (*Trainer, error) {
 		return nil, err
 	}
 	t.plan = t.src.Plan()
+	if err := t.checkValidationForBest(); err != nil {
+		return nil, err
+	}
 	if t.estimator, err = newEstimator(&cfg.Spec.Algorithm, opts.Estimator, s.Advantage, cfg.Spec.Datasets.Environment != nil); err != nil {
 		return nil, err
 	}
@@ -290,6 +293,9 @@ func (t *Trainer) untilDrained(ctx context.Context) (context.Context, context.Ca
 func (t *Trainer) start(ctx context.Context) error {
 	t.status.TotalSteps = t.plan.TotalSteps()
 	t.opts.Metrics.observeTotal(t.status.TotalSteps)
+	if err := t.checkExportWritable(); err != nil {
+		return err
+	}
 	loadPath, err := t.resumePoint()
 	if err != nil {
 		return err

@@ -47,6 +47,7 @@ const MaxNameLength = 40
 // +kubebuilder:printcolumn:name="Restarts",type=integer,priority=1,JSONPath=`.status.restarts`,description="Gang restarts of the trainer pods"
 // +kubebuilder:printcolumn:name="Model",type=string,priority=1,JSONPath=`.status.model`,description="The policy trained, and its LoRA rank when it trains LoRA adapters"
 // +kubebuilder:printcolumn:name="Engine",type=string,priority=1,JSONPath=`.spec.model.rollout.engine`,description="The engine that samples the PyTorch worker's answers: huggingface or vllm (empty: huggingface)"
+// +kubebuilder:printcolumn:name="Export",type=string,priority=1,JSONPath=`.status.training.export.path`,description="The Hugging Face folder the trained policy was exported to, inside spec.export's claim"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters, so that the names of the job's pods, Service and ConfigMap stay valid"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter), because the job's headless Service takes its name"
 type ESPOJob struct {
@@ -89,6 +90,11 @@ type ESPOJobList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.datasets.environment) || !has(self.datasets.environment.endpoint) || (has(self.algorithm) && has(self.algorithm.sftEpochs) && self.algorithm.sftEpochs == 0 && (!has(self.algorithm.name) || self.algorithm.name != 'sft'))",message="an environment endpoint gives no demonstrations to fine-tune on: set algorithm.sftEpochs: 0 and algorithm.name espo or grpo, and start from a fine-tuned model",fieldPath=".algorithm"
 // +kubebuilder:validation:XValidation:rule="!has(self.datasets.environment) || !has(self.algorithm) || !has(self.algorithm.maxStepsPerBatch)",message="algorithm.maxStepsPerBatch sizes batches of recorded steps; with datasets.environment a batch is episodesPerBatch episodes of G rollouts: remove maxStepsPerBatch",fieldPath=".algorithm.maxStepsPerBatch"
 // +kubebuilder:validation:XValidation:rule="!has(self.rewards) || !has(self.rewards.intent) || !has(self.rewards.intent.embedder) || !has(self.rewards.intent.embedder.worker) || (has(self.model) && has(self.model.worker) && self.model.worker != 'cpu')",message="rewards.intent.embedder.worker needs model.worker cuda or external: the CPU policy loads no sentence encoder; set model.worker: cuda, or name an embedding service in embedder.endpoint",fieldPath=".rewards.intent.embedder.worker"
+// +kubebuilder:validation:XValidation:rule="oldSelf.runPolicy.suspend || self.runPolicy.suspend || (has(self.export) == has(oldSelf.export) && (!has(self.export) || self.export == oldSelf.export))",message="export may change only while the job is suspended (spec.runPolicy.suspend: true)"
+// +kubebuilder:validation:XValidation:rule="!has(self.export) || self.model.worker == 'cuda'",message="export writes the PyTorch worker's model as a Hugging Face folder: set model.worker: cuda, or remove export (the cpu policy is no Hugging Face model, and an external worker would write on its own machine)",fieldPath=".export"
+// +kubebuilder:validation:XValidation:rule="!has(self.export) || !has(self.export.merge) || !self.export.merge || has(self.model.lora)",message="export.merge merges a LoRA adapter into its base model: set model.lora, or remove merge (a full fine-tune is exported whole)",fieldPath=".export.merge"
+// +kubebuilder:validation:XValidation:rule="!has(self.export) || !has(self.export.bestBy) || has(self.checkpoint)",message="export.bestBy exports the best checkpoint by that metric: set spec.checkpoint, where the trainer keeps the best checkpoint until it is exported",fieldPath=".export.bestBy"
+// +kubebuilder:validation:XValidation:rule="!has(self.export) || !has(self.export.bestBy) || (has(self.datasets.environment) ? (!has(self.datasets.environment.validationEpisodes) || self.datasets.environment.validationEpisodes > 0) : (!self.datasets.split.validation.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || double(self.datasets.split.validation) > 0.0 || self.datasets.sources.exists(s, s.split == 'validation')))",message="export.bestBy compares validation evaluations, and this run has none: give datasets.split.validation a share, a source with split: validation, or environment.validationEpisodes above 0; or remove bestBy to export the final policy",fieldPath=".export.bestBy"
 type ESPOJobSpec struct {
 	// Datasets are the sources of episodes (SmartSpot JSONL) and how they are split
 	// into train, validation and test sets. Immutable.
@@ -140,6 +146,13 @@ type ESPOJobSpec struct {
 	// Independently of it, a NaN or infinite loss always fails the job.
 	// +optional
 	EarlyStopping *EarlyStoppingSpec `json:"earlyStopping,omitempty"`
+
+	// Export writes the trained policy, when the run succeeds, as a Hugging Face
+	// folder that transformers, peft and serving engines load: the final policy, or
+	// the best checkpoint by a validation metric. Unset: the policy stays in the
+	// checkpoints only. It needs model.worker: cuda.
+	// +optional
+	Export *ExportSpec `json:"export,omitempty"`
 }
 
 // Datasets are where the job's episodes come from: recorded sources and their split,
@@ -531,6 +544,37 @@ type CheckpointSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	Keep int32 `json:"keep,omitempty"`
+}
+
+// ExportSpec says where and what the trainer exports as a Hugging Face folder when
+// the run succeeds (outcome Completed or TargetReached). A LoRA run writes a peft
+// adapter (adapter_config.json, adapter_model.safetensors) and, with merge, the merged
+// model under merged/; a full fine-tune writes config.json and safetensors shards with
+// their index. Both carry the tokenizer, the processor and chat template where the
+// model has them, generation_config.json, and espo-export.json, a manifest with the
+// SHA-256 of every file. The folder is built beside the target and renamed into place,
+// so a target never holds a partial export.
+type ExportSpec struct {
+	// PersistentVolumeClaim is the claim, mounted read-write into rank 0, and the
+	// folder inside it that the export replaces. The path is required: the export
+	// replaces that folder whole, never the claim's root.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="has(self.path) && self.path != '' && self.path != '.'",message="export.persistentVolumeClaim.path must name a folder inside the claim (for example models/run-1): the export replaces that folder whole"
+	PersistentVolumeClaim VolumePath `json:"persistentVolumeClaim"`
+
+	// Merge also writes the base model with the LoRA adapter merged into it, under
+	// merged/, for tools that load one model. Only with model.lora. Default false.
+	// +optional
+	Merge bool `json:"merge,omitempty"`
+
+	// BestBy exports, instead of the final policy, the checkpoint whose validation
+	// evaluation scored highest on this metric (the earliest of equal scores), as the
+	// Hugging Face Trainer's load_best_model_at_end does: the trainer keeps that
+	// checkpoint from pruning, loads it after the last epoch, and the test evaluation
+	// then evaluates it. Needs spec.checkpoint and validation episodes. Unset: the
+	// final policy.
+	// +optional
+	BestBy EvalMetric `json:"bestBy,omitempty"`
 }
 
 // EvalMetric names a metric of an evaluation.

@@ -36,6 +36,10 @@ type RunConfig struct {
 	// CheckpointDir is where checkpoints go; empty disables them.
 	// +optional
 	CheckpointDir string `json:"checkpointDir,omitempty"`
+	// ExportDir is the folder spec.export replaces with the Hugging Face export of
+	// the trained policy; empty when the job exports nothing.
+	// +optional
+	ExportDir string `json:"exportDir,omitempty"`
 	// Workers are the addresses (host:port) of remote policy workers that the trainer
 	// drives besides its own spec.trainer.workersPerReplica in-process CPU workers.
 	// +optional

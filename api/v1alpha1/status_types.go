@@ -323,6 +323,11 @@ type TrainingStatus struct {
 	// +optional
 	LastCheckpoint *CheckpointStatus `json:"lastCheckpoint,omitempty"`
 
+	// Export describes the Hugging Face folder spec.export wrote, once it is
+	// complete.
+	// +optional
+	Export *ExportStatus `json:"export,omitempty"`
+
 	// Outcome is set when the trainer ends the run: Completed, TargetReached,
 	// RewardCollapsed, NonFiniteLoss, CheckpointMismatch, DatasetInvalid,
 	// SplitEmpty, ModelIncomplete or Error.
@@ -401,6 +406,55 @@ type EvaluationStatus struct {
 	// FormatRate is the share of answers in the GUI-R1 format.
 	// +optional
 	FormatRate Decimal `json:"formatRate,omitempty"`
+}
+
+// ExportKind is what an export holds: a LoRA adapter or the whole model.
+// +kubebuilder:validation:Enum=lora;full
+type ExportKind string
+
+// The kinds of export.
+const (
+	// ExportLoRA: a peft adapter (and, with spec.export.merge, the merged model).
+	ExportLoRA ExportKind = "lora"
+	// ExportFull: the whole model, in safetensors shards.
+	ExportFull ExportKind = "full"
+)
+
+// ExportStatus describes the Hugging Face folder the trainer exported.
+type ExportStatus struct {
+	// Path is the export's folder inside spec.export's claim.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Path string `json:"path,omitempty"`
+
+	// Kind is lora (a peft adapter) or full (the whole model).
+	// +optional
+	Kind ExportKind `json:"kind,omitempty"`
+
+	// Merged says whether the merged model is under merged/ beside the adapter.
+	// +optional
+	Merged bool `json:"merged,omitempty"`
+
+	// Step is the optimizer step of the exported weights.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Step int64 `json:"step,omitempty"`
+
+	// Metric is spec.export.bestBy, the metric the exported checkpoint was chosen
+	// by; Value is its validation value at Step. Both unset for the final policy.
+	// +optional
+	Metric EvalMetric `json:"metric,omitempty"`
+	// +optional
+	Value Decimal `json:"value,omitempty"`
+
+	// Files is the number of files the export's manifest (espo-export.json) names.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Files int64 `json:"files,omitempty"`
+
+	// Time is when the export was complete.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // CheckpointStatus describes a checkpoint written by the trainer.

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/test/builders"
 )
 
 // modelSettings sets every model setting of the PyTorch worker; %s is the worker and
@@ -178,4 +179,31 @@ func TestRolloutSettingsAccepted(t *testing.T) {
 			t.Errorf("Go defaults the engine to %q", goDefaulted.Rollout.Engine)
 		}
 	})
+}
+
+// TestExportSettingsAccepted creates jobs that export the best checkpoint, merged, of
+// a recorded run (a validation share) and of an environment run (validation episodes
+// by default), and one that exports the final full model: each stored with its
+// export as sent.
+func TestExportSettingsAccepted(t *testing.T) {
+	ns := namespace(t)
+	recorded := builders.MakeESPOJob("export-recorded", ns).CUDA("m").LoRA(8).Checkpoint("ckpt", "run", 5).
+		Export("models", "run-1", true, trainingv1alpha1.MetricIntentAccuracy).Obj()
+	environment := builders.MakeESPOJob("export-environment", ns).CUDA("m").LoRA(8).Checkpoint("ckpt", "run", 5).
+		Export("models", "env/run-1", false, trainingv1alpha1.MetricStepSuccessRate).Obj()
+	environment.Spec.Datasets = trainingv1alpha1.Datasets{Environment: &trainingv1alpha1.EnvironmentSource{
+		Simulated: &trainingv1alpha1.SimulatedEnvironment{}}}
+	environment.Spec.Default()
+	full := builders.MakeESPOJob("export-full", ns).CUDA("m").Export("models", "full", false, "").Obj()
+	for _, job := range []*trainingv1alpha1.ESPOJob{recorded, environment, full} {
+		t.Run(job.Name, func(t *testing.T) {
+			sent := *job.Spec.Export
+			if err := env.Client.Create(context.Background(), job, strict); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if *job.Spec.Export != sent {
+				t.Errorf("stored spec.export %+v, sent %+v", *job.Spec.Export, sent)
+			}
+		})
+	}
 }

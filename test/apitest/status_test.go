@@ -47,6 +47,10 @@ func trainerReport() map[string]any {
 			"intentAccuracy":         string(trainingv1alpha1.NewMetric(0.5)),
 			"recommendationAccuracy": string(trainingv1alpha1.NewMetric(2.0 / 7)),
 		},
+		"export": map[string]any{
+			"path": "models/run-1", "kind": "lora", "merged": true, "step": int64(96), "files": int64(9),
+			"metric": "recommendationAccuracy", "value": string(trainingv1alpha1.NewMetric(0.3)),
+		},
 	}
 }
 
@@ -62,13 +66,15 @@ func applyTraining(ctx context.Context, ns, name string, training map[string]any
 }
 
 // TestStatusAndColumns writes status as the controller and the trainer would, checks
-// that a controller status write keeps the trainer's report, that metrics and the
-// model and the rollout engine print in the columns of `kubectl get espojobs` (and
-// -o wide), and that a non-finite metric is refused.
+// that a controller status write keeps the trainer's report (its export included),
+// that metrics, the model, the rollout engine and the export's path print in the
+// columns of `kubectl get espojobs` (and -o wide), and that a non-finite metric is
+// refused.
 func TestStatusAndColumns(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	job := builders.MakeESPOJob("columns", ns).CUDA("Qwen2.5-VL-3B-Instruct").Obj()
+	job := builders.MakeESPOJob("columns", ns).CUDA("Qwen2.5-VL-3B-Instruct").LoRA(16).Checkpoint("ckpt", "", 10).
+		Export("models", "models/run-1", true, trainingv1alpha1.MetricRecommendationAccuracy).Obj()
 	job.Spec.Model.Rollout = &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM}
 	if err := env.Client.Create(ctx, job, strict); err != nil {
 		t.Fatal(err)
@@ -95,7 +101,9 @@ func TestStatusAndColumns(t *testing.T) {
 	if job.Status.Disruptions != 1 {
 		t.Errorf("status.disruptions = %d after the write, want 1", job.Status.Disruptions)
 	}
-	if job.Status.Training == nil || job.Status.Training.Evaluation.RecommendationAccuracy != "0.286" || job.Status.Training.SamplerMismatch != "0.012" {
+	if tr := job.Status.Training; tr == nil || tr.Evaluation.RecommendationAccuracy != "0.286" || tr.SamplerMismatch != "0.012" ||
+		tr.Export == nil || *tr.Export != (trainingv1alpha1.ExportStatus{Path: "models/run-1", Kind: trainingv1alpha1.ExportLoRA, Merged: true,
+		Step: 96, Files: 9, Metric: trainingv1alpha1.MetricRecommendationAccuracy, Value: "0.300"}) {
 		t.Fatalf("the controller's status write lost or changed the trainer's report: %+v", job.Status.Training)
 	}
 
@@ -108,7 +116,7 @@ func TestStatusAndColumns(t *testing.T) {
 			names = append(names, c.Name+"(wide)")
 		}
 	}
-	if got, want := strings.Join(names, " "), "Name Phase Stage Epoch Step GUI-Acc Intent-Acc Rec-Acc Age Ele-Acc(wide) Reward(wide) Restarts(wide) Model(wide) Engine(wide)"; got != want {
+	if got, want := strings.Join(names, " "), "Name Phase Stage Epoch Step GUI-Acc Intent-Acc Rec-Acc Age Ele-Acc(wide) Reward(wide) Restarts(wide) Model(wide) Engine(wide) Export(wide)"; got != want {
 		t.Errorf("columns\n  %s\nwant\n  %s", got, want)
 	}
 	if len(table.Rows) != 1 {
@@ -116,7 +124,7 @@ func TestStatusAndColumns(t *testing.T) {
 	}
 	cells := table.Rows[0].Cells
 	cells[8] = "AGE"
-	if got, want := fmt.Sprint(cells...), fmt.Sprint("columns", "Running", "espo", 3, 120, "0.912", "0.500", "0.286", "AGE", "0.850", "0.123", 1, "Qwen2.5-VL-3B-Instruct (LoRA r=16)", "vllm"); got != want {
+	if got, want := fmt.Sprint(cells...), fmt.Sprint("columns", "Running", "espo", 3, 120, "0.912", "0.500", "0.286", "AGE", "0.850", "0.123", 1, "Qwen2.5-VL-3B-Instruct (LoRA r=16)", "vllm", "models/run-1"); got != want {
 		t.Errorf("row\n  %s\nwant\n  %s", got, want)
 	}
 

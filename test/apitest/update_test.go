@@ -115,6 +115,29 @@ func TestUpdateTransitions(t *testing.T) {
 	}
 }
 
+// TestExportChangesOnlyWhileSuspended: spec.export, which the trainer pods mount, may
+// change only while the job is suspended, as spec.checkpoint.
+func TestExportChangesOnlyWhileSuspended(t *testing.T) {
+	ns := namespace(t)
+	for name, suspended := range map[string]bool{"export-running": false, "export-suspended": true} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			job := builders.MakeESPOJob(name, ns).CUDA("m").Suspend(suspended).Export("models", "run-1", false, "").Obj()
+			if err := env.Client.Create(ctx, job, strict); err != nil {
+				t.Fatalf("creating: %v", err)
+			}
+			job.Spec.Export.PersistentVolumeClaim.Path = "run-2"
+			err := env.Client.Update(ctx, job, strict)
+			switch {
+			case suspended && err != nil:
+				t.Fatalf("refused while suspended: %v", err)
+			case !suspended && (err == nil || !strings.Contains(err.Error(), "export may change only while the job is suspended")):
+				t.Fatalf("changed while running: %v; want refused", err)
+			}
+		})
+	}
+}
+
 var (
 	gpuToleration = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	gate          = []corev1.PodSchedulingGate{{Name: "example.com/gate"}}

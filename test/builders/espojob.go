@@ -364,6 +364,14 @@ func (w *ESPOJobWrapper) Checkpoint(claim, path string, everySteps int32) *ESPOJ
 	return w
 }
 
+// Export exports the trained policy to path in claim (spec.export); merge writes the
+// merged model too, bestBy, when not empty, picks the best checkpoint by that metric.
+func (w *ESPOJobWrapper) Export(claim, path string, merge bool, bestBy trainingv1alpha1.EvalMetric) *ESPOJobWrapper {
+	w.Spec.Export = &trainingv1alpha1.ExportSpec{PersistentVolumeClaim: trainingv1alpha1.VolumePath{ClaimName: claim, Path: path},
+		Merge: merge, BestBy: bestBy}
+	return w
+}
+
 // StopAt stops the run with success once metric reaches value.
 func (w *ESPOJobWrapper) StopAt(metric trainingv1alpha1.EvalMetric, value trainingv1alpha1.Decimal) *ESPOJobWrapper {
 	if w.Spec.EarlyStopping == nil {

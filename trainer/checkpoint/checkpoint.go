@@ -81,6 +81,8 @@ type Store struct {
 	keep    int
 	binding Binding
 	log     logr.Logger
+	// protected is the step Protect keeps from pruning; -1 for none.
+	protected int64
 }
 
 // NewStore returns a store in dir for the run of binding, which every checkpoint it
@@ -90,7 +92,25 @@ func NewStore(dir string, keep int, binding Binding, log logr.Logger) (*Store, e
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("checkpoint: creating %s: %w", dir, err)
 	}
-	return &Store{dir: dir, keep: keep, binding: binding, log: log}, nil
+	return &Store{dir: dir, keep: keep, binding: binding, log: log, protected: -1}, nil
+}
+
+// Protect keeps the checkpoint of step from pruning, beside the newest keep, until
+// another step is protected: the best checkpoint of a run that exports it. A negative
+// step protects none.
+func (s *Store) Protect(step int64) { s.protected = max(step, -1) }
+
+// At returns the intact checkpoint of step. It fails when there is none, when it is
+// not intact, or (with a *MismatchError) when it belongs to another run.
+func (s *Store) At(step int64) (*Checkpoint, error) {
+	c, err := Verify(filepath.Join(s.dir, dirName(step)))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: step %d: %w", step, err)
+	}
+	if err := s.binding.admits(c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Dir is the store's folder.
@@ -205,7 +225,7 @@ func (s *Store) steps() ([]int64, error) {
 	return steps, nil
 }
 
-// prune removes all but the newest keep checkpoints.
+// prune removes all but the newest keep checkpoints and the protected one.
 func (s *Store) prune() {
 	if s.keep < 1 {
 		return
@@ -216,6 +236,9 @@ func (s *Store) prune() {
 		return
 	}
 	for i := 0; i < len(steps)-s.keep; i++ {
+		if steps[i] == s.protected {
+			continue
+		}
 		dir := filepath.Join(s.dir, dirName(steps[i]))
 		if err := os.RemoveAll(dir); err != nil {
 			s.log.Error(err, "removing an old checkpoint", "dir", dir)

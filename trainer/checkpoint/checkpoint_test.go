@@ -18,8 +18,11 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -130,6 +133,60 @@ func TestSaveKeepsTheNewestK(t *testing.T) {
 	if len(names) != 2 || names[0] != want[0] || names[1] != want[1] {
 		t.Errorf("folders = %v, want %v", names, want)
 	}
+}
+
+// TestProtectedCheckpointOutlivesPruning: the protected step survives pruning beside
+// the newest keep until another step is protected, and At finds it intact; At fails
+// for a pruned step and refuses another run's checkpoint.
+func TestProtectedCheckpointOutlivesPruning(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := NewStore(dir, 2, run1, logr.Discard())
+	save := func(from, to int64) {
+		for step := from; step <= to; step++ {
+			if _, err := s.Save(step, state{Batch: int(step)}, writeState(fmt.Sprint("w", step))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	save(1, 2)
+	s.Protect(2)
+	save(3, 6)
+	if got, want := folders(t, dir), []string{dirName(2), dirName(5), dirName(6)}; !slices.Equal(got, want) {
+		t.Errorf("with step 2 protected: folders %v, want %v", got, want)
+	}
+	c, err := s.At(2)
+	if err != nil || c.Step != 2 {
+		t.Fatalf("At(2) = %+v, %v", c, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(c.Dir, "worker.state")); string(b) != "w2" {
+		t.Errorf("At(2)'s worker state %q, want w2", b)
+	}
+	s.Protect(6)
+	save(7, 7)
+	if got, want := folders(t, dir), []string{dirName(6), dirName(7)}; !slices.Equal(got, want) {
+		t.Errorf("with step 6 protected instead: folders %v, want %v", got, want)
+	}
+	if _, err := s.At(2); err == nil {
+		t.Error("At(2) found the pruned checkpoint")
+	}
+	other, _ := NewStore(dir, 2, Binding{Run: "ns/other", UID: "uid-2"}, logr.Discard())
+	var mismatch *MismatchError
+	if _, err := other.At(7); !errors.As(err, &mismatch) {
+		t.Errorf("another run's At(7): %v, want a *MismatchError", err)
+	}
+}
+
+func folders(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 func TestSaveRefusesNestedFolders(t *testing.T) {

@@ -108,11 +108,6 @@ func (st *state) clickOn(role, text string) dataset.Answer {
 	return st.clickWhere(func(e *dataset.Element) bool { return e.Role == role && e.Text == text })
 }
 
-// clickRole is a click on the first element with the given role.
-func (st *state) clickRole(role string) dataset.Answer {
-	return st.clickWhere(func(e *dataset.Element) bool { return e.Role == role })
-}
-
 // clickAttr is a click on the first element whose attribute k is v.
 func (st *state) clickAttr(k, v string) dataset.Answer {
 	return st.clickWhere(func(e *dataset.Element) bool { return e.Attrs[k] == v })

@@ -358,15 +358,9 @@ func fatalOnPanic(t *testing.T) {
 	}
 }
 
-// configuredTiny starts a worker with the tiny model, answers of up to maxNew
-// tokens and prompts of up to maxPrompt, saving under allowed, and configures it
-// with seed.
-func configuredTiny(t *testing.T, seed uint64, maxNew, maxPrompt, allowed string) workerpb.WorkerClient {
-	return configured(t, "tiny", seed, maxNew, maxPrompt, allowed)
-}
-
-// configured is configuredTiny with model: "tiny", or an architecture of
-// randomModel, configured in float32.
+// configured starts a worker with model ("tiny", or an architecture of randomModel
+// in float32), answers of up to maxNew tokens and prompts of up to maxPrompt, saving
+// under allowed, and configures it with seed.
 func configured(t *testing.T, model string, seed uint64, maxNew, maxPrompt, allowed string) workerpb.WorkerClient {
 	w := startWorker(t, allowed, "--max-new-tokens", maxNew, "--max-prompt-tokens", maxPrompt).Client()
 	opts := map[string]string{"pretrained": "tiny"}

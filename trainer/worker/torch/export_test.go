@@ -21,9 +21,14 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
 )
@@ -77,5 +82,62 @@ func TestGangExportsTheTrainedAdapter(t *testing.T) {
 	local := worker.NewGang(worker.NewLocal(cpu.New(0)))
 	if _, err := local.Export(ctx, dest, false); !errors.Is(err, worker.ErrNoExport) {
 		t.Errorf("the CPU policy's export: %v, want ErrNoExport", err)
+	}
+}
+
+// TestTrainerExportsTheBestCheckpointThroughTheTorchWorker: a LoRA run of a random
+// Qwen3 on the PyTorch worker with spec.export (merge, bestBy) ends Completed with
+// status.training.export naming the best validation evaluation's step, and the
+// folder passes the worker's own verification (every file of its manifest there with
+// its digest) with that step and the merged model beside the adapter.
+func TestTrainerExportsTheBestCheckpointThroughTheTorchWorker(t *testing.T) {
+	c := smallRun(t)
+	c.Spec.Model = trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: randomModel(t, "qwen3"),
+		DType: trainingv1alpha1.DTypeFloat32, LoRA: &trainingv1alpha1.LoRASpec{Rank: 4}}
+	c.Spec.Algorithm.LearningRate = "0.01"
+	c.CheckpointDir = filepath.Join(c.OutputDir, "checkpoints")
+	c.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 1000, Keep: 1}
+	c.ExportDir = filepath.Join(c.OutputDir, "export", "run-1")
+	c.Spec.Export = &trainingv1alpha1.ExportSpec{PersistentVolumeClaim: trainingv1alpha1.VolumePath{ClaimName: "models", Path: "run-1"},
+		Merge: true, BestBy: trainingv1alpha1.MetricFormatRate}
+	c.Spec.Default()
+	w := startWorker(t, c.OutputDir, "--max-new-tokens", "8", "--max-prompt-tokens", "96")
+	settings, err := trainer.Resolve(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trainer.New(settings, trainer.Options{Workers: worker.NewGang(w.Remote), Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tr.Run(context.Background())
+	if err != nil {
+		t.Fatalf("%v\nworker log:\n%s", err, w.log())
+	}
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || len(rep.Validation) != 2 {
+		t.Fatalf("outcome %s (%s), %d validations; want Completed after 2", rep.Outcome, rep.Message, len(rep.Validation))
+	}
+	best := rep.Validation[0]
+	for _, r := range rep.Validation[1:] {
+		if r.FormatRate > best.FormatRate {
+			best = r
+		}
+	}
+	ex := rep.Status.Export
+	if ex == nil || ex.Step != best.Step || ex.Kind != trainingv1alpha1.ExportLoRA || !ex.Merged || ex.Metric != trainingv1alpha1.MetricFormatRate {
+		t.Fatalf("status.training.export %+v, want the LoRA adapter, merged, of step %d (formatRate %v)", ex, best.Step, best.FormatRate)
+	}
+	cmd := exec.Command(python, "-c", "import sys, json; from espo_worker import export; m = export.verify(sys.argv[1]); print(json.dumps([m.step, m.kind, m.merged, len(m.files)]))", c.ExportDir)
+	cmd.Env = pyEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("verifying the export: %v", err)
+	}
+	var got []any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := []any{float64(best.Step), "lora", true, float64(ex.Files)}; len(got) != 4 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || got[3] != want[3] {
+		t.Errorf("the export's manifest says %v, want %v", got, want)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/checkpoint"
 	"github.com/espo-dev/espo-operator/trainer/permanent"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
@@ -158,7 +159,7 @@ func (t *Trainer) loadBest(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("spec.export.bestBy: loading the best checkpoint by %s: %w", t.settings.Export.BestBy, err)
 	}
-	setup := worker.Setup{Seed: t.settings.Seed, Options: t.settings.WorkerOptions, LoadPath: filepath.Join(c.Dir, workerStateFile)}
+	setup := worker.Setup{Seed: t.settings.Seed, Options: t.settings.WorkerOptions, LoadPath: filepath.Join(c.Dir, checkpoint.WorkerStateFile)}
 	if _, err := t.opts.Workers.Configure(ctx, setup); err != nil {
 		return 0, fmt.Errorf("spec.export.bestBy: loading the best checkpoint (step %d): %w", best.Step, err)
 	}

@@ -145,7 +145,7 @@ func TestExportWritesTheBestCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the best checkpoint (step %d) did not outlive pruning: %v", best.Step, err)
 	}
-	want, err := os.ReadFile(filepath.Join(ckpt.Dir, workerStateFile))
+	want, err := os.ReadFile(filepath.Join(ckpt.Dir, checkpoint.WorkerStateFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestExportWritesTheBestCheckpoint(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Error("the export is not the best checkpoint's policy")
 	}
-	final, err := os.ReadFile(filepath.Join(c.CheckpointDir, fmt.Sprintf("step-%012d", rep.Steps), workerStateFile))
+	final, err := os.ReadFile(filepath.Join(c.CheckpointDir, fmt.Sprintf("step-%012d", rep.Steps), checkpoint.WorkerStateFile))
 	if err != nil {
 		t.Fatal(err)
 	}

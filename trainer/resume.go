@@ -145,7 +145,7 @@ func (t *Trainer) resumePoint() (string, error) {
 			fmt.Errorf("spec.model.initialCheckpoint (%s): %w", t.cfg.InitialCheckpoint, err)), t.opts.PodRoot)
 	}
 	t.opts.Log.Info("starting from an initial checkpoint", "dir", c.Dir, "itsStep", c.Step)
-	return filepath.Join(c.Dir, workerStateFile), nil
+	return filepath.Join(c.Dir, checkpoint.WorkerStateFile), nil
 }
 
 // resumeFrom restores the trainer's state from c, one of this run's checkpoints, and
@@ -164,7 +164,7 @@ func (t *Trainer) resumeFrom(c *checkpoint.Checkpoint) (string, error) {
 	t.protectBest()
 	t.status.LastCheckpoint = &trainingv1alpha1.CheckpointStatus{Step: c.Step, Path: c.Dir}
 	t.opts.Log.Info("resuming from checkpoint", "dir", c.Dir, "step", t.state.Step, "epoch", t.state.Epoch, "batch", t.state.Batch)
-	return filepath.Join(c.Dir, workerStateFile), nil
+	return filepath.Join(c.Dir, checkpoint.WorkerStateFile), nil
 }
 
 // checkpointRefused is the error of a run that refuses the newest checkpoint of its

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/checkpoint"
 	"github.com/espo-dev/espo-operator/trainer/experience"
 )
 
@@ -179,7 +180,7 @@ func TestAPositionOutsideThePlanIsRefused(t *testing.T) {
 	total := tr.plan.TotalSteps()
 	past := State{Epoch: len(tr.plan.Epochs), Step: total}
 	if _, err := tr.store.Save(total, past, func(dir string) error {
-		return os.WriteFile(filepath.Join(dir, workerStateFile), []byte("never loaded"), 0o644)
+		return os.WriteFile(filepath.Join(dir, checkpoint.WorkerStateFile), []byte("never loaded"), 0o644)
 	}); err != nil {
 		t.Fatal(err)
 	}

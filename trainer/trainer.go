@@ -38,9 +38,6 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
-// workerStateFile is the file of a checkpoint that holds worker 0's full state.
-const workerStateFile = "worker.state"
-
 // workerReadyTimeout bounds how long the trainer waits for its workers to be
 // reachable and configured.
 const workerReadyTimeout = 10 * time.Minute
@@ -418,7 +415,7 @@ func (t *Trainer) checkpoint(ctx context.Context) error {
 		return nil
 	}
 	dir, err := t.store.Save(t.state.Step, t.state, func(dir string) error {
-		return t.opts.Workers.Save(ctx, filepath.Join(dir, workerStateFile))
+		return t.opts.Workers.Save(ctx, filepath.Join(dir, checkpoint.WorkerStateFile))
 	})
 	if err != nil {
 		return err

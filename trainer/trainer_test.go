@@ -30,6 +30,7 @@ import (
 	"github.com/go-logr/logr"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/checkpoint"
 	"github.com/espo-dev/espo-operator/trainer/intents"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
@@ -297,7 +298,7 @@ func TestInitialCheckpointStartsFromAnEarlierRun(t *testing.T) {
 		t.Fatalf("checkpoints of the first run: %v, %v", entries, err)
 	}
 	final := filepath.Join(first.CheckpointDir, entries[0].Name())
-	want, err := os.ReadFile(filepath.Join(final, workerStateFile))
+	want, err := os.ReadFile(filepath.Join(final, checkpoint.WorkerStateFile))
 	if err != nil {
 		t.Fatal(err)
 	}

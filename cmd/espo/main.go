@@ -48,6 +48,7 @@ func newRootCommand() *cobra.Command {
 		newTrainerCommand(),
 		newWorkerCommand(),
 		newLocalCommand(),
+		newExportCommand(),
 	)
 	return root
 }

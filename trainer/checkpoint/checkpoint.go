@@ -45,6 +45,10 @@ import (
 	"github.com/go-logr/logr"
 )
 
+// WorkerStateFile is the file of a trainer's checkpoint that holds its workers'
+// full state (worker 0's, which every worker shares).
+const WorkerStateFile = "worker.state"
+
 const (
 	manifestName = "MANIFEST.json"
 	dirPrefix    = "step-"

@@ -550,10 +550,12 @@ class Policy:
             self.need()
             torch.save(self.state_dict(), f)
 
-    def load(self, path: str | IO[bytes], seed: int = 0) -> int:
+    def load(self, path: str | IO[bytes], seed: int = 0, overrides: Mapping[str, Any] | None = None) -> int:
         """Restores a state Save wrote, from path: a file's path, or a file object
         (server.InlineState, a state sent inline). With several ranks, rank 0 reads it
-        (only it may have the checkpoint volume) and broadcasts the state."""
+        (only it may have the checkpoint volume) and broadcasts the state. overrides
+        (typed settings by name) replace the state's: a model folder that is elsewhere
+        on this machine than where the state was written, say."""
         with self.lock:
             self.dist.init()
             st = None
@@ -565,6 +567,8 @@ class Policy:
                 except Exception as e:  # noqa: BLE001 - any unreadable file is data loss
                     raise OSError("load %s: %s" % (path, e)) from e
             c = self.with_rollout(WorkerConfig.from_mapping(self.dist.broadcast_object(st.options if st else None)))
+            if overrides:
+                c = c.replace(overrides)
             if self.backend is None or c != self.config:
                 self.build(c, seed)
             if st is not None:

@@ -119,3 +119,33 @@ def test_a_damaged_or_partial_export_is_refused(models, screenshots, tmp_path):
     with pytest.raises(InvalidError, match="tiny is no Hugging Face model"):
         tiny.export(str(tmp_path / "tiny"))
 
+
+
+def test_a_checkpoint_exports_offline_as_the_live_policy(models, screenshots, tmp_path, capsys):
+    """export_checkpoint (python -m espo_worker.export_cli, behind "espo export") turns
+    a saved state into the folder the live policy exports, byte for byte, with the base
+    model found where it is now (--base), not where the state was written."""
+    import shutil
+
+    from espo_worker import export_cli
+    moved = str(tmp_path / "models-in-the-pod")
+    shutil.copytree(models["qwen3"], moved)
+    p = hf_policy(moved, lora_r=4)
+    ps = prompts("qwen3", screenshots)
+    train(p, ps, 2, lr=0.05)
+    state = str(tmp_path / "worker.state")
+    p.save(state)
+    live = p.export(str(tmp_path / "live"), merge=True)
+    here = str(tmp_path / "models-here")
+    os.rename(moved, here)
+    dest = str(tmp_path / "offline")
+    assert export_cli.main([state, dest, "--merge"]) == 2, "the state's own model folder is gone"
+    assert "models-in-the-pod" in capsys.readouterr().err
+    assert export_cli.main([state, dest, "--merge", "--base", here]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary == {"path": dest, "kind": "lora", "merged": True, "step": 2, "files": len(live.files)}
+    offline = exportlib.verify(dest)
+    assert offline.files["adapter_model.safetensors"] == live.files["adapter_model.safetensors"], \
+        "the offline export's adapter is the live policy's, byte for byte"
+    assert offline.base == here and offline.step == live.step
+    assert export_cli.main([str(tmp_path / "no-such.state"), str(tmp_path / "x")]) == 2

@@ -149,9 +149,9 @@ func TestSamplerCorrectionCapResolves(t *testing.T) {
 }
 
 // TestRolloutRulesWithoutTheAPIServer: a run config that breaks a rule of
-// spec.model.rollout the API server applies (one that never passed through it) fails
-// New with the ConfigInvalid outcome, naming the field: a restart would meet it
-// again.
+// spec.model.rollout or spec.model.sharding the API server applies (one that never
+// passed through it) fails New with the ConfigInvalid outcome, naming the field: a
+// restart would meet it again.
 func TestRolloutRulesWithoutTheAPIServer(t *testing.T) {
 	yes := true
 	for name, tc := range map[string]struct {
@@ -173,6 +173,10 @@ func TestRolloutRulesWithoutTheAPIServer(t *testing.T) {
 		"a context shorter than a prompt with the default answer": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m",
 			MaxPromptTokens: 1000, Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM, MaxModelLen: 1255}},
 			"spec.model.rollout.maxModelLen: 1255 is below maxPromptTokens + maxNewTokens = 1256"},
+		"sharding with the cpu policy": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCPU, Sharding: trainingv1alpha1.ShardingSharded},
+			"spec.model.sharding: sharded splits the project's PyTorch workers' model among them, and spec.model.worker is cpu"},
+		"sharding with an external worker": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerExternal, Endpoint: "w:1",
+			Sharding: trainingv1alpha1.ShardingSharded}, "spec.model.worker is external: set worker: cuda, or remove sharding"},
 		"a CPU KV cache beyond 1024 GiB": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m",
 			Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM, CPUKVCacheGiB: 2048}},
 			"spec.model.rollout.cpuKVCacheGiB: 2048 not in [1, 1024]"},

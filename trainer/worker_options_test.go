@@ -89,6 +89,14 @@ func TestWorkerOptions(t *testing.T) {
 				Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM, EnforceEager: &off}},
 			want: map[string]string{"pretrained": "m", "rollout_engine": "vllm", "vllm_enforce_eager": "false"},
 		},
+		"sharded: the one sharding option sent": {
+			model: trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m", Sharding: trainingv1alpha1.ShardingSharded},
+			want:  map[string]string{"pretrained": "m", "sharding": "sharded"},
+		},
+		"replicated named: no sharding option": {
+			model: trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m", Sharding: trainingv1alpha1.ShardingReplicated},
+			want:  map[string]string{"pretrained": "m"},
+		},
 		"the huggingface engine named: no rollout option": {
 			model: trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m",
 				Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutHuggingFace}},

@@ -33,11 +33,20 @@ import (
 // same index meet the same member; a member serves its requests in order, the
 // members concurrently. Every call fans out to the members concurrently; the first
 // member to fail cancels the others' calls, and the error names it.
+//
+// Members that hold the model sharded (Description.Sharded) run every call that
+// runs the model as a collective of all of them, so the gang calls each of them
+// alike: as many Generate and LogProbs calls as the member with the most requests
+// makes (the others make empty calls), a Backward call each, empty or not, and Save
+// and Export on all (the first writes, the others help it gather the weights).
 type Gang struct {
 	members []Member
 	// reduces is whether the members all-reduce gradients among themselves in Step
 	// (Description.ReducesGradients of member 0, set by Configure).
 	reduces bool
+	// sharded is whether the members hold the model sharded (Description.Sharded of
+	// member 0, set by Configure).
+	sharded bool
 }
 
 // NewGang returns the gang of members, in that order; member 0 is the one whose
@@ -89,7 +98,7 @@ func (g *Gang) Configure(ctx context.Context, s Setup) (Description, error) {
 				d.Steps, ds[0].Steps))
 		}
 	}
-	g.reduces = ds[0].ReducesGradients
+	g.reduces, g.sharded = ds[0].ReducesGradients, ds[0].Sharded
 	return ds[0], nil
 }
 
@@ -113,6 +122,9 @@ func (g *Gang) Generate(ctx context.Context, reqs []Rollouts) ([][]Sample, error
 			return err
 		}
 		out[i], err = flatten(cs, len(r.Prompts), max(r.Options.Samples, 1))
+		return err
+	}, func(ctx context.Context, m Member) error {
+		_, err := m.Generate(ctx, nil, reqs[0].Options)
 		return err
 	})
 	return out, err
@@ -145,8 +157,9 @@ func flatten(cs [][]Sample, n, k int) ([]Sample, error) {
 // A member that ignores ReferenceOnly returns the current log-probs too.
 func (g *Gang) ReferenceLogProbs(ctx context.Context, reqs [][]Scored) ([][]TokenLogProbs, error) {
 	out := make([][]TokenLogProbs, len(reqs))
+	o := ScoreOptions{Reference: true, ReferenceOnly: true}
 	err := g.dealt(ctx, len(reqs), func(ctx context.Context, i int, m Member) error {
-		lps, err := m.LogProbs(ctx, reqs[i], ScoreOptions{Reference: true, ReferenceOnly: true})
+		lps, err := m.LogProbs(ctx, reqs[i], o)
 		if err != nil {
 			return err
 		}
@@ -155,6 +168,9 @@ func (g *Gang) ReferenceLogProbs(ctx context.Context, reqs [][]Scored) ([][]Toke
 		}
 		out[i] = lps
 		return nil
+	}, func(ctx context.Context, m Member) error {
+		_, err := m.LogProbs(ctx, nil, o)
+		return err
 	})
 	return out, err
 }
@@ -169,7 +185,7 @@ func (g *Gang) Backward(ctx context.Context, reqs [][]Weighted) (float64, error)
 		for r := i; r < len(reqs); r += len(g.members) {
 			items = append(items, reqs[r]...)
 		}
-		if len(items) == 0 {
+		if len(items) == 0 && !g.sharded {
 			return nil
 		}
 		objectives[i], err = m.Backward(ctx, items)
@@ -235,9 +251,13 @@ func (g *Gang) SnapshotReference(ctx context.Context) error {
 	return g.each(ctx, func(ctx context.Context, _ int, m Member) error { return m.SnapshotReference(ctx) })
 }
 
-// Save writes member 0's full state, which every member shares, to the file path.
-// Configure's Setup.LoadPath loads it back.
+// Save writes member 0's full state, which every member shares, to the file path
+// (sharded members gather it together: each is sent the path, only member 0 opens
+// it). Configure's Setup.LoadPath loads it back.
 func (g *Gang) Save(ctx context.Context, path string) error {
+	if g.sharded {
+		return g.each(ctx, func(ctx context.Context, _ int, m Member) error { return m.Save(ctx, path) })
+	}
 	if err := g.members[0].Save(ctx, path); err != nil {
 		return memberError(0, g.members[0], err)
 	}
@@ -261,6 +281,14 @@ func (g *Gang) Release(ctx context.Context) error {
 // Export asks member 0 to write its policy to the folder path (Member.Export): every
 // member holds the same weights after a step.
 func (g *Gang) Export(ctx context.Context, path string, merge bool) (Exported, error) {
+	if g.sharded { // all gather the weights; member 0 writes them
+		outs := make([]Exported, len(g.members))
+		err := g.each(ctx, func(ctx context.Context, i int, m Member) (err error) {
+			outs[i], err = m.Export(ctx, path, merge)
+			return err
+		})
+		return outs[0], err
+	}
 	out, err := g.members[0].Export(ctx, path, merge)
 	if err != nil {
 		return Exported{}, memberError(0, g.members[0], err)
@@ -279,10 +307,24 @@ func (g *Gang) Embed(ctx context.Context, texts []string) ([][]float64, error) {
 }
 
 // dealt calls fn for requests 0..n-1, request i on member i mod Size: the requests
-// of one member in order, the members concurrently, as each does.
-func (g *Gang) dealt(ctx context.Context, n int, fn func(ctx context.Context, i int, m Member) error) error {
+// of one member in order, the members concurrently, as each does. Sharded members
+// all make as many calls as the first: one short of requests makes idle, an empty
+// call, in place of the requests it lacks.
+func (g *Gang) dealt(ctx context.Context, n int, fn func(ctx context.Context, i int, m Member) error,
+	idle func(ctx context.Context, m Member) error) error {
+	size := len(g.members)
+	end := n // sharded: every member makes ceil(n/size) calls, idle ones past n
+	if g.sharded {
+		end = (n + size - 1) / size * size
+	}
 	return g.each(ctx, func(ctx context.Context, k int, m Member) error {
-		for i := k; i < n; i += len(g.members) {
+		for i := k; i < end; i += size {
+			if i >= n {
+				if err := idle(ctx, m); err != nil {
+					return fmt.Errorf("an empty call beside request %d: %w", n-1, err)
+				}
+				continue
+			}
 			if err := fn(ctx, i, m); err != nil {
 				return fmt.Errorf("request %d: %w", i, err)
 			}

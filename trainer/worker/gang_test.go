@@ -208,6 +208,106 @@ func TestGangLeavesReducingMembersTheirGradients(t *testing.T) {
 	}
 }
 
+// shardedJournal is a journal that says it holds the model sharded and notes every
+// call's size: the prompts of each Generate, the items of each LogProbs, and each
+// Save and Export path.
+type shardedJournal struct {
+	journal
+	generates, logprobs []int
+	saves, exports      []string
+}
+
+func (j *shardedJournal) Configure(ctx context.Context, s worker.Setup) (worker.Description, error) {
+	d, err := j.Member.Configure(ctx, s)
+	d.ReducesGradients, d.Sharded = true, true
+	return d, err
+}
+
+func (j *shardedJournal) Generate(ctx context.Context, ps []worker.Prompt, o worker.SampleOptions) ([][]worker.Sample, error) {
+	j.mu.Lock()
+	j.generates = append(j.generates, len(ps))
+	j.mu.Unlock()
+	return j.journal.Generate(ctx, ps, o)
+}
+
+func (j *shardedJournal) LogProbs(ctx context.Context, items []worker.Scored, o worker.ScoreOptions) ([]worker.TokenLogProbs, error) {
+	j.mu.Lock()
+	j.logprobs = append(j.logprobs, len(items))
+	j.mu.Unlock()
+	return j.Member.LogProbs(ctx, items, o)
+}
+
+func (j *shardedJournal) Save(ctx context.Context, path string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.saves = append(j.saves, path)
+	return nil
+}
+
+func (j *shardedJournal) Export(_ context.Context, path string, _ bool) (worker.Exported, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.exports = append(j.exports, path)
+	return worker.Exported{Path: path, Kind: "full"}, nil
+}
+
+// TestGangCallsShardedMembersAlike: with members that hold the model sharded, every
+// member makes as many Generate and LogProbs calls as the busiest (the others empty
+// ones), a Backward call even with nothing to back-propagate, and every member is
+// sent Save and Export: each of these is a collective of all of them.
+func TestGangCallsShardedMembersAlike(t *testing.T) {
+	ctx := context.Background()
+	eps := generated(t, 4)
+	reqs := make([]worker.Rollouts, len(eps))
+	for i := range eps {
+		reqs[i] = worker.Rollouts{Prompts: prompts(&eps[i])[:1], Options: worker.SampleOptions{Samples: 1, Seed: uint64(i)}}
+	}
+	var js []*shardedJournal
+	var ms []worker.Member
+	for _, m := range configured(t, 3) {
+		js = append(js, &shardedJournal{journal: journal{Member: m}})
+		ms = append(ms, js[len(js)-1])
+	}
+	gang := worker.NewGang(ms...)
+	if _, err := gang.Configure(ctx, worker.Setup{Seed: 4, Options: smallModel}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := gang.Generate(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scored := [][]worker.Scored{{{Prompt: reqs[0].Prompts[0], Answer: got[0][0].Answer}}}
+	if _, err := gang.ReferenceLogProbs(ctx, scored); err != nil {
+		t.Fatal(err)
+	}
+	weighted := [][]worker.Weighted{{{Prompt: reqs[0].Prompts[0], Answer: got[0][0].Answer, SequenceWeight: 1}}}
+	if _, err := gang.Backward(ctx, weighted); err != nil {
+		t.Fatal(err)
+	}
+	if err := gang.Save(ctx, "/checkpoints/step/worker.state"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gang.Export(ctx, "/export/run-1", false); err != nil {
+		t.Fatal(err)
+	}
+	// 4 requests over 3 members: member 0 serves two, the others one and an empty
+	// call; one LogProbs request: member 0 serves it, the others make an empty call
+	for k, want := range [][]int{{1, 1}, {1, 0}, {1, 0}} {
+		j := js[k]
+		wantScored := []int{[]int{1, 0, 0}[k]}
+		if !slices.Equal(j.generates, want) || !slices.Equal(j.logprobs, wantScored) {
+			t.Errorf("member %d: Generate calls of %v prompts (want %v), LogProbs calls of %v items (want %v)",
+				k, j.generates, want, j.logprobs, wantScored)
+		}
+		if want := []int{1, 0, 0}[k]; !slices.Equal(j.backwards, []int{want}) {
+			t.Errorf("member %d: Backward calls of %v items, want one of %d", k, j.backwards, want)
+		}
+		if !slices.Equal(j.saves, []string{"/checkpoints/step/worker.state"}) || !slices.Equal(j.exports, []string{"/export/run-1"}) {
+			t.Errorf("member %d: saves %v and exports %v, want one of each", k, j.saves, j.exports)
+		}
+	}
+}
+
 // failing fails every Generate; waiting answers Generate only when its context ends.
 type (
 	failing struct{ worker.Member }

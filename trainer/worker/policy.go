@@ -81,6 +81,9 @@ type Description struct {
 	// ReducesGradients is true when the policy's workers all-reduce gradients
 	// among themselves inside Step.
 	ReducesGradients bool
+	// Sharded is true when the policy's workers hold the model sharded: every call
+	// that runs the model, and Save and Export, is a collective of all of them.
+	Sharded bool
 	// ModelConfigSHA256 is the SHA-256 (hex) of the loaded model folder's
 	// config.json; empty for a model without one.
 	ModelConfigSHA256 string

@@ -89,13 +89,13 @@ func tokenLogProbsOf(ms []*workerpb.TokenLogProbs) []TokenLogProbs {
 
 func infoMsg(d Description) *workerpb.InfoResponse {
 	return &workerpb.InfoResponse{Model: d.Model, Device: d.Device, Parameters: d.Parameters,
-		ReducesGradients: d.ReducesGradients, Steps: d.Steps, ModelConfigSha256: d.ModelConfigSHA256}
+		ReducesGradients: d.ReducesGradients, Steps: d.Steps, ModelConfigSha256: d.ModelConfigSHA256, Sharded: d.Sharded}
 }
 
 func descriptionOf(m *workerpb.InfoResponse) Description {
 	return Description{Model: m.GetModel(), Device: m.GetDevice(), Parameters: m.GetParameters(),
 		ReducesGradients: m.GetReducesGradients(), Steps: m.GetSteps(), ModelConfigSHA256: m.GetModelConfigSha256(),
-		Encoder: m.GetEncoder(), EncoderSHA256: m.GetEncoderSha256()}
+		Encoder: m.GetEncoder(), EncoderSHA256: m.GetEncoderSha256(), Sharded: m.GetSharded()}
 }
 
 func sampleOptionsOf(m *workerpb.GenerateRequest) SampleOptions {

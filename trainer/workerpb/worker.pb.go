@@ -659,6 +659,11 @@ type InfoResponse struct {
 	// pytorch_model.bin), recorded in the run's provenance.
 	Encoder       string `protobuf:"bytes,7,opt,name=encoder,proto3" json:"encoder,omitempty"`
 	EncoderSha256 string `protobuf:"bytes,8,opt,name=encoder_sha256,json=encoderSha256,proto3" json:"encoder_sha256,omitempty"`
+	// True when the workers hold the model sharded (spec.model.sharding: sharded): every
+	// call that runs the model, and Save and Export, is a collective of all the workers,
+	// so the trainer calls every worker, with an empty share where it has none, and
+	// sends Save and Export to all (only the first writes).
+	Sharded       bool `protobuf:"varint,9,opt,name=sharded,proto3" json:"sharded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -747,6 +752,13 @@ func (x *InfoResponse) GetEncoderSha256() string {
 		return x.EncoderSha256
 	}
 	return ""
+}
+
+func (x *InfoResponse) GetSharded() bool {
+	if x != nil {
+		return x.Sharded
+	}
+	return false
 }
 
 type HealthRequest struct {
@@ -2352,7 +2364,7 @@ const file_worker_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
 	"\x11ConfigureResponse\x120\n" +
 	"\x04info\x18\x01 \x01(\v2\x1c.espo.worker.v1.InfoResponseR\x04info\"\r\n" +
-	"\vInfoRequest\"\x90\x02\n" +
+	"\vInfoRequest\"\xaa\x02\n" +
 	"\fInfoResponse\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x16\n" +
 	"\x06device\x18\x02 \x01(\tR\x06device\x12\x1e\n" +
@@ -2363,7 +2375,8 @@ const file_worker_proto_rawDesc = "" +
 	"\x05steps\x18\x05 \x01(\x03R\x05steps\x12.\n" +
 	"\x13model_config_sha256\x18\x06 \x01(\tR\x11modelConfigSha256\x12\x18\n" +
 	"\aencoder\x18\a \x01(\tR\aencoder\x12%\n" +
-	"\x0eencoder_sha256\x18\b \x01(\tR\rencoderSha256\"\x0f\n" +
+	"\x0eencoder_sha256\x18\b \x01(\tR\rencoderSha256\x12\x18\n" +
+	"\asharded\x18\t \x01(\bR\asharded\"\x0f\n" +
 	"\rHealthRequest\"*\n" +
 	"\x0eHealthResponse\x12\x18\n" +
 	"\aserving\x18\x01 \x01(\bR\aserving\"\xca\x01\n" +

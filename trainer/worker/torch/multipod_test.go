@@ -72,12 +72,36 @@ func TestTwoPodsOfTwoWorkersMatchOnePodOfFour(t *testing.T) {
 func trainPods(t *testing.T, g groupOf) []string {
 	c := smallRun(t)
 	g.masterPort = workertest.RendezvousPort(t)
+	members := startPods(t, g, c.OutputDir)
+	rep := runTrainer(t, c, members)
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || rep.Steps < 2 {
+		t.Fatalf("%d pods: outcome %s after %d steps: %s", len(g.pods), rep.Outcome, rep.Steps, rep.Message)
+	}
+	files := make([]string, len(members))
+	for i, m := range members {
+		files[i] = filepath.Join(c.OutputDir, fmt.Sprintf("final-%d.pt", i))
+		if err := m.Save(context.Background(), files[i]); err != nil {
+			t.Fatalf("worker %d of %d pods: save: %v", i, len(g.pods), err)
+		}
+	}
+	return files
+}
+
+// startPods starts g's pods (startPod) and returns their workers in global rank order.
+func startPods(t *testing.T, g groupOf, allowed string) []worker.Member {
 	var members []worker.Member
 	for _, p := range g.pods {
-		for _, r := range startPod(t, g, p, c.OutputDir) {
+		for _, r := range startPod(t, g, p, allowed) {
 			members = append(members, r)
 		}
 	}
+	return members
+}
+
+// runTrainer runs the trainer of c on members to its end and returns its report;
+// an error fails the test.
+func runTrainer(t *testing.T, c *trainer.Config, members []worker.Member) *trainer.Report {
+	t.Helper()
 	settings, err := trainer.Resolve(c)
 	if err != nil {
 		t.Fatal(err)
@@ -90,17 +114,7 @@ func trainPods(t *testing.T, g groupOf) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || rep.Steps < 2 {
-		t.Fatalf("%d pods: outcome %s after %d steps: %s", len(g.pods), rep.Outcome, rep.Steps, rep.Message)
-	}
-	files := make([]string, len(members))
-	for i, m := range members {
-		files[i] = filepath.Join(c.OutputDir, fmt.Sprintf("final-%d.pt", i))
-		if err := m.Save(context.Background(), files[i]); err != nil {
-			t.Fatalf("worker %d of %d pods: save: %v", i, len(g.pods), err)
-		}
-	}
-	return files
+	return rep
 }
 
 // startPod starts p's launcher with the tiny model on p.procs consecutive free ports

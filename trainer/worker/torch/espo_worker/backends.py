@@ -272,6 +272,8 @@ class HFBackend(_Backend):
         self.max_new_tokens = max_new_tokens
         self.max_prompt_tokens = max_prompt_tokens
         self.gradient_checkpointing = gradient_checkpointing
+        # whether the policy shards the model (espo_worker.sharding); it sets this
+        self.sharded = False
         cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
         self.vlm = model_class(cfg, path) == "image-text-to-text"
         kw = {"local_files_only": True, "dtype": self.compute_dtype if lora_r > 0 else torch.float32}
@@ -379,9 +381,11 @@ class HFBackend(_Backend):
     def score_group(self, inputs: PromptInputs, answers: Sequence[Sequence[int]]) -> list[torch.Tensor]:
         """The per-token log-probs of each of answers after the prompt of inputs. The
         prompt, its image included, is encoded once (score_shared_prefix) unless the
-        model recomputes its activations (gradient checkpointing, which keeps no cache);
+        model recomputes its activations (gradient checkpointing, which keeps no cache)
+        or is sharded (a sharded unit gathers its weights again for the backward pass
+        only from the outputs of the pass that uses them, and the prompt's cache is none);
         then all rows go in one padded pass (score_padded)."""
-        if self.gradient_checkpointing and torch.is_grad_enabled():
+        if (self.gradient_checkpointing or self.sharded) and torch.is_grad_enabled():
             return self.score_padded(inputs, answers)
         return self.score_shared_prefix(inputs, answers)
 
@@ -431,8 +435,11 @@ class HFBackend(_Backend):
         torch.manual_seed(seed)  # model.generate samples from the global generators
         rows = 1 if greedy else n
         ids = torch.tensor([inputs["ids"]], dtype=torch.long, device=self.device).expand(rows, -1)
+        # synced_gpus False: transformers would keep a sharded model's ranks in step,
+        # but the policy samples from the whole weights, gathered (espo_worker.sharding)
         kw = dict(do_sample=not greedy, max_new_tokens=cap, suppress_tokens=list(self.banned_ids) or None,
-                  pad_token_id=self.pad_id, eos_token_id=list(self.eos_ids), attention_mask=torch.ones_like(ids))
+                  pad_token_id=self.pad_id, eos_token_id=list(self.eos_ids), attention_mask=torch.ones_like(ids),
+                  synced_gpus=False)
         if not greedy:
             kw.update(temperature=temperature, top_p=1.0, top_k=0)
         with self.autocast():

@@ -21,6 +21,8 @@ from typing import Any
 # The rollout engines (option rollout_engine): the training model's own generate, or
 # vLLM in a process beside the worker (espo_worker.rollout).
 ENGINES = ("huggingface", "vllm")
+# How the workers of a group hold the model (option sharding; espo_worker.sharding).
+SHARDINGS = ("replicated", "sharded")
 
 # The answer cap when neither Generate nor max_new_tokens gives one, and the prompt
 # cap of a text-only prompt when max_prompt_tokens gives none (0: the whole prompt):
@@ -100,6 +102,9 @@ class WorkerConfig:
     vllm_enforce_eager: bool = setting(False, "run the vLLM engine without CUDA graphs", flag=None)
     vllm_cpu_kv_cache_gib: int = setting(0, "the vLLM engine's KV cache on a CPU, in GiB (0: the engine's "
                                             "default)", flag=None)
+    sharding: str = setting("replicated", "how the workers of a group hold the model: replicated (each the whole "
+                                          "model) or sharded (FSDP2; spec.model.sharding)", flag=None,
+                            choices=SHARDINGS)
 
     # -- where settings come from ---------------------------------------------
 
@@ -136,6 +141,11 @@ class WorkerConfig:
         if c.rollout_engine not in ENGINES:
             raise InvalidError("option rollout_engine=%r: want one of %s (spec.model.rollout.engine)" %
                                (c.rollout_engine, ", ".join(ENGINES)))
+        if c.sharding not in SHARDINGS:
+            raise InvalidError("option sharding=%r: want one of %s (spec.model.sharding)" %
+                               (c.sharding, ", ".join(SHARDINGS)))
+        if c.sharding == "sharded" and c.tiny:
+            raise InvalidError("option sharding=sharded: the test model tiny has no decoder layers to shard")
         return c
 
     @classmethod
@@ -191,10 +201,11 @@ class WorkerConfig:
         return self.rollout_engine == "vllm"
 
 
-def is_rollout_option(name: str) -> bool:
-    """Whether a setting is the rollout engine's rather than the model's: the engine
-    is how answers are sampled, not part of the model a state holds."""
-    return name == "rollout_engine" or name.startswith("vllm_")
+def is_runtime_option(name: str) -> bool:
+    """Whether a setting says how the model is run rather than what it is: the rollout
+    engine (how answers are sampled) and the sharding (how the workers hold it). A
+    state holds the model; a worker that loads it keeps its own runtime settings."""
+    return name in ("rollout_engine", "sharding") or name.startswith("vllm_")
 
 
 def _field_types() -> dict[str, str]:

@@ -43,7 +43,8 @@ from . import encoder as encoderlib
 from . import export as exportlib
 from . import protocol as pb
 from . import rollout as rolloutlib
-from .config import InvalidError, WorkerConfig, is_rollout_option
+from . import sharding as shardinglib
+from .config import InvalidError, WorkerConfig, is_runtime_option
 
 # A state file holds tensors, and dicts, lists, strings and ints of them, only: what
 # torch.load(weights_only=True) reads on every supported torch (1.13 reads no Python
@@ -133,6 +134,7 @@ class Description:
     parameters: int
     reduces_gradients: bool
     steps: int
+    sharded: bool
     model_config_sha256: str
     encoder: str
     encoder_sha256: str
@@ -160,6 +162,7 @@ class Policy:
         self.lock = threading.RLock()
         self.backend: backends.Backend | None = None
         self.config: WorkerConfig | None = None
+        self.sharding: shardinglib.Replicated = shardinglib.Replicated()
         self.params: list[torch.nn.Parameter] = []
         self.reference: list[torch.Tensor] = []
         self.optimizer: torch.optim.AdamW | None = None
@@ -180,21 +183,33 @@ class Policy:
         """The settings of the model built, by name, as a state file records them."""
         return self.config.options() if self.config is not None else None
 
+    @property
+    def sharded(self) -> bool:
+        """Whether the workers hold the model sharded (espo_worker.sharding)."""
+        return self.sharding.mode == shardinglib.SHARDED
+
+    @staticmethod
+    def new_backend(c: WorkerConfig, device: str) -> backends.Backend:
+        """The model of c, on device, as it is before any training step."""
+        if c.tiny:
+            return backends.TinyBackend(device, embed=c.tiny_embed, hidden=c.tiny_hidden,
+                                        max_new_tokens=c.answer_cap, max_prompt_tokens=c.prompt_cap)
+        return backends.HFBackend(c.pretrained, device, dtype=c.dtype, lora_r=c.lora_r, lora_alpha=c.lora_alpha,
+                                  lora_dropout=c.lora_dropout, lora_targets=c.lora_targets,
+                                  max_new_tokens=c.answer_cap, max_prompt_tokens=c.prompt_cap,
+                                  gradient_checkpointing=c.gradient_checkpointing,
+                                  attn_implementation=c.attn_implementation)
+
     def build(self, c: WorkerConfig, seed: int) -> None:
         torch.manual_seed(seed & (2 ** 63 - 1))
-        b: backends.Backend
-        if c.tiny:
-            b = backends.TinyBackend(self.device, embed=c.tiny_embed, hidden=c.tiny_hidden,
-                                     max_new_tokens=c.answer_cap, max_prompt_tokens=c.prompt_cap)
-        else:
-            b = backends.HFBackend(c.pretrained, self.device, dtype=c.dtype, lora_r=c.lora_r, lora_alpha=c.lora_alpha,
-                                   lora_dropout=c.lora_dropout, lora_targets=c.lora_targets,
-                                   max_new_tokens=c.answer_cap, max_prompt_tokens=c.prompt_cap,
-                                   gradient_checkpointing=c.gradient_checkpointing,
-                                   attn_implementation=c.attn_implementation)
+        b = self.new_backend(c, self.device)
         self.backend, self.config = b, c
+        # every rank starts from rank 0's weights (a LoRA adapter's initialisation)
+        self.dist.broadcast_tensors([p for p in b.model.parameters() if p.requires_grad])
+        self.sharding = shardinglib.new(c.sharding, self.dist, self.device)
+        self.sharding.wrap(b.model)
+        b.sharded = self.sharded
         self.params = [p for p in b.model.parameters() if p.requires_grad]
-        self.dist.broadcast_tensors(self.params)  # every rank starts from rank 0's weights
         self.reference = [p.detach().clone() for p in self.params]
         self.optimizer = torch.optim.AdamW(self.params, lr=0.0, weight_decay=0.0)
         self.steps = 0
@@ -218,14 +233,15 @@ class Policy:
         except rolloutlib.EngineUnavailableError as e:
             raise InvalidError(str(e)) from None
 
-    def with_rollout(self, c: WorkerConfig) -> WorkerConfig:
-        """c (a state's) with the rollout settings of the worker's configuration in
-        place of the state's: the engine is how answers are sampled, not part of the
-        model a state holds, so a state written with another engine (an initial
-        checkpoint of a huggingface run) keeps this worker's."""
+    def with_runtime(self, c: WorkerConfig) -> WorkerConfig:
+        """c (a state's) with the runtime settings of the worker's configuration in
+        place of the state's: the rollout engine and the sharding are how the model is
+        run, not part of the model a state holds, so a state written with another
+        engine or sharding (an initial checkpoint of a huggingface run, a checkpoint of
+        a replicated run) keeps this worker's."""
         if self.config is None:
             return c
-        return c.replace({k: v for k, v in self.config.options().items() if is_rollout_option(k)})
+        return c.replace({k: v for k, v in self.config.options().items() if is_runtime_option(k)})
 
     def rollout_stats(self) -> dict[str, Any] | None:
         """The engine's figures so far, or None without one: weight pushes and their
@@ -294,7 +310,7 @@ class Policy:
             model=b.name if b else "torch worker (not configured)",
             device=self.device + (" x%d ranks" % self.dist.world if self.dist.world > 1 else ""),
             parameters=sum(p.numel() for p in self.params),
-            reduces_gradients=self.dist.world > 1, steps=self.steps,
+            reduces_gradients=self.dist.world > 1, steps=self.steps, sharded=self.sharded,
             model_config_sha256=b.config_sha256 if b else "",
             encoder=self.encoder.name if self.encoder else "", encoder_sha256=self.encoder.sha256 if self.encoder else "")
 
@@ -365,16 +381,18 @@ class Policy:
             if temperature < 0 or samples < 0 or max_tokens < 0:
                 raise InvalidError("generate: negative samples, temperature or max_tokens")
             self.backend.model.eval()
-            if self.rollout is not None:
-                return self.generate_with_engine(prompts, n, temperature, greedy, seed, max_tokens)
-            out = []
-            for prompt in prompts:
-                inputs = self.backend.prompt_inputs(prompt)
-                g = torch.Generator().manual_seed(prompt_seed(seed, prompt))
-                answers = self.backend.sample(inputs, n, temperature, greedy, g, max_tokens)
-                scores = self._scores([(inputs, list(enumerate(answers)))], len(answers))
-                out.append([Sample(Answer(self.backend.decode_answer(ids), ids), lp) for ids, lp in zip(answers, scores)])
-            return out
+            with self.sharding.gathered(self.backend.model):
+                if self.rollout is not None:
+                    return self.generate_with_engine(prompts, n, temperature, greedy, seed, max_tokens)
+                out = []
+                for prompt in prompts:
+                    inputs = self.backend.prompt_inputs(prompt)
+                    g = torch.Generator().manual_seed(prompt_seed(seed, prompt))
+                    answers = self.backend.sample(inputs, n, temperature, greedy, g, max_tokens)
+                    scores = self._scores([(inputs, list(enumerate(answers)))], len(answers))
+                    out.append([Sample(Answer(self.backend.decode_answer(ids), ids), lp)
+                                for ids, lp in zip(answers, scores)])
+                return out
 
     def generate_with_engine(self, prompts: Sequence[pb.Prompt], n: int, temperature: float, greedy: bool, seed: int,
                              max_tokens: int) -> list[list[Sample]]:
@@ -413,13 +431,15 @@ class Policy:
             groups = self._grouped([(prompt, a) for (prompt, _), a in zip(items, ids)])
             out = [Scored(a) for a in ids]
             if not reference_only:
-                for r, lp in zip(out, self._scores(groups, len(ids))):
-                    r.current = lp
-            if reference:
-                self.swap_reference()
-                try:
+                with self.sharding.gathered(self.backend.model):
                     for r, lp in zip(out, self._scores(groups, len(ids))):
-                        r.reference = lp
+                        r.current = lp
+            if reference:
+                self.swap_reference()  # the shards' values: a gathered model is gathered from them
+                try:
+                    with self.sharding.gathered(self.backend.model):
+                        for r, lp in zip(out, self._scores(groups, len(ids))):
+                            r.reference = lp
                 finally:
                     self.swap_reference()
             return out
@@ -447,6 +467,7 @@ class Policy:
                 pairs.append((it.prompt, ids))
                 weights.append(w)
             groups = self._grouped(pairs)
+            passes = self.sharding.passes(len(groups))  # before any pass: it is a collective too
             self.backend.model.train()
             objective, tokens = 0.0, 0
             for inputs, members in groups:
@@ -455,7 +476,17 @@ class Policy:
                 (-obj).backward()
                 objective += float(obj.detach())
                 tokens += sum(len(ids) for _, ids in members)
+            for _ in range(passes - len(groups)):
+                self._idle_pass()
             return objective, tokens
+
+    def _idle_pass(self) -> None:
+        """A forward-backward pass of weight 0 on a one-token answer to an empty
+        prompt: a sharded worker with fewer passes than another runs these, so that
+        every worker runs the same gathers and reduce-scatters (espo_worker.sharding)."""
+        b = self.backend
+        logps = b.score_group(b.prompt_inputs(pb.Prompt(stage=pb.STAGE_GUI)), [list(b.eos_ids[:1])])
+        (logps[0].sum() * 0.0).backward()
 
     @staticmethod
     def _weighted(logp: torch.Tensor, w: Sequence[float]) -> torch.Tensor:
@@ -491,9 +522,8 @@ class Policy:
                     if p.grad is None:
                         p.grad = torch.zeros_like(p)
                 # the trainer's loss weights are normalised over the whole batch: SUM
-                self.dist.all_reduce_sum([p.grad for p in self.params])
-            norm = torch.norm(torch.stack([p.grad.detach().double().norm() for p in self.params])).item() \
-                if self.params else 0.0
+                self.sharding.reduce_gradients([p.grad for p in self.params], self.dist)
+            norm = self.sharding.norm([p.grad for p in self.params])
             if not math.isfinite(norm):
                 self.optimizer.zero_grad(set_to_none=True)
                 raise RuntimeError("step: the gradient norm is %r; step skipped" % norm)
@@ -519,36 +549,58 @@ class Policy:
 
     # -- state -----------------------------------------------------------------
 
-    def export(self, dest: str, merge: bool = False, max_shard_size: str | int = "5GB") -> exportlib.Manifest:
+    def export(self, dest: str | None, merge: bool = False,
+               max_shard_size: str | int = "5GB") -> exportlib.Manifest | None:
         """Writes the current policy to the folder dest as a Hugging Face model
         (espo_worker.export): the LoRA adapter, and the merged model when merge is set,
-        or the fully fine-tuned model."""
+        or the fully fine-tuned model. Sharded, every worker gathers the whole weights
+        (each must call it) and the first writes them; None (the others) writes
+        nothing."""
         with self.lock:
             self.need()
             if not isinstance(self.backend, backends.HFBackend):
                 raise InvalidError("export: the test model tiny is no Hugging Face model; export a model folder's run")
-            return exportlib.export(self.backend, dest, step=self.steps, base=self.config.pretrained, merge=merge,
+            backend = self.whole_backend() if self.sharded else self.backend
+            if dest is None:
+                return None
+            return exportlib.export(backend, dest, step=self.steps, base=self.config.pretrained, merge=merge,
                                     max_shard_size=max_shard_size)
 
+    def whole_backend(self) -> backends.HFBackend | None:
+        """A sharded model's whole weights in a model of their own, on the CPU, on the
+        first worker (None on the others, which take part in gathering them)."""
+        whole = {k: self.sharding.whole(v) for k, v in self.backend.model.state_dict().items()}
+        if self.dist.rank != 0:
+            return None
+        b = self.new_backend(self.config, "cpu")
+        b.model.load_state_dict(whole)
+        return b
+
     def state_dict(self) -> dict[str, Any]:
-        """The full state in the types of STATE_FORMAT."""
+        """The full state in the types of STATE_FORMAT, whole tensors however the
+        workers hold them (sharded, every worker gathers: each must call it)."""
+        whole = self.sharding.whole
         opt = self.optimizer.state_dict()
-        tensors = {i: {k: v for k, v in st.items() if torch.is_tensor(v)} for i, st in opt["state"].items()}
+        tensors = {i: {k: whole(v) for k, v in st.items() if torch.is_tensor(v)} for i, st in opt["state"].items()}
         values = {str(i): {k: v for k, v in st.items() if not torch.is_tensor(v)} for i, st in opt["state"].items()}
         meta = {"options": self.options, "steps": self.steps, "param_groups": opt["param_groups"],
                 "optimizer_values": values}
         return {
             "format": STATE_FORMAT,
             "meta": json.dumps(meta),
-            "params": [p.detach().cpu() for p in self.params],
-            "reference": [r.detach().cpu() for r in self.reference],
+            "params": [whole(p) for p in self.params],
+            "reference": [whole(r) for r in self.reference],
             "optimizer_state": tensors,
         }
 
-    def save(self, f: str | IO[bytes]) -> None:
+    def save(self, f: str | IO[bytes] | None) -> None:
+        """Writes the full state to f; None (a sharded worker but the first) takes part
+        in gathering it and writes nothing."""
         with self.lock:
             self.need()
-            torch.save(self.state_dict(), f)
+            state = self.state_dict()
+            if f is not None:
+                torch.save(state, f)
 
     def load(self, path: str | IO[bytes], seed: int = 0, overrides: Mapping[str, Any] | None = None) -> int:
         """Restores a state Save wrote, from path: a file's path, or a file object
@@ -566,11 +618,13 @@ class Policy:
                     raise
                 except Exception as e:  # noqa: BLE001 - any unreadable file is data loss
                     raise OSError("load %s: %s" % (path, e)) from e
-            c = self.with_rollout(WorkerConfig.from_mapping(self.dist.broadcast_object(st.options if st else None)))
+            c = self.with_runtime(WorkerConfig.from_mapping(self.dist.broadcast_object(st.options if st else None)))
             if overrides:
                 c = c.replace(overrides)
             if self.backend is None or c != self.config:
                 self.build(c, seed)
+            if self.sharded:
+                return self._load_shards(st, path)
             if st is not None:
                 if len(st.params) != len(self.params):
                     raise IOError("load %s: %d tensors, the model has %d" % (path, len(st.params), len(self.params)))
@@ -585,10 +639,48 @@ class Policy:
             self.dist.broadcast_tensors(self.reference)
             self.steps = int(self.dist.broadcast_object(self.steps))
             self.dist.broadcast_optimizer(self.optimizer, self.params)
-            for p in self.params:
-                p.grad = None
-            self.weights_version += 1
-            return self.steps
+            return self._loaded()
+
+    def _loaded(self) -> int:
+        """Clears the gradients after a load; returns the steps loaded."""
+        for p in self.params:
+            p.grad = None
+        self.weights_version += 1
+        return self.steps
+
+    def _load_shards(self, st: State | None, path: str | IO[bytes]) -> int:
+        """load's second half for a sharded model: worker 0 (st) sends each worker its
+        shard of every tensor of the state, whole on worker 0 as Save wrote it, so a
+        state of any number of workers, replicated or sharded, loads."""
+        d, distribute = self.dist, self.sharding.distribute
+        n = d.broadcast_object(len(st.params) if st else None)
+        if n != len(self.params):
+            raise IOError("load %s: %d tensors, the model has %d" % (path, n, len(self.params)))
+        with torch.no_grad():
+            for i, (p, r) in enumerate(zip(self.params, self.reference)):
+                p.copy_(distribute(st.params[i] if st else None, p))
+                r.copy_(distribute(st.reference[i] if st else None, r))
+        # the optimizer's layout: per parameter, which entries are shards of a tensor
+        # of the parameter's shape and which are values (the step count)
+        layout = d.broadcast_object(_optimizer_layout(st.optimizer, st.params) if st else None)
+        state = {}
+        for i, entries in layout["state"].items():
+            src = st.optimizer["state"][i] if st else {}
+            state[i] = {k: distribute(src.get(k), self.params[i]) if v is None else torch.tensor(v)
+                        for k, v in entries.items()}
+        self.optimizer.load_state_dict({"state": state, "param_groups": layout["param_groups"]})
+        self.steps = int(d.broadcast_object(st.steps if st else None))
+        return self._loaded()
+
+
+def _optimizer_layout(opt: dict[str, Any], params: Sequence[torch.Tensor]) -> dict[str, Any]:
+    """An optimizer state dict's layout for _load_shards: its param_groups, and per
+    parameter index each entry's value, or None for a tensor of the parameter's shape."""
+    state = {}
+    for i, entries in opt["state"].items():
+        state[i] = {k: None if torch.is_tensor(v) and v.shape == params[i].shape else
+                    (v.item() if torch.is_tensor(v) else v) for k, v in entries.items()}
+    return {"state": state, "param_groups": opt["param_groups"]}
 
 
 def read_state(path: str | IO[bytes]) -> Any:  # noqa: ANN401 - what the file holds, checked by parse_state

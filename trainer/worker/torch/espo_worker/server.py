@@ -126,6 +126,12 @@ class Servicer:
         self.stats = stats or Stats(os.environ.get("ESPO_WORKER_STATS", ""))
         self.folders = folders or folderslib.Folders([])
 
+    def gathers_only(self) -> bool:
+        """Whether this worker's Save and Export only help the first worker gather a
+        sharded model: it writes nothing, and never opens the path (it may not have
+        the folder)."""
+        return self.p.sharded and self.p.dist.rank != 0
+
     def _load_path(self, path: str) -> str:
         """The path a load reads: confined on rank 0, the rank that reads it; the others
         get the state by broadcast and never open the path."""
@@ -235,8 +241,11 @@ class Servicer:
         def do() -> pb.SaveResponse:
             if not req.path:
                 raise policylib.InvalidError("save: empty path")
-            path = self.folders.confine("save", req.path)
             self.p.need()
+            if self.gathers_only():
+                self.p.save(None)
+                return pb.SaveResponse(path=req.path)
+            path = self.folders.confine("save", req.path)
             n = _write_atomic(path, self.p.save)
             return pb.SaveResponse(path=req.path, bytes=n)
         return self._run(context, do)
@@ -252,6 +261,9 @@ class Servicer:
         def do() -> pb.ExportResponse:
             if not req.path:
                 raise policylib.InvalidError("export: empty path")
+            if self.gathers_only():
+                self.p.export(None)
+                return pb.ExportResponse(path=req.path)
             m = self.p.export(self.folders.confine("export", req.path), merge=req.merge)
             return pb.ExportResponse(path=req.path, kind=m.kind, merged=m.merged, step=m.step, files=len(m.files))
         return self._run(context, do)

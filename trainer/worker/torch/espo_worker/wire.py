@@ -80,4 +80,4 @@ def info(d: Description) -> pb.InfoResponse:
     return pb.InfoResponse(model=d.model, device=d.device, parameters=d.parameters,
                            reduces_gradients=d.reduces_gradients, steps=d.steps,
                            model_config_sha256=d.model_config_sha256, encoder=d.encoder,
-                           encoder_sha256=d.encoder_sha256)
+                           encoder_sha256=d.encoder_sha256, sharded=d.sharded)

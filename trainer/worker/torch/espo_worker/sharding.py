@@ -1,0 +1,192 @@
+# Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
+"""How the workers of a group hold the model (spec.model.sharding).
+
+- replicated: every worker holds the whole model, its gradient and its optimizer
+  state; Step all-reduces the gradients (SUM) and every worker takes the same step.
+- sharded: FSDP2 (torch.distributed.fsdp.fully_shard) over every worker of every pod.
+  Each decoder layer, and the rest of the model as the root, is a unit whose
+  parameters, gradients and AdamW moments are split in 1/N shards (dim 0). A forward
+  pass gathers one unit's parameters at a time and a backward pass reduce-scatters its
+  gradient (with SUM: the trainer normalises the loss weights over the whole batch),
+  so each worker holds about 1/N of the parameters and optimizer state, plus the
+  unit in flight and the activations.
+
+Every gather and reduce-scatter is a collective: each worker must run the same
+collectives in the same order. The trainer's gang makes every sharded worker take
+part in every call, with an empty share where it has none; within a call:
+
+- Generate and LogProbs gather the whole model once (gathered) and run on it, so
+  that workers whose answers differ in length and number need not pass in step;
+- Backward pads its forward-backward passes to the group's most (passes), with
+  passes of weight 0 on a one-token input where a worker has fewer;
+- Save, Load and Export gather or scatter whole tensors on every worker (whole,
+  distribute), worker 0 reading or writing the file.
+
+The vision tower of a VLM stays in the root unit, whose parameters every forward
+gathers: a worker with a screenshot and one without run the same collectives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+
+from . import dist as distlib
+from .config import SHARDINGS
+
+REPLICATED, SHARDED = SHARDINGS
+
+
+class Replicated:
+    """Every worker holds the whole model."""
+
+    mode = REPLICATED
+
+    def wrap(self, model: torch.nn.Module) -> None:
+        """Makes model this mode's: nothing to do."""
+
+    @contextlib.contextmanager
+    def gathered(self, model: torch.nn.Module) -> Iterator[None]:
+        """The whole model, in the block: it always is."""
+        yield
+
+    def passes(self, n: int) -> int:
+        """How many forward-backward passes this worker runs for its n."""
+        return n
+
+    def reduce_gradients(self, grads: Sequence[torch.Tensor], group: distlib.Single) -> None:
+        """Sums the workers' gradients (every worker gets the sum)."""
+        group.all_reduce_sum(grads)
+
+    def norm(self, grads: Sequence[torch.Tensor]) -> float:
+        """The 2-norm of the whole gradient, of which grads are this worker's parts."""
+        return math.sqrt(float(self._local_squares(grads)))
+
+    @staticmethod
+    def _local_squares(grads: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The sum of the squares of this worker's parts of grads, in float64."""
+        total = torch.zeros((), dtype=torch.float64)
+        for g in grads:
+            local = g.to_local() if is_dtensor(g) else g
+            total += local.detach().double().pow(2).sum().cpu()
+        return total
+
+    def whole(self, t: torch.Tensor) -> torch.Tensor:
+        """The whole tensor of which t is this worker's part, on the CPU."""
+        return t.detach().cpu()
+
+    def distribute(self, whole: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+        """This worker's part of the tensor whole (given on worker 0; None elsewhere)
+        in like's shape, dtype and placement."""
+        return whole.to(device=like.device, dtype=like.dtype) if whole is not None else torch.empty_like(like)
+
+
+class Sharded(Replicated):
+    """FSDP2 over the group's workers."""
+
+    mode = SHARDED
+
+    def __init__(self, group: distlib.Single, device: str) -> None:
+        from torch.distributed.device_mesh import init_device_mesh
+        group.init()
+        self.group = group
+        kind = "cuda" if device.startswith("cuda") else "cpu"
+        self.mesh = init_device_mesh(kind, (group.world,))
+
+    def wrap(self, model: torch.nn.Module) -> None:
+        """Shards each decoder layer of the language model and then the rest (the
+        root, with the embeddings, the head and a VLM's vision tower)."""
+        from torch.distributed.fsdp import fully_shard
+        units = decoder_layers(model)
+        if not units:
+            raise ValueError("sharding: found no decoder layers (modules named in the model's _no_split_modules) "
+                             "to shard; use sharding replicated for this model")
+        # every decoder layer's input requires a gradient (a LoRA model's frozen
+        # embeddings would give none, but a screenshot's embeddings through a trained
+        # vision tower would), so that each unit's gradient is reduced as its backward
+        # pass ends, in the same order on every worker whatever its inputs
+        model.enable_input_require_grads()
+        for m in units:
+            fully_shard(m, mesh=self.mesh)
+        fully_shard(model, mesh=self.mesh)
+        for m in fsdp_modules(model):
+            # the trainer normalises the loss weights over the whole batch: SUM, with
+            # the plain SUM op (gloo has no pre-multiplied sum)
+            m.set_gradient_divide_factor(1.0)
+            m.set_force_sum_reduction_for_comms(True)
+            # a worker whose pass has no screenshot leaves the vision tower without
+            # a gradient: reduce zeros for it, as the others reduce theirs
+            m.set_reduce_scatter_unused_params(True, recurse=False)
+        self.model = model
+
+    @contextlib.contextmanager
+    def gathered(self, model: torch.nn.Module) -> Iterator[None]:
+        """Gathers every unit's parameters for the block, so that its forward passes
+        (any number of them) run no collective; reshards after."""
+        mods = fsdp_modules(self.model)
+        for m in mods:
+            m.unshard()
+            m.set_reshard_after_forward(False, recurse=False)
+        try:
+            yield
+        finally:
+            for m in mods:  # the root keeps its parameters from forward to backward, as fully_shard sets it
+                m.set_reshard_after_forward(m is not self.model, recurse=False)
+                m.reshard()
+
+    def passes(self, n: int) -> int:
+        t = torch.tensor([n], dtype=torch.int64)
+        import torch.distributed as td
+        td.all_reduce(t, op=td.ReduceOp.MAX)
+        return int(t.item())
+
+    def reduce_gradients(self, grads: Sequence[torch.Tensor], group: distlib.Single) -> None:
+        """Nothing: each backward pass reduce-scattered its gradients (SUM)."""
+
+    def norm(self, grads: Sequence[torch.Tensor]) -> float:
+        import torch.distributed as td
+        squares = self._local_squares(grads).reshape(1)
+        td.all_reduce(squares, op=td.ReduceOp.SUM)  # the shards' squares add up to the whole's
+        return math.sqrt(float(squares))
+
+    def whole(self, t: torch.Tensor) -> torch.Tensor:
+        return (t.full_tensor() if is_dtensor(t) else t).detach().cpu()
+
+    def distribute(self, whole: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+        if not is_dtensor(like):
+            return super().distribute(whole, like)
+        from torch.distributed.tensor import distribute_tensor
+        src = whole.to(device=like.device, dtype=like.dtype) if whole is not None else \
+            torch.empty(like.shape, dtype=like.dtype, device=like.device)
+        return distribute_tensor(src, like.device_mesh, like.placements, src_data_rank=0)
+
+
+def new(mode: str, group: distlib.Single, device: str) -> Replicated:
+    """The sharding of mode for the group's workers; a group of one is replicated."""
+    if mode == SHARDED and group.world > 1:
+        return Sharded(group, device)
+    return Replicated()
+
+
+def is_dtensor(t: Any) -> bool:  # noqa: ANN401 - any tensor-like value
+    from torch.distributed.tensor import DTensor
+    return isinstance(t, DTensor)
+
+
+def fsdp_modules(model: torch.nn.Module) -> list[torch.nn.Module]:
+    from torch.distributed.fsdp import FSDPModule
+    return [m for m in model.modules() if isinstance(m, FSDPModule)]
+
+
+def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The language model's decoder layers: the modules whose class the model names
+    in _no_split_modules, but not the vision tower's blocks (see the module's doc)."""
+    names: set[str] = set()
+    for m in model.modules():
+        names.update(getattr(m, "_no_split_modules", None) or [])
+    return [m for name, m in model.named_modules()
+            if type(m).__name__ in names and "Decoder" in type(m).__name__ and "visual" not in name]

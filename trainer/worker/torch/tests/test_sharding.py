@@ -1,0 +1,160 @@
+# Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
+"""Sharded workers (FSDP2 over gloo, on CPU) take the step one replicated worker takes:
+two ranks, one with the whole batch and one with nothing (it runs idle passes), end
+with the weights a single worker ends with after the same batch, for a causal LM and a
+VLM, with LoRA and fully fine-tuned. Their Generate and LogProbs answer as the single
+worker does, they export the folder the single worker exports, and a state saved by the
+sharded pair loads into a single worker, and a single worker's into a sharded pair, with
+the same weights and optimizer moments."""
+
+import io
+import socket
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from safetensors.torch import load_file
+
+from espo_worker import dist as distlib
+from espo_worker import export as exportlib
+from espo_worker import policy as policylib
+from espo_worker import protocol as pb
+from espo_worker import wire
+from tests.conftest import ARCHS
+from tests.test_hf import prompts, sft
+from tests.test_policy import ANSWER
+
+STEP = pb.StepRequest(learning_rate=0.01, max_grad_norm=0.3)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def settings(model, sharding):
+    return {"pretrained": model, "dtype": "float32", "max_new_tokens": 6, "sharding": sharding}
+
+
+def observe(p, ps):
+    """What a test compares: the greedy answers and the log-probs of ANSWER (current and
+    reference) of ps, for the ranks that were given prompts."""
+    greedy = wire.generate(p, pb.GenerateRequest(prompts=ps, samples=1, greedy=True))
+    scored = wire.logprobs(p, pb.LogProbsRequest(items=[pb.Scored(prompt=q, answer=pb.Answer(text=ANSWER)) for q in ps],
+                                                 reference=True))
+    return [list(c.samples[0].answer.token_ids) for c in greedy.candidates], \
+        [(list(s.current), list(s.reference)) for s in scored.items]
+
+
+def _rank(rank, world, port, model, opts, ps, load, out, export=None):
+    torch.set_num_threads(1)
+    group = distlib.Group(rank, world, "127.0.0.1", port, "gloo", timeout_s=20)
+    p = policylib.Policy(settings(model, "sharded"), dist=group)
+    p.configure(1, opts)
+    if load is not None:
+        p.load(io.BytesIO(load) if rank == 0 else None)
+    mine = ps if rank == 0 else []  # rank 1 has no share: idle passes, empty calls
+    wire.backward(p, sft(mine))
+    norm, _ = wire.step(p, STEP)
+    seen = observe(p, mine)
+    buf = io.BytesIO()
+    p.save(buf if rank == 0 else None)
+    if export:
+        p.export(export if rank == 0 else None, merge=bool(opts))
+    if rank == 0:
+        out["state"], out["norm"], out["seen"] = buf.getvalue(), norm, seen
+        out["sharded"] = wire.describe(p).sharded
+
+
+def run_sharded(model, opts, ps, load=None, export=None):
+    """Two sharded ranks train on ps (all of it on rank 0); rank 0's saved state, the
+    step's gradient norm, what it observed after and whether it said it is sharded;
+    with export, a folder the pair exports its policy to (merged, with LoRA)."""
+    with mp.Manager() as mgr:
+        out = mgr.dict()
+        mp.start_processes(_rank, args=(2, _free_port(), model, opts, ps, load, out, export), nprocs=2,
+                           start_method="spawn")
+        return dict(out)
+
+
+def single(model, opts, state=None):
+    """One replicated worker that scores its backward passes in one pass per prompt, as
+    sharded workers do (HFBackend.score_group), so that a comparison of the two sees
+    the sharding alone: AdamW's first step, g / (|g| + eps), turns the rounding of two
+    ways of scoring into visible differences where g is near 0."""
+    p = policylib.Policy(settings(model, "replicated"))
+    p.configure(1, opts)
+    p.backend.sharded = True
+    if state is not None:
+        p.load(io.BytesIO(state))
+    return p
+
+
+def flat(tensors):
+    return torch.cat([t.reshape(-1) for t in tensors])
+
+
+def assert_states_close(a, b):
+    """The weights of two states agree to 1% of a step (AdamW moves an element by at most
+    the learning rate in its first step, by g / (|g| + eps) of it: where g is near 0 the
+    rounding of a sum taken in another order shows), the references and the moments to
+    float rounding, and the steps exactly. That the gradients are the same sum, not an
+    average, the gradient norms say (the step is blind to a scale)."""
+    sa, sb = policylib.parse_state(a, "a"), policylib.parse_state(b, "b")
+    assert torch.allclose(flat(sa.params), flat(sb.params), rtol=0, atol=0.01 * STEP.learning_rate), "params"
+    for name, x, y in [("reference", flat(sa.reference), flat(sb.reference)),
+                       ("exp_avg", flat([s["exp_avg"] for s in sa.optimizer["state"].values()]),
+                        flat([s["exp_avg"] for s in sb.optimizer["state"].values()]))]:
+        assert torch.allclose(x, y, rtol=0, atol=1e-5 * float(y.abs().max())), name
+    assert sa.steps == sb.steps
+
+
+@pytest.mark.parametrize("lora", [True, False], ids=["lora", "full"])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_sharded_step_is_the_replicated_step(models, screenshots, tmp_path, arch, lora):
+    opts = {"lora_r": "4"} if lora else {}
+    ps = prompts(arch, screenshots)
+    got = run_sharded(models[arch], opts, ps, export=str(tmp_path / "sharded"))
+    assert got["sharded"]
+    one = single(models[arch], opts)
+    wire.backward(one, sft(ps))
+    norm, _ = wire.step(one, STEP)
+    assert abs(got["norm"] - norm) <= 1e-5 * norm
+    want = io.BytesIO()
+    one.save(want)
+    assert_states_close(torch.load(io.BytesIO(got["state"]), weights_only=True),
+                        torch.load(io.BytesIO(want.getvalue()), weights_only=True))
+    answers, scores = got["seen"]
+    one_answers, one_scores = observe(one, ps)
+    assert answers == one_answers, "the sharded pair answers greedily as one worker"
+    for (cur, ref), (cur1, ref1) in zip(scores, one_scores):
+        assert max(abs(a - b) for a, b in zip(cur + ref, cur1 + ref1)) <= 1e-4
+    m = one.export(str(tmp_path / "single"), merge=lora)
+    sharded = exportlib.verify(str(tmp_path / "sharded"))
+    assert sorted(sharded.files) == sorted(m.files) and (sharded.kind, sharded.merged, sharded.step) == (m.kind, m.merged, 1)
+    weights = "adapter_model.safetensors" if lora else "model.safetensors"
+    a, b = load_file(str(tmp_path / "sharded" / weights)), load_file(str(tmp_path / "single" / weights))
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], rtol=0, atol=0.01 * STEP.learning_rate) for k in a), \
+        "the sharded pair exports the weights one worker exports"
+
+
+def test_states_move_between_sharded_and_replicated(models, screenshots):
+    """A single worker's state (one step taken) loads into a sharded pair, which takes
+    the next step as the single worker does; the pair's state loads back into one."""
+    model, opts = models["qwen3"], {"lora_r": "4"}
+    ps = prompts("qwen3", screenshots)
+    one = single(model, opts)
+    wire.backward(one, sft(ps))
+    wire.step(one, STEP)
+    first = io.BytesIO()
+    one.save(first)
+    got = run_sharded(model, opts, ps, load=first.getvalue())
+    wire.backward(one, sft(ps))
+    wire.step(one, STEP)
+    want = io.BytesIO()
+    one.save(want)
+    assert_states_close(torch.load(io.BytesIO(got["state"]), weights_only=True),
+                        torch.load(io.BytesIO(want.getvalue()), weights_only=True))
+    back = single(model, opts, got["state"])
+    assert back.steps == 2

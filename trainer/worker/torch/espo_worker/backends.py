@@ -259,7 +259,7 @@ class HFBackend(_Backend):
     def __init__(self, path: str, device: str = "cuda", dtype: str = "bfloat16", lora_r: int = 0, lora_alpha: int = 0,
                  lora_dropout: float = 0.0, lora_targets: str = "", max_new_tokens: int = config.HF_MAX_NEW_TOKENS,
                  max_prompt_tokens: int = config.HF_MAX_PROMPT_TOKENS, gradient_checkpointing: bool = False,
-                 attn_implementation: str = "") -> None:
+                 attn_implementation: str = "", place: bool = True) -> None:
         modelfiles.check(path)  # before transformers: every missing file named at once
         with open(os.path.join(path, "config.json"), "rb") as f:
             self.config_sha256 = hashlib.sha256(f.read()).hexdigest()
@@ -300,7 +300,9 @@ class HFBackend(_Backend):
             for p in model.parameters():
                 if p.requires_grad:
                     p.data = p.data.float()
-        self.model = model.to(device)
+        # place False leaves the model on the CPU for a sharding that moves each
+        # worker's shards to the device itself: the device never holds it whole
+        self.model = model.to(device) if place else model
         eos = set()
         for v in (self.tok.eos_token_id, getattr(model.generation_config, "eos_token_id", None)):
             if isinstance(v, int):

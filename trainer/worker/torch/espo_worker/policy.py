@@ -189,8 +189,9 @@ class Policy:
         return self.sharding.mode == shardinglib.SHARDED
 
     @staticmethod
-    def new_backend(c: WorkerConfig, device: str) -> backends.Backend:
-        """The model of c, on device, as it is before any training step."""
+    def new_backend(c: WorkerConfig, device: str, place: bool = True) -> backends.Backend:
+        """The model of c, for device, as it is before any training step; place False
+        leaves an HF model's weights on the CPU (HFBackend)."""
         if c.tiny:
             return backends.TinyBackend(device, embed=c.tiny_embed, hidden=c.tiny_hidden,
                                         max_new_tokens=c.answer_cap, max_prompt_tokens=c.prompt_cap)
@@ -198,11 +199,11 @@ class Policy:
                                   lora_dropout=c.lora_dropout, lora_targets=c.lora_targets,
                                   max_new_tokens=c.answer_cap, max_prompt_tokens=c.prompt_cap,
                                   gradient_checkpointing=c.gradient_checkpointing,
-                                  attn_implementation=c.attn_implementation)
+                                  attn_implementation=c.attn_implementation, place=place)
 
     def build(self, c: WorkerConfig, seed: int) -> None:
         torch.manual_seed(seed & (2 ** 63 - 1))
-        b = self.new_backend(c, self.device)
+        b = self.new_backend(c, self.device, place=not shardinglib.shards(c.sharding, self.dist))
         self.backend, self.config = b, c
         # every rank starts from rank 0's weights (a LoRA adapter's initialisation)
         self.dist.broadcast_tensors([p for p in b.model.parameters() if p.requires_grad])
@@ -430,18 +431,27 @@ class Policy:
             ids = [self.answer_ids(a) for _, a in items]
             groups = self._grouped([(prompt, a) for (prompt, _), a in zip(items, ids)])
             out = [Scored(a) for a in ids]
+            passes = self.sharding.passes(len(groups))
             if not reference_only:
-                with self.sharding.gathered(self.backend.model):
-                    for r, lp in zip(out, self._scores(groups, len(ids))):
-                        r.current = lp
+                for r, lp in zip(out, self._scores_in_step(groups, len(ids), passes)):
+                    r.current = lp
             if reference:
-                self.swap_reference()  # the shards' values: a gathered model is gathered from them
+                self.swap_reference()  # the shards' values: a sharded pass gathers from them
                 try:
-                    with self.sharding.gathered(self.backend.model):
-                        for r, lp in zip(out, self._scores(groups, len(ids))):
-                            r.reference = lp
+                    for r, lp in zip(out, self._scores_in_step(groups, len(ids), passes)):
+                        r.reference = lp
                 finally:
                     self.swap_reference()
+            return out
+
+    def _scores_in_step(self, groups: Sequence[Group], n: int, passes: int) -> list[list[float]]:
+        """_scores, then idle forward passes up to passes: sharded workers gather one
+        unit at a time, so each runs as many passes as the busiest (espo_worker.sharding)."""
+        with self.sharding.stepwise():
+            out = self._scores(groups, n)
+            with torch.no_grad():
+                for _ in range(passes - len(groups)):
+                    self._idle_pass(backward=False)
             return out
 
     # -- training --------------------------------------------------------------
@@ -480,13 +490,14 @@ class Policy:
                 self._idle_pass()
             return objective, tokens
 
-    def _idle_pass(self) -> None:
-        """A forward-backward pass of weight 0 on a one-token answer to an empty
+    def _idle_pass(self, backward: bool = True) -> None:
+        """A forward (and backward) pass of weight 0 on a one-token answer to an empty
         prompt: a sharded worker with fewer passes than another runs these, so that
         every worker runs the same gathers and reduce-scatters (espo_worker.sharding)."""
         b = self.backend
         logps = b.score_group(b.prompt_inputs(pb.Prompt(stage=pb.STAGE_GUI)), [list(b.eos_ids[:1])])
-        (logps[0].sum() * 0.0).backward()
+        if backward:
+            (logps[0].sum() * 0.0).backward()
 
     @staticmethod
     def _weighted(logp: torch.Tensor, w: Sequence[float]) -> torch.Tensor:

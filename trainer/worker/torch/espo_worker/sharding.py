@@ -15,10 +15,11 @@ Every gather and reduce-scatter is a collective: each worker must run the same
 collectives in the same order. The trainer's gang makes every sharded worker take
 part in every call, with an empty share where it has none; within a call:
 
-- Generate and LogProbs gather the whole model once (gathered) and run on it, so
-  that workers whose answers differ in length and number need not pass in step;
-- Backward pads its forward-backward passes to the group's most (passes), with
-  passes of weight 0 on a one-token input where a worker has fewer;
+- Generate gathers the whole model once (gathered) and samples from it, so that
+  workers whose answers differ in length and number need not pass in step;
+- LogProbs and Backward pad their passes to the group's most (passes), with passes
+  of weight 0 on a one-token input where a worker has fewer, each pass gathering
+  one unit at a time;
 - Save, Load and Export gather or scatter whole tensors on every worker (whole,
   distribute), worker 0 reading or writing the file.
 
@@ -57,6 +58,12 @@ class Replicated:
     def passes(self, n: int) -> int:
         """How many forward-backward passes this worker runs for its n."""
         return n
+
+    @contextlib.contextmanager
+    def stepwise(self) -> Iterator[None]:
+        """A block of forward passes without backward (scoring), each gathering one
+        unit at a time; after it, nothing stays gathered."""
+        yield
 
     def reduce_gradients(self, grads: Sequence[torch.Tensor], group: distlib.Single) -> None:
         """Sums the workers' gradients (every worker gets the sum)."""
@@ -144,6 +151,18 @@ class Sharded(Replicated):
         td.all_reduce(t, op=td.ReduceOp.MAX)
         return int(t.item())
 
+    @contextlib.contextmanager
+    def stepwise(self) -> Iterator[None]:
+        """Reshards every unit after the block: the root keeps its parameters
+        gathered after a forward pass for the backward pass, which scoring never
+        runs, and a weight changed after (a step, the reference swapped in) must be
+        gathered anew."""
+        try:
+            yield
+        finally:
+            for m in fsdp_modules(self.model):
+                m.reshard()
+
     def reduce_gradients(self, grads: Sequence[torch.Tensor], group: distlib.Single) -> None:
         """Nothing: each backward pass reduce-scattered its gradients (SUM)."""
 
@@ -165,11 +184,15 @@ class Sharded(Replicated):
         return distribute_tensor(src, like.device_mesh, like.placements, src_data_rank=0)
 
 
+def shards(mode: str, group: distlib.Single) -> bool:
+    """Whether mode shards the model among the group's workers: a group of one is
+    replicated whatever the mode."""
+    return mode == SHARDED and group.world > 1
+
+
 def new(mode: str, group: distlib.Single, device: str) -> Replicated:
-    """The sharding of mode for the group's workers; a group of one is replicated."""
-    if mode == SHARDED and group.world > 1:
-        return Sharded(group, device)
-    return Replicated()
+    """The sharding of mode for the group's workers."""
+    return Sharded(group, device) if shards(mode, group) else Replicated()
 
 
 def is_dtensor(t: Any) -> bool:  # noqa: ANN401 - any tensor-like value

@@ -63,6 +63,9 @@ type State struct {
 	ReferenceFrozen bool `json:"referenceFrozen"`
 	// History holds the validation results so far, without per-channel detail.
 	History []EvalResult `json:"history,omitempty"`
+	// Workers is the number of workers of the gang that wrote the checkpoint (0 in a
+	// checkpoint of a version before it): a resume on another number says so.
+	Workers int `json:"workers,omitempty"`
 }
 
 // Options are what a Trainer needs besides its Config.
@@ -414,6 +417,7 @@ func (t *Trainer) checkpoint(ctx context.Context) error {
 	if t.store == nil {
 		return nil
 	}
+	t.state.Workers = t.opts.Workers.Size()
 	dir, err := t.store.Save(t.state.Step, t.state, func(dir string) error {
 		return t.opts.Workers.Save(ctx, filepath.Join(dir, checkpoint.WorkerStateFile))
 	})

@@ -213,6 +213,52 @@ func TestResumeEndsWithTheSameWeights(t *testing.T) {
 	}
 }
 
+// TestResumeOnAnotherWorkerCountSaysSo: a run killed mid-epoch on one worker resumes
+// from its checkpoint on two, says so in its first report's message, and ends with
+// the policy the uninterrupted run on one worker ends with (to the log-probs' float
+// tolerance: two workers add their gradients in another order).
+func TestResumeOnAnotherWorkerCountSaysSo(t *testing.T) {
+	whole := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
+	one := cpuMembers(1)
+	_, tr := run(t, whole, Options{Workers: worker.NewGang(one...)})
+
+	killed := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
+	killed.CheckpointDir = t.TempDir()
+	killed.Spec.Checkpoint = &trainingv1alpha1.CheckpointSpec{EverySteps: 2, Keep: 2}
+	ctx, kill := context.WithCancel(context.Background())
+	defer kill()
+	first, err := newTrainer(killed, Options{Workers: cpuGang(1), Log: logr.Discard(), Reporter: cancelAt{step: 5, cancel: kill}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the killed run: %v, want context.Canceled", err)
+	}
+	two := cpuMembers(2)
+	rec := &recorder{}
+	rep, _ := run(t, killed, Options{Workers: worker.NewGang(two...), Reporter: rec})
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
+		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
+	}
+	if msg := rec.reports[0].Message; !strings.Contains(msg, "written by 1 worker, on 2: each worker loads its part") {
+		t.Errorf("the resumed run's first report says %q", msg)
+	}
+	ep := &tr.Splits().Test[0]
+	var items []worker.Scored
+	for j := range ep.Steps {
+		items = append(items, worker.Scored{Prompt: worker.NewPrompt(ep, j), Answer: worker.Answer{Text: demonstrated(&ep.Steps[j])}})
+	}
+	a := logProbs(t, one[0], items)
+	for w := range two {
+		b := logProbs(t, two[w], items)
+		for i := range a {
+			if math.Abs(a[i]-b[i]) > 1e-4 {
+				t.Fatalf("worker %d of 2 after the resume: log-prob %d = %v, the uninterrupted worker gives %v", w, i, b[i], a[i])
+			}
+		}
+	}
+}
+
 // TestDataParallelWorkersMatchOne trains with one worker and with two, on the same
 // seed and batches, and compares the resulting policies' log-probs.
 func TestDataParallelWorkersMatchOne(t *testing.T) {

@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from .backends import HFBackend
-from .modelfiles import ModelIncompleteError
 
 if TYPE_CHECKING:
     from peft import PeftModel
@@ -86,28 +85,6 @@ def export(backend: HFBackend, dest: str, *, step: int, base: str, merge: bool =
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def export_checkpoint(state: str, dest: str, *, base: str = "", merge: bool = False, device: str = "cpu",
-                      max_shard_size: str | int = "5GB") -> Manifest:
-    """Exports the policy of a torch worker state (a checkpoint's worker.state, of any
-    step) to dest as export does, with no worker or trainer running. base, when not
-    empty, is the base model's folder on this machine in place of the one the state
-    names (as the pod saw it: /models/...); no rollout engine starts."""
-    from .policy import Policy  # policy imports this module
-
-    overrides: dict[str, str] = {"rollout_engine": "huggingface"}
-    if base:
-        overrides["pretrained"] = base
-    p = Policy({}, device=device)
-    try:
-        p.load(state, overrides=overrides)
-    except ModelIncompleteError as e:
-        raise ExportError("export of %s: %s; or, when the base model is elsewhere on this machine, name its folder "
-                          "(--base)" % (state, e)) from e
-    except OSError as e:
-        raise ExportError("export of %s: %s" % (state, e)) from e
-    return p.export(dest, merge=merge, max_shard_size=max_shard_size)
 
 
 def verify(folder: str) -> Manifest:

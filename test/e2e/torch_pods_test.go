@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -169,6 +170,7 @@ func trainTorchJob(t *testing.T, ns, pythonPath, model, name string, replicas, p
 		{Name: "MASTER_PORT", Value: strconv.Itoa(workertest.RendezvousPort(t))},
 	}
 	job.Spec.Checkpoint.PersistentVolumeClaim.Path = name
+	job.Spec.Export.PersistentVolumeClaim.Path = filepath.Join("exports", name)
 	doc, err := yaml.Marshal(job)
 	g.Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(t.TempDir(), name+".yaml")
@@ -205,7 +207,36 @@ func trainTorchJob(t *testing.T, ns, pythonPath, model, name string, replicas, p
 	cp := training(done).LastCheckpoint
 	g.Expect(cp).NotTo(BeNil())
 	// cp.Path is where the trainer saw it, under its pod's mount of the claim
-	return filepath.Join(localcluster.ClaimDir(nodeState, ns, "e2e-checkpoints"), name, filepath.Base(cp.Path), "worker.state")
+	claim := localcluster.ClaimDir(nodeState, ns, "e2e-checkpoints")
+	state := filepath.Join(claim, name, filepath.Base(cp.Path), "worker.state")
+	checkExport(t, training(done), claim, job.Spec.Export.PersistentVolumeClaim.Path, state)
+	return state
+}
+
+// checkExport checks the Hugging Face folder a job exported to path in its claim's
+// folder (spec.export) against its status and its last checkpoint's worker state:
+// status.training.export names it, of the last step, a whole model; its manifest
+// verifies; transformers loads it from local files only; and its weights are, to the
+// bit, the checkpoint's.
+func checkExport(t *testing.T, tr *trainingv1alpha1.TrainingStatus, claim, path, state string) {
+	g := NewWithT(t)
+	g.Expect(tr.Export).NotTo(BeNil(), "status.training.export")
+	g.Expect(*tr.Export).To(And(HaveField("Path", path), HaveField("Kind", trainingv1alpha1.ExportFull), HaveField("Step", tr.Step)))
+	folder := filepath.Join(claim, path)
+	script := `
+import sys, torch, transformers
+from espo_worker import export
+export.verify(sys.argv[1])
+m = transformers.AutoModelForImageTextToText.from_pretrained(sys.argv[1], local_files_only=True, dtype=torch.float32)
+st = torch.load(sys.argv[2])
+ps = list(m.parameters())
+print(len(ps) == len(st["params"]) and max(float((p - q).abs().max()) for p, q in zip(ps, st["params"])))`
+	cmd := exec.Command(pyenv.Require(t), "-c", script, folder, state)
+	cmd.Dir = filepath.Join(repoRoot, "trainer", "worker", "torch")
+	out, err := cmd.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "loading the export: %s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	g.Expect(lines[len(lines)-1]).To(Equal("0.0"), "the exported weights are the last checkpoint's: %s", out)
 }
 
 // podRank is a trainer pod's rank, the number its name ends with.

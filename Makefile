@@ -86,3 +86,7 @@ test: ## Run every test, building the test control plane first if needed.
 .PHONY: run-local
 run-local: build ## Run the sample job on a local cluster (etcd, kube-apiserver, a process node); "bin/espo local down" stops it.
 	$(BIN) local up
+
+.PHONY: run-local-vlm
+run-local-vlm: build ## Train a tiny random Qwen2.5-VL with LoRA on the CPU through a local cluster, export it, load it with transformers and peft.
+	hack/run-local-vlm.sh

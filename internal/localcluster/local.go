@@ -36,7 +36,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -531,22 +533,18 @@ func (l *Local) kubectl(ctx context.Context, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// crdsEstablishedJSONPath prints one line per CRD: its name and the status of its
-// Established condition, empty when the API server has not written one yet.
-const crdsEstablishedJSONPath = `jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Established")].status}{"\n"}{end}`
-
 // waitForCRDsEstablished waits until every CRD of the cluster is Established. A CRD
 // whose status has no conditions yet is waited for like one whose condition is False
 // ("kubectl wait --for=condition" fails on it instead).
 func (l *Local) waitForCRDsEstablished(ctx context.Context) error {
 	var pending []string
 	err := l.waitFor(ctx, crdEstablishTimeout, func() (bool, error) {
-		out, err := l.kubectl(ctx, "get", "crd", "-o", crdsEstablishedJSONPath)
+		out, err := l.kubectl(ctx, "get", "crd", "-o", "json")
 		if err != nil {
 			return false, err
 		}
-		pending = notEstablished(out)
-		return len(pending) == 0, nil
+		pending, err = notEstablished([]byte(out))
+		return len(pending) == 0, err
 	})
 	if errors.Is(err, errTimedOut) {
 		return fmt.Errorf("the CRDs %s were not Established within %s: see kubectl describe crd", strings.Join(pending, ", "), crdEstablishTimeout)
@@ -554,17 +552,28 @@ func (l *Local) waitForCRDsEstablished(ctx context.Context) error {
 	return err
 }
 
-// notEstablished returns the names of the CRDs in out (crdsEstablishedJSONPath's
-// lines) whose Established condition is not True, missing included.
-func notEstablished(out string) []string {
+// notEstablished returns the names of the CRDs of a CRD list (kubectl get crd -o
+// json) whose Established condition is not True, a status without conditions (not
+// written yet: kubectl's jsonpath filters fail on it) included.
+func notEstablished(list []byte) ([]string, error) {
+	var crds struct {
+		Items []struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+			Status   struct {
+				Conditions []metav1.Condition `json:"conditions"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(list, &crds); err != nil {
+		return nil, fmt.Errorf("reading the CRDs: %w", err)
+	}
 	var names []string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		name, status, _ := strings.Cut(strings.TrimSpace(line), " ")
-		if name != "" && strings.TrimSpace(status) != "True" {
-			names = append(names, name)
+	for _, c := range crds.Items {
+		if !meta.IsStatusConditionTrue(c.Status.Conditions, "Established") {
+			names = append(names, c.Metadata.Name)
 		}
 	}
-	return names
+	return names, nil
 }
 
 // waitFor polls done every pollEvery until it reports true, fails, or timeout

@@ -124,19 +124,30 @@ func TestTail(t *testing.T) {
 	}
 }
 
-// TestNotEstablished: a CRD whose status has no Established condition yet (the API
-// server has not written its conditions) is waited for, as one whose condition is
-// False is; an empty cluster has none to wait for.
+// TestNotEstablished: a CRD whose status has no conditions yet (the API server has not
+// written them: kubectl's jsonpath filter fails on it) is waited for, as one whose
+// Established condition is False is; an empty cluster has none to wait for.
 func TestNotEstablished(t *testing.T) {
-	for out, want := range map[string][]string{
-		"a.x True\nb.x True\n": nil,
-		"a.x True\nb.x \n":     {"b.x"},
-		"a.x False\nb.x\n":     {"a.x", "b.x"},
-		"":                     nil,
-	} {
-		if got := notEstablished(out); !slices.Equal(got, want) {
-			t.Errorf("notEstablished(%q) = %q, want %q", out, got, want)
+	crd := func(name, established string) string {
+		conditions := ""
+		if established != "" {
+			conditions = `"conditions": [{"type": "NamesAccepted", "status": "True"}, {"type": "Established", "status": "` + established + `"}]`
 		}
+		return `{"metadata": {"name": "` + name + `"}, "status": {` + conditions + `}}`
+	}
+	for list, want := range map[string][]string{
+		`{"items": [` + crd("a.x", "True") + `, ` + crd("b.x", "True") + `]}`: nil,
+		`{"items": [` + crd("a.x", "True") + `, ` + crd("b.x", "") + `]}`:     {"b.x"},
+		`{"items": [` + crd("a.x", "False") + `, ` + crd("b.x", "") + `]}`:    {"a.x", "b.x"},
+		`{"apiVersion": "v1", "items": [], "kind": "List", "metadata": {}}`:   nil,
+	} {
+		got, err := notEstablished([]byte(list))
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("notEstablished(%s) = %q, %v; want %q", list, got, err, want)
+		}
+	}
+	if _, err := notEstablished([]byte("error: not JSON")); err == nil {
+		t.Error("notEstablished read text that is no CRD list")
 	}
 }
 

@@ -1,0 +1,67 @@
+/*
+Copyright 2026 The espo-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/internal/localcluster"
+	"github.com/espo-dev/espo-operator/test/pyenv"
+)
+
+// TestNewcomerVLMJob runs the newcomer's Hugging Face job (hack/local-vlm, what
+// make run-local-vlm runs) as the script fills it in: a tiny random Qwen2.5-VL trained
+// with LoRA on the CPU through the operator ends Succeeded, status.training.export
+// names the best checkpoint's adapter with its merged model, and the README's lines
+// load the folder with transformers and peft from local files only.
+func TestNewcomerVLMJob(t *testing.T) {
+	g := NewWithT(t)
+	python := pyenv.Require(t)
+	ns := newNamespace(t, "e2e-local-vlm")
+	model := randomModelOutsidePodMounts(t, "qwen2_5_vl")
+	code := workerCodeOutsidePodMounts(t)
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "hack", "local-vlm", "job.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	job := strings.NewReplacer("${MODEL}", model, "${PYTHON}", python, "${PYTHONPATH}", code).Replace(string(raw))
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	g.Expect(os.WriteFile(path, []byte(job), 0o600)).To(Succeed())
+	apply(g, ns, filepath.Join("hack", "local-vlm", "claims.yaml"))
+	mustKubectl(g, "create", "-n", ns, "-f", path)
+
+	ex := training(waitForSucceeded(t, ns, "local-vlm")).Export
+	g.Expect(ex).NotTo(BeNil(), "status.training.export")
+	g.Expect(*ex).To(And(HaveField("Path", "local-vlm"), HaveField("Kind", trainingv1alpha1.ExportLoRA), HaveField("Merged", true),
+		HaveField("Metric", trainingv1alpha1.MetricRecommendationAccuracy)))
+	folder := filepath.Join(localcluster.ClaimDir(nodeState, ns, "local-vlm-models"), "local-vlm")
+	load := exec.Command(python, "-", model, folder)
+	load.Stdin = strings.NewReader(`import sys
+from transformers import AutoModelForImageTextToText; from peft import PeftModel
+base = AutoModelForImageTextToText.from_pretrained(sys.argv[1], local_files_only=True)
+model = PeftModel.from_pretrained(base, sys.argv[2], local_files_only=True)
+merged = AutoModelForImageTextToText.from_pretrained(sys.argv[2] + "/merged", local_files_only=True)
+print("loaded", type(model.get_base_model()).__name__, type(merged).__name__)`)
+	out, err := load.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "loading the export: %s", out)
+	g.Expect(string(out)).To(ContainSubstring("loaded Qwen2_5_VLForConditionalGeneration Qwen2_5_VLForConditionalGeneration"))
+}

@@ -457,3 +457,60 @@ func checkSharding(m *trainingv1alpha1.ModelSpec) error {
 	}
 	return nil
 }
+
+// Export is spec.export as the trainer acts on it: where the Hugging Face folder goes
+// and what it holds.
+type Export struct {
+	// Dir is the folder the export replaces, as the pod sees it (the run config's
+	// exportDir); Path is the same folder inside the claim, as status names it.
+	Dir, Path string
+	// Where names the target in errors, as the spec does.
+	Where string
+	// Merge adds the merged model to a LoRA export.
+	Merge bool
+	// BestBy is the validation metric (its API name) whose best checkpoint is
+	// exported; empty for the final policy.
+	BestBy string
+}
+
+// resolveExport checks spec.export against the rest of the run config, with the
+// rules the API server applies, and returns it; nil without spec.export.
+func resolveExport(c *Config) (*Export, error) {
+	e := c.Spec.Export
+	if e == nil {
+		return nil, nil
+	}
+	const field = "spec.export"
+	claim := e.PersistentVolumeClaim
+	out := &Export{Dir: c.ExportDir, Path: claim.Path, Merge: e.Merge, BestBy: string(e.BestBy),
+		Where: fmt.Sprintf("%s.persistentVolumeClaim (claim %s, path %q)", field, claim.ClaimName, claim.Path)}
+	var errs []error
+	if c.ExportDir == "" {
+		errs = append(errs, fmt.Errorf("%s: the run config has no exportDir, the folder where the claim's path is mounted: run the job through the operator, or set exportDir", field))
+	}
+	if w := c.Spec.Model.Worker; w != trainingv1alpha1.WorkerCUDA {
+		errs = append(errs, fmt.Errorf("%s: it writes the PyTorch worker's model as a Hugging Face folder, and spec.model.worker is %s: set worker: cuda, or remove export", field, w))
+	}
+	if e.Merge && c.Spec.Model.LoRA == nil {
+		errs = append(errs, fmt.Errorf("%s.merge: it merges a LoRA adapter into its base model, and spec.model.lora is unset: set it, or remove merge", field))
+	}
+	if e.BestBy != "" {
+		errs = append(errs, checkBestBy(c))
+	}
+	return out, errors.Join(errs...)
+}
+
+// checkBestBy refuses spec.export.bestBy in a run that keeps no checkpoints or
+// evaluates no validation episodes (an environment with validationEpisodes 0); a
+// recorded run whose split leaves no validation episode is refused once its
+// datasets are loaded (checkValidationForBest).
+func checkBestBy(c *Config) error {
+	const field = "spec.export.bestBy"
+	if c.Spec.Checkpoint == nil || c.CheckpointDir == "" {
+		return fmt.Errorf("%s: it exports the best checkpoint, and the run keeps none: set spec.checkpoint, or remove bestBy to export the final policy", field)
+	}
+	if env := c.Spec.Datasets.Environment; env != nil && env.ValidationEpisodes != nil && *env.ValidationEpisodes == 0 {
+		return fmt.Errorf("%s: it compares validation evaluations, and spec.datasets.environment.validationEpisodes is 0: raise it, or remove bestBy", field)
+	}
+	return nil
+}

@@ -19,11 +19,14 @@ package trainer
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/checkpoint"
 	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/metrics"
 	"github.com/espo-dev/espo-operator/trainer/plan"
+	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
 // EvalResult holds the metrics of one evaluation, as fractions in [0, 1].
@@ -284,4 +287,44 @@ func evalResult(split string, episodes int, r metrics.Report) *EvalResult {
 		FormatRate:             m.FormatRate,
 		Report:                 &r,
 	}
+}
+
+// loadBest loads the best checkpoint by spec.export.bestBy into the workers, when
+// it is not the current policy, so that the test evaluation and the export are of
+// it. It returns the step of the policy the workers then hold.
+func (t *Trainer) loadBest(ctx context.Context) (int64, error) {
+	best, ok := t.bestEvaluation()
+	if !ok || best.Step == t.state.Step {
+		return t.state.Step, nil
+	}
+	c, err := t.store.At(best.Step)
+	if err != nil {
+		return 0, fmt.Errorf("spec.export.bestBy: loading the best checkpoint by %s: %w", t.settings.Export.BestBy, err)
+	}
+	setup := worker.Setup{Seed: t.settings.Seed, Options: t.settings.WorkerOptions, LoadPath: filepath.Join(c.Dir, checkpoint.WorkerStateFile)}
+	if _, err := t.opts.Workers.Configure(ctx, setup); err != nil {
+		return 0, fmt.Errorf("spec.export.bestBy: loading the best checkpoint (step %d): %w", best.Step, err)
+	}
+	t.opts.Log.Info("loaded the best checkpoint for the test evaluation and the export", "step", best.Step,
+		"metric", t.settings.Export.BestBy, "value", best.named()[t.settings.Export.BestBy], "finalStep", t.state.Step)
+	return best.Step, nil
+}
+
+// export writes the policy the workers hold as spec.export's Hugging Face folder
+// and records it in the status.
+func (t *Trainer) export(ctx context.Context) error {
+	ex := t.settings.Export
+	out, err := t.opts.Workers.Export(ctx, ex.Dir, ex.Merge)
+	if err != nil {
+		return fmt.Errorf("%s: exporting the trained policy: %w", ex.Where, err)
+	}
+	now := t.now()
+	st := &trainingv1alpha1.ExportStatus{Path: ex.Path, Kind: trainingv1alpha1.ExportKind(out.Kind), Merged: out.Merged,
+		Step: out.Step, Files: out.Files, Time: &now}
+	if best, ok := t.bestEvaluation(); ok {
+		st.Metric, st.Value = trainingv1alpha1.EvalMetric(ex.BestBy), trainingv1alpha1.NewMetric(best.named()[ex.BestBy])
+	}
+	t.status.Export = st
+	t.opts.Log.Info("exported the trained policy", "dir", ex.Dir, "kind", out.Kind, "merged", out.Merged, "step", out.Step, "files", out.Files)
+	return nil
 }

@@ -166,7 +166,7 @@ func (t *Trainer) resumeFrom(c *checkpoint.Checkpoint) (string, error) {
 	t.opts.Log.Info("resuming from checkpoint", "dir", c.Dir, "step", t.state.Step, "epoch", t.state.Epoch, "batch", t.state.Batch)
 	if from, now := s.Workers, t.opts.Workers.Size(); from > 0 && from != now {
 		t.status.Message = fmt.Sprintf("resumed from the checkpoint of step %d, written by %s, on %d: "+
-			"each worker loads its part of the whole weights and optimizer moments the checkpoint holds", s.Step, workers(from), now)
+			"each worker loads its part of the whole weights and optimizer moments the checkpoint holds", s.Step, workerCount(from), now)
 		t.opts.Log.Info(t.status.Message)
 	}
 	return filepath.Join(c.Dir, checkpoint.WorkerStateFile), nil
@@ -198,8 +198,8 @@ func (e *checkpointRefused) Error() string {
 
 func (e *checkpointRefused) Unwrap() error { return e.cause }
 
-// workers is "1 worker" or "n workers".
-func workers(n int) string {
+// workerCount is "1 worker" or "n workers".
+func workerCount(n int) string {
 	if n == 1 {
 		return "1 worker"
 	}

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -449,4 +450,65 @@ func (t *Trainer) record(ctx context.Context, ep *plan.Epoch, s batchStats, took
 	t.opts.Log.Info("step", append(kv, "gradNorm", s.gradNorm, "stepSeconds", took.Seconds(),
 		"eta", (time.Duration(t.status.TotalSteps-t.state.Step)*took).Round(time.Second).String())...)
 	t.reportStep(ctx)
+}
+
+// checkValidationForBest refuses spec.export.bestBy when the loaded datasets give
+// the validation set no episode.
+func (t *Trainer) checkValidationForBest() error {
+	if ex := t.settings.Export; ex == nil || ex.BestBy == "" || t.cfg.Spec.Datasets.Environment != nil {
+		return nil
+	}
+	if len(t.src.Recorded().Validation) > 0 {
+		return nil
+	}
+	return permanent.ConfigInvalid(errors.New("spec.export.bestBy: it compares validation evaluations, and the split leaves the validation set no episode: " +
+		"give spec.datasets.split.validation a larger share, add a source with split: validation, or remove bestBy"))
+}
+
+// checkExportWritable makes sure, before any training, that the export's folder can
+// be written: it creates the folder's parent and a file in it. A target that cannot
+// be written fails the run at once with ConfigInvalid, naming spec.export.
+func (t *Trainer) checkExportWritable() error {
+	ex := t.settings.Export
+	if ex == nil {
+		return nil
+	}
+	parent := filepath.Dir(filepath.Clean(ex.Dir))
+	err := os.MkdirAll(parent, 0o755)
+	if err == nil {
+		var f *os.File
+		if f, err = os.CreateTemp(parent, ".espo-export-check-"); err == nil {
+			err = errors.Join(f.Close(), os.Remove(f.Name()))
+		}
+	}
+	if err != nil {
+		return permanent.InPodPaths(permanent.ConfigInvalid(fmt.Errorf("%s: the export cannot be written: %w; "+
+			"let the trainer's user (uid and gid 65532) write the claim, or name another claim or path", ex.Where, err)), t.opts.PodRoot)
+	}
+	return nil
+}
+
+// bestEvaluation is the validation evaluation of the history that scored highest on
+// spec.export.bestBy, the earliest of equal scores; false before any.
+func (t *Trainer) bestEvaluation() (EvalResult, bool) {
+	ex := t.settings.Export
+	if ex == nil || ex.BestBy == "" {
+		return EvalResult{}, false
+	}
+	var best EvalResult
+	found := false
+	for i := range t.state.History {
+		r := &t.state.History[i]
+		if !found || r.named()[ex.BestBy] > best.named()[ex.BestBy] {
+			best, found = *r, true
+		}
+	}
+	return best, found
+}
+
+// protectBest keeps the best checkpoint by spec.export.bestBy from pruning.
+func (t *Trainer) protectBest() {
+	if best, ok := t.bestEvaluation(); ok && t.store != nil {
+		t.store.Protect(best.Step)
+	}
 }

@@ -31,6 +31,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/checkpoint"
+	"github.com/espo-dev/espo-operator/trainer/dataset"
 	"github.com/espo-dev/espo-operator/trainer/intents"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
@@ -243,20 +244,7 @@ func TestResumeOnAnotherWorkerCountSaysSo(t *testing.T) {
 	if msg := rec.reports[0].Message; !strings.Contains(msg, "written by 1 worker, on 2: each worker loads its part") {
 		t.Errorf("the resumed run's first report says %q", msg)
 	}
-	ep := &tr.Splits().Test[0]
-	var items []worker.Scored
-	for j := range ep.Steps {
-		items = append(items, worker.Scored{Prompt: worker.NewPrompt(ep, j), Answer: worker.Answer{Text: demonstrated(&ep.Steps[j])}})
-	}
-	a := logProbs(t, one[0], items)
-	for w := range two {
-		b := logProbs(t, two[w], items)
-		for i := range a {
-			if math.Abs(a[i]-b[i]) > 1e-4 {
-				t.Fatalf("worker %d of 2 after the resume: log-prob %d = %v, the uninterrupted worker gives %v", w, i, b[i], a[i])
-			}
-		}
-	}
+	assertSamePolicy(t, &tr.Splits().Test[0], one[0], two, "after the resume")
 }
 
 // TestDataParallelWorkersMatchOne trains with one worker and with two, on the same
@@ -267,17 +255,24 @@ func TestDataParallelWorkersMatchOne(t *testing.T) {
 	two := cpuMembers(2)
 	run(t, smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: worker.NewGang(two...)})
 
-	ep := &tr.Splits().Test[0]
+	assertSamePolicy(t, &tr.Splits().Test[0], one[0], two, "")
+}
+
+// assertSamePolicy fails the test when a worker of others gives a log-prob of the
+// demonstrated answer to a step of ep more than 1e-4 from ref's: the same policy, to
+// the tolerance of gradients added in another order. when says in a failure when.
+func assertSamePolicy(t *testing.T, ep *dataset.Episode, ref worker.Member, others []worker.Member, when string) {
+	t.Helper()
 	var items []worker.Scored
 	for j := range ep.Steps {
 		items = append(items, worker.Scored{Prompt: worker.NewPrompt(ep, j), Answer: worker.Answer{Text: demonstrated(&ep.Steps[j])}})
 	}
-	a := logProbs(t, one[0], items)
-	for w := range two {
-		b := logProbs(t, two[w], items)
+	a := logProbs(t, ref, items)
+	for w, m := range others {
+		b := logProbs(t, m, items)
 		for i := range a {
 			if math.Abs(a[i]-b[i]) > 1e-4 {
-				t.Fatalf("worker %d of 2: log-prob %d = %v, one worker gives %v", w, i, b[i], a[i])
+				t.Fatalf("worker %d of %d %s: log-prob %d = %v, the reference worker gives %v", w, len(others), when, i, b[i], a[i])
 			}
 		}
 	}

@@ -128,9 +128,12 @@ func buildPod(job *trainingv1alpha1.ESPOJob, rank int32, o PodOptions) *corev1.P
 	}
 	if rank > 0 || cuda {
 		w := workerContainer(job, rank, o)
-		if rank == 0 { // the cuda worker beside the trainer: Save and Load use the
+		switch {
+		case rank == 0: // the cuda worker beside the trainer: Save and Load use the
 			// checkpoint folder, and screenshot paths are under the datasets' mounts
 			w.VolumeMounts = append(w.VolumeMounts, dataMounts(job)...)
+		case checkpointInEveryPod(job): // each sharded worker saves and loads its own shards
+			w.VolumeMounts = append(w.VolumeMounts, corev1.VolumeMount{Name: checkpointVolume, MountPath: CheckpointMountPath})
 		}
 		pod.Spec.Containers = append(pod.Spec.Containers, w)
 	}
@@ -230,11 +233,12 @@ func workerListenAddr(job *trainingv1alpha1.ESPOJob) string {
 }
 
 // workerPaths are the folders a rank's worker container may save to and load from:
-// the checkpoint and export claims (mounted on rank 0 only) and the initial
-// checkpoint. A worker without any refuses every save, load and export.
+// the checkpoint claim (mounted on rank 0, and on every rank of a sharded job), the
+// export claim (rank 0) and the initial checkpoint. A worker without any refuses
+// every save, load and export.
 func workerPaths(job *trainingv1alpha1.ESPOJob, rank int32) []string {
 	var paths []string
-	if job.Spec.Checkpoint != nil && rank == 0 {
+	if job.Spec.Checkpoint != nil && (rank == 0 || checkpointInEveryPod(job)) {
 		paths = append(paths, CheckpointMountPath)
 	}
 	if job.Spec.Export != nil && rank == 0 {
@@ -336,7 +340,8 @@ func dataMounts(job *trainingv1alpha1.ESPOJob) []corev1.VolumeMount {
 // memory-backed /dev/shm, with cuda the claim of spec.model.weights, and the claim of
 // spec.model.initialCheckpoint, for every rank (read-only, so one ReadOnlyMany claim
 // serves every pod); the datasets, checkpoints, export and output for rank 0 only (a
-// ReadWriteOnce claim can be mounted by one node).
+// ReadWriteOnce claim can be mounted by one node), except that a sharded job's
+// checkpoint claim is every rank's (checkpointInEveryPod).
 func podVolumes(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.Volume {
 	vols := []corev1.Volume{
 		{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -361,6 +366,9 @@ func podVolumes(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.Volume {
 		}})
 	}
 	if rank != 0 {
+		if checkpointInEveryPod(job) {
+			vols = append(vols, checkpointClaimVolume(job))
+		}
 		return vols
 	}
 	for _, src := range job.Spec.Datasets.Sources {
@@ -377,10 +385,8 @@ func podVolumes(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.Volume {
 		}
 		vols = append(vols, corev1.Volume{Name: datasetVolumePrefix + src.Name, VolumeSource: vs})
 	}
-	if cp := job.Spec.Checkpoint; cp != nil {
-		vols = append(vols, corev1.Volume{Name: checkpointVolume, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cp.PersistentVolumeClaim.ClaimName},
-		}})
+	if job.Spec.Checkpoint != nil {
+		vols = append(vols, checkpointClaimVolume(job))
 	}
 	if e := job.Spec.Export; e != nil {
 		vols = append(vols, corev1.Volume{Name: exportVolume, VolumeSource: corev1.VolumeSource{
@@ -388,6 +394,20 @@ func podVolumes(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.Volume {
 		}})
 	}
 	return append(vols, corev1.Volume{Name: outputVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+}
+
+// checkpointInEveryPod reports whether every rank mounts the checkpoint claim: a
+// sharded job's workers each save and load their own shards of the model (a claim
+// of more than one node's pods must then be ReadWriteMany).
+func checkpointInEveryPod(job *trainingv1alpha1.ESPOJob) bool {
+	return job.Spec.Checkpoint != nil && job.Spec.Model.Sharding == trainingv1alpha1.ShardingSharded
+}
+
+// checkpointClaimVolume is the volume of spec.checkpoint's claim.
+func checkpointClaimVolume(job *trainingv1alpha1.ESPOJob) corev1.Volume {
+	return corev1.Volume{Name: checkpointVolume, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: job.Spec.Checkpoint.PersistentVolumeClaim.ClaimName},
+	}}
 }
 
 // requestsGPUs reports whether the job's resources request or limit a GPU resource

@@ -245,6 +245,19 @@ func TestBuildPod(t *testing.T) {
 				return p
 			},
 		},
+		"cuda, sharded: every rank's worker mounts the checkpoint claim and may save its shards there": {
+			job: makeJob().Replicas(2).CUDA("m").Sharded().Checkpoint("ckpt", "runs/1", 10).Obj(), rank: 1,
+			want: func() *corev1.Pod {
+				p := wantPod(1)
+				c := &p.Spec.Containers[0]
+				c.Command, c.Image = nil, "espo-cuda:v1"
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "checkpoints", MountPath: "/checkpoints"})
+				c.Env = append(c.Env, corev1.EnvVar{Name: "ESPO_WORKER_PATHS", Value: "/checkpoints"})
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "checkpoints", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "ckpt"}}})
+				return p
+			},
+		},
 		"cuda on one replica: the worker beside the trainer listens on loopback only": {
 			job: makeJob().CUDA("m").Obj(), rank: 0,
 			want: func() *corev1.Pod {

@@ -106,7 +106,7 @@ func exportCheckpoint(ctx context.Context, dir, dest string, o exportOptions, st
 	if err != nil {
 		return exported{}, fmt.Errorf("%s is no intact checkpoint (%w): give a step-<n> folder of the job's checkpoint claim", dir, err)
 	}
-	if _, ok := c.Files[checkpoint.WorkerStateFile]; !ok {
+	if !c.HoldsWorkerState() {
 		return exported{}, fmt.Errorf("%s: the checkpoint holds no %s", dir, checkpoint.WorkerStateFile)
 	}
 	args := []string{"-m", "espo_worker.export_cli", filepath.Join(c.Dir, checkpoint.WorkerStateFile), dest,

@@ -155,6 +155,12 @@ func (w *ESPOJobWrapper) LoRA(rank int32) *ESPOJobWrapper {
 	return w
 }
 
+// Sharded makes the PyTorch workers hold the model sharded (spec.model.sharding).
+func (w *ESPOJobWrapper) Sharded() *ESPOJobWrapper {
+	w.Spec.Model.Sharding = trainingv1alpha1.ShardingSharded
+	return w
+}
+
 // InitialCheckpoint starts the policy from a checkpoint in a claim.
 func (w *ESPOJobWrapper) InitialCheckpoint(claim, path string) *ESPOJobWrapper {
 	w.Spec.Model.InitialCheckpoint = &trainingv1alpha1.VolumePath{ClaimName: claim, Path: path}

@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -45,8 +46,10 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// WorkerStateFile is the file of a trainer's checkpoint that holds its workers'
-// full state (worker 0's, which every worker shares).
+// WorkerStateFile is the name, in a trainer's checkpoint, of its workers' full
+// state: a file written by worker 0 (replicated workers share one state), or a
+// folder of the shards of every worker of a sharded gang (see the PyTorch worker's
+// espo_worker.state).
 const WorkerStateFile = "worker.state"
 
 const (
@@ -64,7 +67,9 @@ type Manifest struct {
 	Version int `json:"version"`
 	// Step is the number of optimizer steps taken when the checkpoint was written.
 	Step int64 `json:"step"`
-	// Files maps each file name in the checkpoint folder to its hex SHA-256.
+	// Files maps each file in the checkpoint folder, by its slash-separated path
+	// relative to the folder (a sharded worker state's files are in a folder of
+	// their own), to its hex SHA-256.
 	Files map[string]string `json:"files"`
 	// State is the trainer's state, opaque to this package.
 	State json.RawMessage `json:"state"`
@@ -77,6 +82,17 @@ type Checkpoint struct {
 	// Dir is the checkpoint's folder.
 	Dir string
 	Manifest
+}
+
+// HoldsWorkerState reports whether the checkpoint holds its workers' state: the file
+// WorkerStateFile, or files in the folder of that name.
+func (c *Checkpoint) HoldsWorkerState() bool {
+	for name := range c.Files {
+		if name == WorkerStateFile || strings.HasPrefix(name, WorkerStateFile+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Store keeps the checkpoints of one run in a folder.
@@ -195,7 +211,10 @@ func Verify(dir string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("manifest version %d, want 1 to %d", m.Version, manifestVersion)
 	}
 	for name, want := range m.Files {
-		got, err := fileSHA256(filepath.Join(dir, name))
+		if !filepath.IsLocal(filepath.FromSlash(name)) {
+			return nil, fmt.Errorf("manifest names %q, a path outside the checkpoint's folder", name)
+		}
+		got, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(name)))
 		if err != nil {
 			return nil, err
 		}
@@ -256,23 +275,28 @@ func newManifest(dir string, step int64, state any, b Binding) ([]byte, error) {
 		return nil, fmt.Errorf("checkpoint: encoding the trainer state: %w", err)
 	}
 	m := Manifest{Version: manifestVersion, Step: step, Files: map[string]string{}, State: rawState, Binding: &b}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			return nil, fmt.Errorf("checkpoint: %s is not a regular file; checkpoints hold flat files", e.Name())
+	err = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case e.IsDir():
+			return syncDir(path)
+		case !e.Type().IsRegular():
+			return fmt.Errorf("%s is not a regular file or folder; checkpoints hold files", path)
 		}
-		path := filepath.Join(dir, e.Name())
 		if err := syncFile(path); err != nil {
-			return nil, fmt.Errorf("checkpoint: %w", err)
+			return err
 		}
 		sum, err := fileSHA256(path)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		m.Files[e.Name()] = sum
+		rel, err := filepath.Rel(dir, path)
+		m.Files[filepath.ToSlash(rel)] = sum
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	return json.MarshalIndent(m, "", "  ")
 }

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -189,13 +190,76 @@ func folders(t *testing.T, dir string) []string {
 	return names
 }
 
-func TestSaveRefusesNestedFolders(t *testing.T) {
+func TestSaveRefusesWhatIsNoFileOrFolder(t *testing.T) {
 	s, _ := NewStore(t.TempDir(), 0, run1, logr.Discard())
-	_, err := s.Save(1, state{}, func(dir string) error { return os.Mkdir(filepath.Join(dir, "sub"), 0o755) })
+	_, err := s.Save(1, state{}, func(dir string) error { return os.Symlink("/etc/passwd", filepath.Join(dir, "link")) })
 	if err == nil {
-		t.Fatal("Save accepted a nested folder")
+		t.Fatal("Save accepted a symbolic link")
 	}
 	if c, _ := s.Latest(); c != nil {
 		t.Errorf("a failed save left checkpoint %s", c.Dir)
+	}
+}
+
+// writeShards writes a sharded worker state: a folder of files, as the PyTorch
+// worker's sharded gang writes it.
+func writeShards(dir string) error {
+	state := filepath.Join(dir, WorkerStateFile)
+	if err := os.Mkdir(state, 0o755); err != nil {
+		return err
+	}
+	for _, name := range []string{"meta.json", ".metadata", "__0_0.distcp", "__1_0.distcp"} {
+		if err := os.WriteFile(filepath.Join(state, name), []byte(name), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestAShardedStateFolderIsBoundFileByFile(t *testing.T) {
+	s, _ := NewStore(t.TempDir(), 0, run1, logr.Discard())
+	dir, err := s.Save(4, state{}, writeShards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Verify(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for name := range c.Files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	want := []string{"worker.state/.metadata", "worker.state/__0_0.distcp", "worker.state/__1_0.distcp", "worker.state/meta.json"}
+	if !slices.Equal(names, want) {
+		t.Errorf("manifest files %v, want %v", names, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, WorkerStateFile, "__1_0.distcp"), []byte("changed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(dir); err == nil {
+		t.Error("Verify accepted a changed shard")
+	}
+}
+
+func TestVerifyRefusesAManifestNamingAPathOutside(t *testing.T) {
+	s, _ := NewStore(t.TempDir(), 0, run1, logr.Discard())
+	dir, err := s.Save(1, state{}, writeState("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, manifestName))
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.Files["../outside"] = m.Files["worker.state"]
+	raw, _ = json.Marshal(m)
+	if err := os.WriteFile(filepath.Join(dir, manifestName), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(dir); err == nil || !strings.Contains(err.Error(), "outside") {
+		t.Errorf("Verify of a manifest naming ../outside: %v, want a refusal", err)
 	}
 }

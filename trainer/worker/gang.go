@@ -251,9 +251,10 @@ func (g *Gang) SnapshotReference(ctx context.Context) error {
 	return g.each(ctx, func(ctx context.Context, _ int, m Member) error { return m.SnapshotReference(ctx) })
 }
 
-// Save writes member 0's full state, which every member shares, to the file path
-// (sharded members gather it together: each is sent the path, only member 0 opens
-// it). Configure's Setup.LoadPath loads it back.
+// Save writes the gang's full state to path: replicated, member 0's, which every
+// member shares, as one file; sharded, a folder of every member's shards, each
+// member writing its own (each must be able to write path's folder). Configure's
+// Setup.LoadPath loads either back, at any gang size.
 func (g *Gang) Save(ctx context.Context, path string) error {
 	if g.sharded {
 		return g.each(ctx, func(ctx context.Context, _ int, m Member) error { return m.Save(ctx, path) })

@@ -22,10 +22,11 @@ import (
 	"os"
 )
 
-// How a saved state reaches the members of a gang. The trainer resumes from a
-// checkpoint folder that only its own pod mounts (the checkpoint claim is
-// ReadWriteOnce): a member elsewhere cannot open the file, so the trainer reads it
-// and sends its content inline.
+// How a saved state reaches the members of a gang. A replicated job's trainer
+// resumes from a checkpoint folder that only its own pod mounts (its checkpoint
+// claim may be ReadWriteOnce): a member elsewhere cannot open the file, so the
+// trainer reads it and sends its content inline. A sharded job's pods all mount the
+// claim, and each member reads its own shards.
 
 // setups returns the Setup of each member: s itself, except that a member that does
 // not read s.LoadPath itself (readsLoadPath) gets the file's content as State
@@ -96,6 +97,10 @@ func readState(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the state to send inline: %w", err)
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("state %s is a sharded gang's folder of shards, which is never sent inline: "+
+			"give every worker the checkpoint claim (a sharded job's pods all mount it), or resume with PyTorch workers", path)
 	}
 	if err := checkStateSize(fi.Size()); err != nil {
 		return nil, fmt.Errorf("state %s: %w", path, err)

@@ -177,6 +177,23 @@ func TestAStateOverTheInlineLimitIsRefused(t *testing.T) {
 	}
 }
 
+// TestAShardedStateFolderIsNeverSentInline: a member in another pod that would get
+// the state inline cannot get a sharded gang's folder of shards; the gang says why
+// before any member is configured.
+func TestAShardedStateFolderIsNeverSentInline(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "worker.state")
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	remote := inAnotherPod(t, cpu.New(1), t.TempDir())
+	_, err := worker.NewGang(worker.NewLocal(cpu.New(1), dir), remote).Configure(ctx, worker.Setup{Seed: 4, LoadPath: path})
+	if err == nil || !strings.Contains(err.Error(), "folder of shards") {
+		t.Errorf("Configure from a sharded state folder with a member in another pod: %v, want a refusal naming the folder of shards", err)
+	}
+}
+
 // checkOversize fails the test unless err refuses a state of MaxStateBytes+1 bytes,
 // naming its size and the limit.
 func checkOversize(t *testing.T, who string, err error) {

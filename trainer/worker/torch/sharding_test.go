@@ -33,8 +33,9 @@ import (
 // workers that hold it sharded (spec.model.sharding sharded, FSDP2 over gloo) through
 // SFT and ESPO, evaluations, checkpoints and the export to Completed: the gang calls
 // them in step (an odd number of episodes leaves one worker short), every checkpoint
-// holds the whole weights (a single replicated worker loads the last one, at its
-// step), and the export is the adapter of the final step.
+// holds each worker's shards, bound by its manifest, and loads whole (a single
+// replicated worker loads the last one, at its step), and the export is the adapter
+// of the final step.
 func TestTrainerDrivesShardedWorkers(t *testing.T) {
 	c := smallRun(t)
 	c.Spec.Datasets.Sources[0].Synthetic.Episodes = 9
@@ -66,6 +67,15 @@ func TestTrainerDrivesShardedWorkers(t *testing.T) {
 	last := rep.Status.LastCheckpoint
 	if last == nil || last.Step != rep.Steps {
 		t.Fatalf("last checkpoint %+v, want step %d", last, rep.Steps)
+	}
+	ckpt, err := checkpoint.Verify(last.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shard := range []string{"__0_0.distcp", "__1_0.distcp", "meta.json", ".metadata"} {
+		if ckpt.Files[checkpoint.WorkerStateFile+"/"+shard] == "" {
+			t.Errorf("the last checkpoint's manifest lacks %s/%s: %v", checkpoint.WorkerStateFile, shard, ckpt.Files)
+		}
 	}
 	one := startWorker(t, c.OutputDir, "--max-new-tokens", "8")
 	d, err := worker.NewGang(one.Remote).Configure(context.Background(), worker.Setup{Seed: 1,

@@ -1,6 +1,6 @@
 # Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
 """python -m espo_worker.export_cli STATE DEST: writes the policy of a torch worker
-state (a checkpoint's worker.state) as a Hugging Face folder, offline, the folder a
+state (a checkpoint's worker.state: a file, or a sharded job's folder of shards) as a Hugging Face folder, offline, the folder a
 job's spec.export writes ("espo export" runs this). It prints the manifest's summary
 as one JSON line: the folder, kind, merged, step and number of files. Exit status 2
 for a state or destination that cannot be used, with the reason on stderr."""
@@ -39,7 +39,7 @@ def export_checkpoint(state: str, dest: str, *, base: str = "", merge: bool = Fa
 
 def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m espo_worker.export_cli", description=__doc__.split("\n\n")[0])
-    ap.add_argument("state", help="a torch worker state: a checkpoint folder's worker.state")
+    ap.add_argument("state", help="a torch worker state: a checkpoint folder's worker.state (a file or a folder)")
     ap.add_argument("dest", help="the folder to write, replaced whole once the export is complete")
     ap.add_argument("--base", default="", help="the base model's folder on this machine, in place of the one the "
                                                "state names (the pod's /models/...)")

@@ -25,15 +25,13 @@ from __future__ import annotations
 import collections
 import hashlib
 import inspect
-import io
-import json
 import math
 import struct
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
 import torch
 
@@ -44,15 +42,8 @@ from . import export as exportlib
 from . import protocol as pb
 from . import rollout as rolloutlib
 from . import sharding as shardinglib
+from . import state as statelib
 from .config import InvalidError, WorkerConfig, is_runtime_option
-
-# A state file holds tensors, and dicts, lists, strings and ints of them, only: what
-# torch.load(weights_only=True) reads on every supported torch (1.13 reads no Python
-# float), so that loading a file never unpickles an arbitrary object. Model options,
-# the step count and the optimizer's hyperparameters travel as JSON under "meta".
-STATE_FORMAT = "espo-torch-worker/v2"
-# v1 held Python floats; a torch whose safe unpickler reads them (2.x) still loads it.
-STATE_FORMAT_V1 = "espo-torch-worker/v1"
 
 if "weights_only" not in inspect.signature(torch.load).parameters:
     raise ImportError("espo_worker needs torch >= 1.13, whose torch.load(weights_only=True) loads tensors without "
@@ -587,53 +578,62 @@ class Policy:
         b.model.load_state_dict(whole)
         return b
 
-    def state_dict(self) -> dict[str, Any]:
-        """The full state in the types of STATE_FORMAT, whole tensors however the
-        workers hold them (sharded, every worker gathers: each must call it)."""
+    def whole_state(self) -> statelib.State:
+        """The full state, whole tensors however the workers hold them (sharded, every
+        worker gathers: each must call it)."""
         whole = self.sharding.whole
         opt = self.optimizer.state_dict()
-        tensors = {i: {k: whole(v) for k, v in st.items() if torch.is_tensor(v)} for i, st in opt["state"].items()}
-        values = {str(i): {k: v for k, v in st.items() if not torch.is_tensor(v)} for i, st in opt["state"].items()}
-        meta = {"options": self.options, "steps": self.steps, "param_groups": opt["param_groups"],
-                "optimizer_values": values}
-        return {
-            "format": STATE_FORMAT,
-            "meta": json.dumps(meta),
-            "params": [whole(p) for p in self.params],
-            "reference": [whole(r) for r in self.reference],
-            "optimizer_state": tensors,
-        }
+        state = {i: {k: whole(v) if torch.is_tensor(v) else v for k, v in e.items()} for i, e in opt["state"].items()}
+        return statelib.State(self.options, [whole(p) for p in self.params], [whole(r) for r in self.reference],
+                              {"state": state, "param_groups": opt["param_groups"]}, self.steps)
 
     def save(self, f: str | IO[bytes] | None) -> None:
-        """Writes the full state to f; None (a sharded worker but the first) takes part
-        in gathering it and writes nothing."""
+        """Writes the full state to f as one state file (espo_worker.state); None (a
+        sharded worker but the first) takes part in gathering it and writes nothing."""
         with self.lock:
             self.need()
-            state = self.state_dict()
+            state = statelib.file_content(self.whole_state())
             if f is not None:
                 torch.save(state, f)
 
-    def load(self, path: str | IO[bytes], seed: int = 0, overrides: Mapping[str, Any] | None = None) -> int:
-        """Restores a state Save wrote, from path: a file's path, or a file object
-        (server.InlineState, a state sent inline). With several ranks, rank 0 reads it
-        (only it may have the checkpoint volume) and broadcasts the state. overrides
+    def save_shards(self, path: str) -> int:
+        """Writes the state as a sharded state folder at path (espo_worker.state), each
+        worker of the sharded group its own shards: every worker calls it, with the
+        same path, which each must be able to write. Returns the bytes written (the
+        folder's on worker 0, this worker's shards' on the others)."""
+        with self.lock:
+            self.need()
+            opt = self.optimizer.state_dict()
+            meta = statelib.folder_meta(self.options, self.steps, statelib.optimizer_layout(opt, self.params),
+                                        self.dist.world)
+            return statelib.save_folder(path, statelib.folder_tensors(self.params, self.reference, opt), meta,
+                                        self.dist.rank)
+
+    def load(self, path: str | IO[bytes], seed: int = 0, overrides: Mapping[str, Any] | None = None,
+             confine: Callable[[str], str] | None = None) -> int:
+        """Restores a state Save or SaveShards wrote, from path: a state file's or a
+        sharded state folder's path, or a file object (server.InlineState, a state sent
+        inline). With several ranks, rank 0 reads it (only it may have the checkpoint
+        volume) and broadcasts the state, except that sharded ranks read their shards
+        of a sharded state folder each, at the path confine (given) admits. overrides
         (typed settings by name) replace the state's: a model folder that is elsewhere
         on this machine than where the state was written, say."""
         with self.lock:
             self.dist.init()
-            st = None
+            st, meta = None, None
             if self.dist.rank == 0:
-                try:
-                    st = parse_state(read_state(path), path)
-                except OSError:  # a missing file (NOT_FOUND), an unreadable one (DATA_LOSS)
-                    raise
-                except Exception as e:  # noqa: BLE001 - any unreadable file is data loss
-                    raise OSError("load %s: %s" % (path, e)) from e
-            c = self.with_runtime(WorkerConfig.from_mapping(self.dist.broadcast_object(st.options if st else None)))
+                st, meta = _read(path)
+            meta = self.dist.broadcast_object(meta)
+            options = meta["options"] if meta else self.dist.broadcast_object(st.options if st else None)
+            c = self.with_runtime(WorkerConfig.from_mapping(options))
             if overrides:
                 c = c.replace(overrides)
             if self.backend is None or c != self.config:
                 self.build(c, seed)
+            if meta and self.sharded:
+                return self._load_own_shards(path if self.dist.rank == 0 or confine is None else confine(path), meta)
+            if meta and self.dist.rank == 0:
+                st = statelib.read_whole(path, meta)
             if self.sharded:
                 return self._load_shards(st, path)
             if st is not None:
@@ -659,10 +659,24 @@ class Policy:
         self.weights_version += 1
         return self.steps
 
-    def _load_shards(self, st: State | None, path: str | IO[bytes]) -> int:
-        """load's second half for a sharded model: worker 0 (st) sends each worker its
-        shard of every tensor of the state, whole on worker 0 as Save wrote it, so a
-        state of any number of workers, replicated or sharded, loads."""
+    def _load_own_shards(self, path: str, meta: Mapping[str, Any]) -> int:
+        """load's second half for a sharded model and a sharded state folder (meta its
+        meta.json): each worker reads its shards of every tensor, whatever the number
+        of workers that wrote it."""
+        state = {int(i): {k: torch.empty_like(self.params[int(i)]) if v is None else torch.tensor(v)
+                          for k, v in entries.items()} for i, entries in meta["optimizer"].items()}
+        tensors = statelib.folder_tensors(self.params, self.reference, {"state": state})
+        if sum(1 for k in tensors if k.startswith("params/")) != len(self.params):
+            raise IOError("load %s: the model has %d tensors" % (path, len(self.params)))
+        statelib.load_folder(path, tensors)
+        self.optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+        self.steps = int(meta["steps"])
+        return self._loaded()
+
+    def _load_shards(self, st: statelib.State | None, path: str | IO[bytes]) -> int:
+        """load's second half for a sharded model and a whole state (a state file, or a
+        folder read whole): worker 0 (st) sends each worker its shard of every tensor,
+        so a state of any number of workers, replicated or sharded, loads."""
         d, distribute = self.dist, self.sharding.distribute
         n = d.broadcast_object(len(st.params) if st else None)
         if n != len(self.params):
@@ -673,7 +687,7 @@ class Policy:
                 r.copy_(distribute(st.reference[i] if st else None, r))
         # the optimizer's layout: per parameter, which entries are shards of a tensor
         # of the parameter's shape and which are values (the step count)
-        layout = d.broadcast_object(_optimizer_layout(st.optimizer, st.params) if st else None)
+        layout = d.broadcast_object(statelib.optimizer_layout(st.optimizer, st.params) if st else None)
         state = {}
         for i, entries in layout["state"].items():
             src = st.optimizer["state"][i] if st else {}
@@ -684,50 +698,14 @@ class Policy:
         return self._loaded()
 
 
-def _optimizer_layout(opt: dict[str, Any], params: Sequence[torch.Tensor]) -> dict[str, Any]:
-    """An optimizer state dict's layout for _load_shards: its param_groups, and per
-    parameter index each entry's value, or None for a tensor of the parameter's shape."""
-    state = {}
-    for i, entries in opt["state"].items():
-        state[i] = {k: None if torch.is_tensor(v) and v.shape == params[i].shape else
-                    (v.item() if torch.is_tensor(v) else v) for k, v in entries.items()}
-    return {"state": state, "param_groups": opt["param_groups"]}
-
-
-def read_state(path: str | IO[bytes]) -> Any:  # noqa: ANN401 - what the file holds, checked by parse_state
-    """The state file at path, read with torch.load(weights_only=True): tensors and
-    plain types only, never an arbitrary object (a file that holds one is refused)."""
-    return torch.load(path, map_location="cpu", weights_only=True)
-
-
-class State(NamedTuple):
-    """A state file's content: the model's settings (by name), the trainable and the
-    reference tensors, the optimizer's state dict and the step count."""
-
-    options: dict[str, Any]
-    params: list[torch.Tensor]
-    reference: list[torch.Tensor]
-    optimizer: dict[str, Any]
-    steps: int
-
-
-def parse_state(st: Any, path: str | IO[bytes]) -> State:  # noqa: ANN401 - a file's content, checked here
-    """The State of a file's content st, or IOError naming path."""
-    if not isinstance(st, dict) or st.get("format") not in (STATE_FORMAT, STATE_FORMAT_V1):
-        raise IOError("load %s: not a torch worker state (%s)" % (path, STATE_FORMAT))
+def _read(path: str | IO[bytes]) -> tuple[statelib.State | None, dict[str, Any] | None]:
+    """What rank 0 reads of the state at path first: a state file's State, or a
+    sharded state folder's meta.json (its tensors are read once the model is built)."""
     try:
-        if st["format"] == STATE_FORMAT_V1:
-            return State(st["options"], st["params"], st["reference"], st["optimizer"], int(st["steps"]))
-        meta = json.loads(st["meta"])
-        values = meta["optimizer_values"]
-        opt = {"state": {i: dict(ts, **values.get(str(i), {})) for i, ts in st["optimizer_state"].items()},
-               "param_groups": meta["param_groups"]}
-        return State(meta["options"], st["params"], st["reference"], opt, int(meta["steps"]))
-    except (KeyError, TypeError, ValueError) as e:
-        raise IOError("load %s: a damaged torch worker state (%s): %s" % (path, st["format"], e)) from None
-
-
-def state_bytes(policy: Policy) -> bytes:
-    buf = io.BytesIO()
-    policy.save(buf)
-    return buf.getvalue()
+        if statelib.is_folder(path):
+            return None, statelib.read_meta(path)
+        return statelib.parse_state(statelib.read_state(path), path), None
+    except OSError:  # a missing file (NOT_FOUND), an unreadable one (DATA_LOSS)
+        raise
+    except Exception as e:  # noqa: BLE001 - any unreadable file is data loss
+        raise OSError("load %s: %s" % (path, e)) from e

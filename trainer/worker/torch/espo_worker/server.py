@@ -10,7 +10,8 @@ that lacks files; Save and Load touch only paths
 under the allowed folders (folders.Folders) or answer PERMISSION_DENIED; errors map
 to INVALID_ARGUMENT (the request's fault), NOT_FOUND (a missing state file),
 DATA_LOSS (an unreadable one) and INTERNAL; Save writes atomically (temporary file in
-the same folder, fsync, rename); messages of up to 1 GiB pass both ways. The health
+the same folder, fsync, rename; a sharded state folder, espo_worker.state, is written
+as "<path>.partial" and renamed); messages of up to 1 GiB pass both ways. The health
 service is answered by hand (two tiny messages), so no grpcio-health-checking package
 is needed.
 """
@@ -127,16 +128,20 @@ class Servicer:
         self.folders = folders or folderslib.Folders([])
 
     def gathers_only(self) -> bool:
-        """Whether this worker's Save and Export only help the first worker gather a
-        sharded model: it writes nothing, and never opens the path (it may not have
-        the folder)."""
+        """Whether this worker's Export only helps the first worker gather a sharded
+        model: it writes nothing, and never opens the path (it may not have the
+        folder)."""
         return self.p.sharded and self.p.dist.rank != 0
 
     def _load_path(self, path: str) -> str:
         """The path a load reads: confined on rank 0, the rank that reads it; the others
-        get the state by broadcast and never open the path."""
+        get the state by broadcast, or, sharded, read their shards of a sharded state
+        folder at the path _confine_load admits."""
         if self.p.dist.rank != 0:
             return path
+        return self._confine_load(path)
+
+    def _confine_load(self, path: str) -> str:
         return self.folders.confine("load", path)
 
     def _run(self, context: grpc.ServicerContext, fn: Callable[[], _R]) -> _R:
@@ -176,7 +181,7 @@ class Servicer:
                 source = InlineState(req.state)
             self.p.configure(req.seed, map_field(req.options))
             if source is not None:
-                self.p.load(source, req.seed)
+                self.p.load(source, req.seed, confine=self._confine_load)
             return pb.ConfigureResponse(info=wire.describe(self.p))
         return self._run(context, do)
 
@@ -238,23 +243,24 @@ class Servicer:
         return self._run(context, do)
 
     def Save(self, req: pb.SaveRequest, context: grpc.ServicerContext) -> pb.SaveResponse:
+        """A replicated group's first worker writes one state file; every worker of a
+        sharded group writes its shards into one sharded state folder (each must be
+        able to write the path)."""
         def do() -> pb.SaveResponse:
             if not req.path:
                 raise policylib.InvalidError("save: empty path")
             self.p.need()
-            if self.gathers_only():
-                self.p.save(None)
-                return pb.SaveResponse(path=req.path)
             path = self.folders.confine("save", req.path)
-            n = _write_atomic(path, self.p.save)
-            return pb.SaveResponse(path=req.path, bytes=n)
+            if self.p.sharded:
+                return pb.SaveResponse(path=req.path, bytes=self.p.save_shards(path))
+            return pb.SaveResponse(path=req.path, bytes=_write_atomic(path, self.p.save))
         return self._run(context, do)
 
     def Load(self, req: pb.LoadRequest, context: grpc.ServicerContext) -> pb.LoadResponse:
         def do() -> pb.LoadResponse:
             if not req.path:
                 raise policylib.InvalidError("load: empty path")
-            return pb.LoadResponse(steps=self.p.load(self._load_path(req.path)))
+            return pb.LoadResponse(steps=self.p.load(self._load_path(req.path), confine=self._confine_load))
         return self._run(context, do)
 
     def Export(self, req: pb.ExportRequest, context: grpc.ServicerContext) -> pb.ExportResponse:

@@ -6,6 +6,7 @@ process (torch_test.go, through trainer/worker/workertest)."""
 
 import contextlib
 import io
+import json
 import os
 import tempfile
 import unittest
@@ -17,6 +18,7 @@ from espo_worker import auth, server, wire
 from espo_worker import folders as folderslib
 from espo_worker import policy as policylib
 from espo_worker import protocol as pb
+from espo_worker import state as statelib
 
 TOKEN = "3f" * 32
 OTHER_TOKEN = "a7" * 32
@@ -262,17 +264,40 @@ class Planted:
 
 
 class WeightsOnlyTest(unittest.TestCase):
+    def assert_load_refused(self, d, path, marker):
+        """A worker allowed d refuses to Load path with DATA_LOSS, and the object planted
+        there never ran (marker was not created); returns the answer."""
+        w = Worker(allowed=[d])
+        try:
+            got = w.call("Load", pb.LoadRequest(path=path), bearer(TOKEN))
+        finally:
+            w.close()
+        self.assertEqual(code(got), grpc.StatusCode.DATA_LOSS)
+        self.assertFalse(os.path.exists(marker), "Load unpickled an arbitrary object")
+        return got
+
     def test_a_planted_object_is_not_unpickled(self):
         with tempfile.TemporaryDirectory() as d:
             state, marker = os.path.join(d, "state"), os.path.join(d, "pwned")
-            torch.save({"format": policylib.STATE_FORMAT, "meta": Planted(marker)}, state)
-            w = Worker(allowed=[d])
-            try:
-                got = w.call("Load", pb.LoadRequest(path=state), bearer(TOKEN))
-            finally:
-                w.close()
-            self.assertEqual(code(got), grpc.StatusCode.DATA_LOSS)
-            self.assertFalse(os.path.exists(marker), "Load unpickled an arbitrary object")
+            torch.save({"format": statelib.STATE_FORMAT, "meta": Planted(marker)}, state)
+            self.assert_load_refused(d, state, marker)
+
+    def test_a_planted_object_in_a_sharded_folder_is_not_unpickled(self):
+        """DCP unpickles a sharded state folder's .metadata; the worker's reader admits
+        only DCP's own metadata classes."""
+        import pickle
+        with tempfile.TemporaryDirectory() as d:
+            folder, marker = os.path.join(d, "worker.state"), os.path.join(d, "pwned")
+            os.makedirs(folder)
+            p = policylib.Policy({"pretrained": "tiny", "max_new_tokens": 8, "max_prompt_tokens": 48})
+            p.configure(3, {})
+            meta = statelib.folder_meta(p.options, 0, {"state": {}, "param_groups": []}, 2)
+            with open(os.path.join(folder, statelib.META_FILE), "w") as f:
+                json.dump(meta, f)
+            with open(os.path.join(folder, ".metadata"), "wb") as f:
+                pickle.dump(Planted(marker), f)
+            got = self.assert_load_refused(d, folder, marker)
+            self.assertIn("not part of a checkpoint's metadata", got.details())
 
     def test_a_v1_state_still_loads(self):
         """A state of the format before v2 (Python floats inside) is restored where the
@@ -280,14 +305,14 @@ class WeightsOnlyTest(unittest.TestCase):
         p = policylib.Policy({"pretrained": "tiny", "max_new_tokens": 8, "max_prompt_tokens": 48})
         p.configure(3, {})
         wire.step(p, pb.StepRequest(learning_rate=0.01, gradient=[0.1] * sum(t.numel() for t in p.params)))
-        v1 = {"format": policylib.STATE_FORMAT_V1, "options": p.options, "params": [t.detach().clone() for t in p.params],
+        v1 = {"format": statelib.STATE_FORMAT_V1, "options": p.options, "params": [t.detach().clone() for t in p.params],
               "reference": [t.detach().clone() for t in p.reference], "optimizer": p.optimizer.state_dict(), "steps": p.steps}
-        read, policylib.read_state = policylib.read_state, lambda path: v1
+        read, statelib.read_state = statelib.read_state, lambda path: v1
         try:
             q = policylib.Policy({})
             self.assertEqual(q.load("v1-state"), 1)
         finally:
-            policylib.read_state = read
+            statelib.read_state = read
         req = pb.GenerateRequest(prompts=[pb.Prompt(episode_id="e", instruction="hotel")], samples=2, seed=5)
         self.assertEqual(wire.generate(p, req), wire.generate(q, req))
 

@@ -8,6 +8,7 @@ sharded pair loads into a single worker, and a single worker's into a sharded pa
 the same weights and optimizer moments."""
 
 import io
+import os
 import socket
 
 import pytest
@@ -17,9 +18,10 @@ from safetensors.torch import load_file
 
 from espo_worker import dist as distlib
 from espo_worker import export as exportlib
+from espo_worker import export_cli, wire
 from espo_worker import policy as policylib
 from espo_worker import protocol as pb
-from espo_worker import wire
+from espo_worker import state as statelib
 from tests.conftest import ARCHS
 from tests.test_hf import prompts, sft
 from tests.test_policy import ANSWER
@@ -47,16 +49,21 @@ def observe(p, ps):
         [(list(s.current), list(s.reference)) for s in scored.items]
 
 
-def _rank(rank, world, port, model, opts, ps, load, out, export=None):
+def _rank(rank, world, port, model, opts, ps, load, out, export=None, folder=None, steps=1):
     torch.set_num_threads(1)
-    group = distlib.Group(rank, world, "127.0.0.1", port, "gloo", timeout_s=20)
+    group = distlib.Group(rank, world, "127.0.0.1", port, "gloo", timeout_s=30)
     p = policylib.Policy(settings(model, "sharded"), dist=group)
     p.configure(1, opts)
-    if load is not None:
+    if isinstance(load, str):  # a sharded state folder: every rank reads its shards
+        p.load(load)
+    elif load is not None:
         p.load(io.BytesIO(load) if rank == 0 else None)
-    mine = ps if rank == 0 else []  # rank 1 has no share: idle passes, empty calls
-    wire.backward(p, sft(mine))
-    norm, _ = wire.step(p, STEP)
+    mine = ps if rank == 0 else []  # the other ranks have no share: idle passes, empty calls
+    for k in range(steps):
+        if folder and k == steps - 1:  # the state before the last step
+            p.save_shards(folder)
+        wire.backward(p, sft(mine))
+        norm, _ = wire.step(p, STEP)
     seen = observe(p, mine)
     buf = io.BytesIO()
     p.save(buf if rank == 0 else None)
@@ -67,14 +74,17 @@ def _rank(rank, world, port, model, opts, ps, load, out, export=None):
         out["sharded"] = wire.describe(p).sharded
 
 
-def run_sharded(model, opts, ps, load=None, export=None):
-    """Two sharded ranks train on ps (all of it on rank 0); rank 0's saved state, the
-    step's gradient norm, what it observed after and whether it said it is sharded;
-    with export, a folder the pair exports its policy to (merged, with LoRA)."""
+def run_sharded(model, opts, ps, load=None, export=None, world=2, folder=None, steps=1):
+    """world sharded ranks (2 by default) take steps steps on ps (all of it on rank 0);
+    rank 0's saved state file, the last step's gradient norm, what it observed after
+    and whether it said it is sharded. load: a state file's bytes or a sharded state
+    folder's path to load first; export: a folder the ranks export their policy to
+    (merged, with LoRA); folder: where the ranks save a sharded state folder before
+    their last step."""
     with mp.Manager() as mgr:
         out = mgr.dict()
-        mp.start_processes(_rank, args=(2, _free_port(), model, opts, ps, load, out, export), nprocs=2,
-                           start_method="spawn")
+        mp.start_processes(_rank, args=(world, _free_port(), model, opts, ps, load, out, export, folder, steps),
+                           nprocs=world, start_method="spawn")
         return dict(out)
 
 
@@ -101,7 +111,7 @@ def assert_states_close(a, b):
     rounding of a sum taken in another order shows), the references and the moments to
     float rounding, and the steps exactly. That the gradients are the same sum, not an
     average, the gradient norms say (the step is blind to a scale)."""
-    sa, sb = policylib.parse_state(a, "a"), policylib.parse_state(b, "b")
+    sa, sb = statelib.parse_state(a, "a"), statelib.parse_state(b, "b")
     assert torch.allclose(flat(sa.params), flat(sb.params), rtol=0, atol=0.01 * STEP.learning_rate), "params"
     for name, x, y in [("reference", flat(sa.reference), flat(sb.reference)),
                        ("exp_avg", flat([s["exp_avg"] for s in sa.optimizer["state"].values()]),
@@ -158,3 +168,50 @@ def test_states_move_between_sharded_and_replicated(models, screenshots):
                         torch.load(io.BytesIO(want.getvalue()), weights_only=True))
     back = single(model, opts, got["state"])
     assert back.steps == 2
+
+
+def states_equal(a, b):
+    """Whether two state files hold the same tensors, bit for bit, and the same steps."""
+    sa = statelib.parse_state(torch.load(io.BytesIO(a), weights_only=True), "a")
+    sb = statelib.parse_state(torch.load(io.BytesIO(b), weights_only=True), "b")
+    moments = [torch.equal(x[k], y[k]) for x, y in zip(sa.optimizer["state"].values(), sb.optimizer["state"].values())
+               for k in ("exp_avg", "exp_avg_sq", "step")]
+    return (sa.steps == sb.steps and len(moments) == 3 * len(sa.params) > 0 and all(moments)
+            and all(torch.equal(x, y) for x, y in zip(sa.params + sa.reference, sb.params + sb.reference)))
+
+
+def test_a_sharded_state_folder_resumes_anywhere(models, screenshots, tmp_path):
+    """A sharded pair writes its state shard by shard (each rank its own file, with its
+    half of each tensor's rows). Loaded by a new pair it resumes bit for bit (the next
+    step equals the uninterrupted pair's); loaded by three sharded ranks and by one
+    worker, whole, it holds the same state; espo export reads it offline."""
+    model, opts = models["qwen3"], {"lora_r": "4"}
+    ps = prompts("qwen3", screenshots)
+    folder = str(tmp_path / "worker.state")
+    straight = run_sharded(model, opts, ps, folder=folder, steps=2)
+    files = sorted(os.listdir(folder))
+    assert files == [".metadata", "__0_0.distcp", "__1_0.distcp", "meta.json"], files
+    meta = statelib.read_meta(folder)
+    assert (meta["steps"], meta["workers"]) == (1, 2)
+    for key, md in statelib.safe_reader(folder).read_metadata().state_dict_metadata.items():
+        rows = [c.sizes[0] for c in md.chunks]  # each rank wrote its rows (dim 0) of each tensor
+        assert sum(rows) == md.size[0] and max(rows) <= (md.size[0] + 1) // 2, (key, rows)
+    whole = statelib.read_whole(folder, meta)
+    assert len(whole.params) == len(whole.reference) == len(whole.optimizer["state"]) > 0
+
+    resumed = run_sharded(model, opts, ps, load=folder)
+    assert states_equal(resumed["state"], straight["state"]), "the same pair resumes bit for bit"
+
+    one = single(model, opts)
+    one.load(folder)
+    assert one.steps == 1 and one.sharded is False
+    exported = export_cli.export_checkpoint(folder, str(tmp_path / "offline"))  # espo export's part
+    assert (exported.kind, exported.step) == ("lora", 1)
+    on_three = run_sharded(model, opts, ps, load=folder, world=3)
+    wire.backward(one, sft(ps))
+    wire.step(one, STEP)
+    want = io.BytesIO()
+    one.save(want)
+    for got in (straight, on_three):  # one more step each: the same policy
+        assert_states_close(torch.load(io.BytesIO(got["state"]), weights_only=True),
+                            torch.load(io.BytesIO(want.getvalue()), weights_only=True))

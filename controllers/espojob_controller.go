@@ -272,7 +272,7 @@ func awaitCompanions(u *statusUpdate, writes *companionWrites) error {
 // operator's metrics.
 func (r *ESPOJobReconciler) emit(old *trainingv1alpha1.ESPOJob, u *statusUpdate) {
 	for _, e := range u.events {
-		r.recorder.Eventf(u.job, nil, e.Type, e.Reason, e.Reason, "%s", e.Message)
+		e.send(r.recorder, u.job)
 	}
 	recordMetrics(old, u.job, u.now)
 }
@@ -425,7 +425,8 @@ func indexByOwner(obj client.Object) []string {
 // runs) and the controller with mgr: it watches
 // ESPOJobs, the pods (batched, see Options.PodEventBatchPeriod), the ConfigMaps,
 // Services, Secrets and NetworkPolicies they own, and the namespaces' trainer
-// identities (identityEventHandler).
+// identities (identityEventHandler); a second watch of ESPOJobs announces the
+// trainer's resumes on another size (resumeEventHandler).
 func (r *ESPOJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, ownerUIDKey, indexByOwner); err != nil {
 		return fmt.Errorf("indexing pods by owner: %w", err)
@@ -437,6 +438,7 @@ func (r *ESPOJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	identity, ofIdentity := identityEventHandler(mgr.GetCache())
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&trainingv1alpha1.ESPOJob{}, builder.WithPredicates(ignoreTrainingProgress())).
+		Watches(&trainingv1alpha1.ESPOJob{}, resumeEventHandler(r.recorder)).
 		Watches(&corev1.Pod{}, podEventHandler(mgr, r.opts.PodEventBatchPeriod)).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Service{}).

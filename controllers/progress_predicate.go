@@ -28,7 +28,9 @@ import (
 // the trainer's progress in status.training (step, rewards, evaluations, times): the
 // controller acts on none of it. A change of status.training.outcome or .message,
 // which the success and failure policies read, of .waitingForWorker, which the
-// Running condition shows, or of anything else still reconciles.
+// Running condition shows, or of anything else still reconciles. A new
+// .resumedFrom is not for the reconciler either: the watch of resumeEventHandler,
+// which this predicate does not filter, announces it.
 func ignoreTrainingProgress() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
 		old, okOld := e.ObjectOld.(*trainingv1alpha1.ESPOJob)

@@ -22,17 +22,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 )
 
 // event is an event to emit once the status that caused it has been written. Its
-// reason is one of the constant condition reasons of v1alpha1, or
-// ReasonPodTemplateChanged.
+// reason is one of the constant condition reasons of v1alpha1, or an event-only
+// reason of this package: ReasonPodTemplateChanged, ReasonResumedOnAnotherSize.
 type event struct {
 	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
 	Reason  string
 	Message string
+}
+
+// send records e about job with recorder, its reason also as the action.
+func (e event) send(recorder events.EventRecorder, job *trainingv1alpha1.ESPOJob) {
+	recorder.Eventf(job, nil, e.Type, e.Reason, e.Reason, "%s", e.Message)
 }
 
 // ReasonPodTemplateChanged is the reason of the Normal event that says a running gang

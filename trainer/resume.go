@@ -163,13 +163,21 @@ func (t *Trainer) resumeFrom(c *checkpoint.Checkpoint) (string, error) {
 	t.state, t.status.Step = s, s.Step
 	t.protectBest()
 	t.status.LastCheckpoint = &trainingv1alpha1.CheckpointStatus{Step: c.Step, Path: c.Dir}
+	t.status.ResumedFrom = t.resumeRecord(c, s.Workers)
 	t.opts.Log.Info("resuming from checkpoint", "dir", c.Dir, "step", t.state.Step, "epoch", t.state.Epoch, "batch", t.state.Batch)
-	if from, now := s.Workers, t.opts.Workers.Size(); from > 0 && from != now {
-		t.status.Message = fmt.Sprintf("resumed from the checkpoint of step %d, written by %s, on %d: "+
-			"each worker loads its part of the whole weights and optimizer moments the checkpoint holds", s.Step, workerCount(from), now)
+	if r := t.status.ResumedFrom; r.OnAnotherSize() {
+		t.status.Message = r.Describe()
 		t.opts.Log.Info(t.status.Message)
 	}
 	return filepath.Join(c.Dir, checkpoint.WorkerStateFile), nil
+}
+
+// resumeRecord is status.training.resumedFrom for a resume now from c, written by
+// writtenBy workers (0 when its trainer state does not say), on the current gang.
+func (t *Trainer) resumeRecord(c *checkpoint.Checkpoint, writtenBy int) *trainingv1alpha1.ResumeStatus {
+	now := t.now()
+	return &trainingv1alpha1.ResumeStatus{Step: c.Step, Path: c.Dir, WrittenBy: int32(writtenBy),
+		Workers: int32(t.opts.Workers.Size()), Time: &now}
 }
 
 // checkpointRefused is the error of a run that refuses the newest checkpoint of its
@@ -197,11 +205,3 @@ func (e *checkpointRefused) Error() string {
 }
 
 func (e *checkpointRefused) Unwrap() error { return e.cause }
-
-// workerCount is "1 worker" or "n workers".
-func workerCount(n int) string {
-	if n == 1 {
-		return "1 worker"
-	}
-	return fmt.Sprintf("%d workers", n)
-}

@@ -26,8 +26,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/checkpoint"
@@ -202,12 +206,17 @@ func TestResumeEndsWithTheSameWeights(t *testing.T) {
 	}
 	resumedWorkers := cpuMembers(1)
 	rec := &recorder{}
-	rep, _ := run(t, killed, Options{Workers: worker.NewGang(resumedWorkers...), Reporter: rec})
+	clock := clocktesting.NewFakeClock(resumeTime)
+	rep, _ := run(t, killed, Options{Workers: worker.NewGang(resumedWorkers...), Reporter: rec, Clock: clock})
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
 	if first := rec.reports[0].Step; first != 5 {
-		t.Errorf("the resumed run's first report is at step %d, want 5 (the step after the step-4 checkpoint)", first)
+		t.Errorf("the resumed run's first report is at step %d, want 5 (the step of the newest checkpoint, the SFT epoch's end)", first)
+	}
+	assertResumedFrom(t, rec.reports, killed.CheckpointDir, 1, 1)
+	if msg := rec.reports[0].Message; strings.Contains(msg, "written by") {
+		t.Errorf("a resume on the same number of workers says %q", msg)
 	}
 	if got := savedState(t, resumedWorkers[0]); !bytes.Equal(got, want) {
 		t.Errorf("resumed final state differs from the uninterrupted run's (%d vs %d bytes)", len(got), len(want))
@@ -215,9 +224,10 @@ func TestResumeEndsWithTheSameWeights(t *testing.T) {
 }
 
 // TestResumeOnAnotherWorkerCountSaysSo: a run killed mid-epoch on one worker resumes
-// from its checkpoint on two, says so in its first report's message, and ends with
-// the policy the uninterrupted run on one worker ends with (to the log-probs' float
-// tolerance: two workers add their gradients in another order).
+// from its checkpoint on two, says so in its first report's message and in its
+// resumedFrom record (written by 1, on 2), and ends with the policy the uninterrupted
+// run on one worker ends with (to the log-probs' float tolerance: two workers add
+// their gradients in another order).
 func TestResumeOnAnotherWorkerCountSaysSo(t *testing.T) {
 	whole := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	one := cpuMembers(1)
@@ -237,14 +247,42 @@ func TestResumeOnAnotherWorkerCountSaysSo(t *testing.T) {
 	}
 	two := cpuMembers(2)
 	rec := &recorder{}
-	rep, _ := run(t, killed, Options{Workers: worker.NewGang(two...), Reporter: rec})
+	clock := clocktesting.NewFakeClock(resumeTime)
+	rep, _ := run(t, killed, Options{Workers: worker.NewGang(two...), Reporter: rec, Clock: clock})
 	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
 		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
 	}
-	if msg := rec.reports[0].Message; !strings.Contains(msg, "written by 1 worker, on 2: each worker loads its part") {
+	if msg := rec.reports[0].Message; !strings.Contains(msg, "written by 1 worker, on 2 workers: training goes on from its weights") {
 		t.Errorf("the resumed run's first report says %q", msg)
 	}
+	assertResumedFrom(t, rec.reports, killed.CheckpointDir, 1, 2)
 	assertSamePolicy(t, &tr.Splits().Test[0], one[0], two, "after the resume")
+}
+
+// resumeTime is the fake clock's reading in the runs that resume.
+var resumeTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// assertResumedFrom fails the test unless every report of a resumed run records the
+// resume from the step-5 checkpoint of dir (the end of the SFT epoch, the killed
+// runs' newest), written by writtenBy workers and loaded on workers, at resumeTime.
+func assertResumedFrom(t *testing.T, reports []*trainingv1alpha1.TrainingStatus, dir string, writtenBy, workers int32) {
+	t.Helper()
+	at := metav1.NewTime(resumeTime)
+	want := trainingv1alpha1.ResumeStatus{Step: 5, WrittenBy: writtenBy, Workers: workers, Time: &at}
+	for i, s := range reports {
+		r := s.ResumedFrom
+		if r == nil {
+			t.Fatalf("report %d of %d has no resumedFrom", i+1, len(reports))
+		}
+		if filepath.Dir(r.Path) != dir {
+			t.Errorf("report %d: resumedFrom.path %q is not in the checkpoint folder %s", i+1, r.Path, dir)
+		}
+		got := *r
+		got.Path = ""
+		if !equality.Semantic.DeepEqual(got, want) {
+			t.Fatalf("report %d: resumedFrom %+v, want %+v", i+1, got, want)
+		}
+	}
 }
 
 // TestDataParallelWorkersMatchOne trains with one worker and with two, on the same

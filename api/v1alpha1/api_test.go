@@ -216,3 +216,28 @@ func TestSamplerCorrectionCap(t *testing.T) {
 		t.Errorf("an unset engine is %q, want huggingface", m.Engine())
 	}
 }
+
+// TestResumeOnAnotherSize: a resume is on another size only when the checkpoint's
+// writers are known and differ from the workers that loaded it; its description
+// counts both in words.
+func TestResumeOnAnotherSize(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    *ResumeStatus
+		want bool
+	}{
+		{"none", nil, false},
+		{"the writers unknown", &ResumeStatus{Step: 4, Workers: 2}, false},
+		{"the same size", &ResumeStatus{Step: 4, WrittenBy: 2, Workers: 2}, false},
+		{"more workers", &ResumeStatus{Step: 4, WrittenBy: 1, Workers: 2}, true},
+		{"fewer workers", &ResumeStatus{Step: 4, WrittenBy: 16, Workers: 8}, true},
+	} {
+		if got := tc.r.OnAnotherSize(); got != tc.want {
+			t.Errorf("%s: OnAnotherSize() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	got := (&ResumeStatus{Step: 12, WrittenBy: 1, Workers: 2}).Describe()
+	if want := "resumed from the checkpoint of step 12, written by 1 worker, on 2 workers: training goes on from its weights"; !strings.HasPrefix(got, want) {
+		t.Errorf("Describe() = %q, want it to begin %q", got, want)
+	}
+}

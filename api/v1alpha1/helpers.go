@@ -17,6 +17,8 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 )
 
@@ -28,4 +30,28 @@ func (j *ESPOJob) IsSuspended() bool { return j.Spec.RunPolicy.Suspend }
 func (j *ESPOJob) IsFinished() bool {
 	return meta.IsStatusConditionTrue(j.Status.Conditions, ConditionSucceeded) ||
 		meta.IsStatusConditionTrue(j.Status.Conditions, ConditionFailed)
+}
+
+// OnAnotherSize reports whether r is a resume on another number of workers than
+// wrote its checkpoint: WrittenBy is known and differs from Workers. A nil r is none.
+func (r *ResumeStatus) OnAnotherSize() bool {
+	return r != nil && r.WrittenBy > 0 && r.WrittenBy != r.Workers
+}
+
+// Describe says what a resume on another size (OnAnotherSize) does, in the words of
+// the trainer's message and the controller's event: "resumed from the checkpoint of
+// step 12, written by 1 worker, on 2 workers: training goes on from its weights and
+// optimizer moments, re-sharded or replicated over the workers there are now".
+func (r *ResumeStatus) Describe() string {
+	return fmt.Sprintf("resumed from the checkpoint of step %d, written by %s, on %s: "+
+		"training goes on from its weights and optimizer moments, re-sharded or replicated over the workers there are now",
+		r.Step, workerCount(r.WrittenBy), workerCount(r.Workers))
+}
+
+// workerCount is "1 worker" or "n workers".
+func workerCount(n int32) string {
+	if n == 1 {
+		return "1 worker"
+	}
+	return fmt.Sprintf("%d workers", n)
 }

@@ -323,6 +323,16 @@ type TrainingStatus struct {
 	// +optional
 	LastCheckpoint *CheckpointStatus `json:"lastCheckpoint,omitempty"`
 
+	// ResumedFrom is the run's own checkpoint the trainer last resumed from, set on
+	// every resume (not on a start from spec.model.initialCheckpoint, which begins a
+	// run): its step and path, the number of policy workers that wrote it and the
+	// number that loaded it, and when. A resume on another number of workers than
+	// wrote the checkpoint (writtenBy known and other than workers) is also said in
+	// message, and the controller announces it with the Normal event
+	// ResumedOnAnotherSize.
+	// +optional
+	ResumedFrom *ResumeStatus `json:"resumedFrom,omitempty"`
+
 	// Export describes the Hugging Face folder spec.export wrote, once it is
 	// complete.
 	// +optional
@@ -470,6 +480,36 @@ type CheckpointStatus struct {
 	Path string `json:"path,omitempty"`
 
 	// Time is when the checkpoint was written.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+}
+
+// ResumeStatus describes a resume of the trainer from one of the run's checkpoints.
+type ResumeStatus struct {
+	// Step is the optimizer step the checkpoint holds, where training went on.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Step int64 `json:"step,omitempty"`
+
+	// Path is the checkpoint's path inside the checkpoint claim.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Path string `json:"path,omitempty"`
+
+	// WrittenBy is the number of policy workers (spec.trainer.replicas times
+	// workersPerReplica) of the gang that wrote the checkpoint; unset for a
+	// checkpoint of a trainer that did not record it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	WrittenBy int32 `json:"writtenBy,omitempty"`
+
+	// Workers is the number of policy workers the checkpoint was loaded on, the
+	// job's spec.trainer.replicas times workersPerReplica when it resumed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Workers int32 `json:"workers,omitempty"`
+
+	// Time is when the trainer resumed.
 	// +optional
 	Time *metav1.Time `json:"time,omitempty"`
 }

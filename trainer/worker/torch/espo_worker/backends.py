@@ -101,9 +101,6 @@ class Backend(Protocol):
     def engine_prompt(self, prompt: pb.Prompt, inputs: PromptInputs) -> EnginePrompt:
         """The prompt of inputs as a serving engine takes it."""
 
-    def engine_tensors(self) -> dict[str, torch.Tensor]:
-        """Every trainable tensor by its Hugging Face name, for a full push to an engine."""
-
 
 class Sampler(Protocol):
     """A serving engine that samples the answers beside the training model: it is sent
@@ -118,10 +115,10 @@ class Sampler(Protocol):
         """n answers of each prompt (an EnginePrompt with its seed), at most max_tokens
         each, stopping at stop_ids and never sampling banned_ids."""
 
-    def push_full(self, named_tensors: Mapping[str, torch.Tensor]) -> None:
-        """Sends every trainable tensor, by its Hugging Face name."""
+    def push_full(self, parts: Iterable[Mapping[str, torch.Tensor]]) -> None:
+        """Sends every trainable tensor, by its Hugging Face name, in parts."""
 
-    def push_lora(self, peft_model: PeftModel) -> None:
+    def push_lora(self, peft_model: PeftModel, tensors: Mapping[str, torch.Tensor] | None = None) -> None:
         """Sends the model's current LoRA adapter, under a new id."""
 
     def close(self) -> None:
@@ -356,11 +353,6 @@ class HFBackend(_Backend):
         text with one image placeholder (vLLM's processor expands it) and the image
         file's bytes."""
         return EnginePrompt(**(inputs.get("engine") or {"ids": inputs["ids"], "image": None}))
-
-    def engine_tensors(self) -> dict[str, torch.Tensor]:
-        """Every trainable tensor, by its Hugging Face name (a tied output head once,
-        as its input embedding), for a full push to the engine."""
-        return dict(self.model.named_parameters())
 
     def answer_ids(self, text: str) -> list[int]:
         return self.tok(text, add_special_tokens=False)["input_ids"] + [self.eos_ids[0]]

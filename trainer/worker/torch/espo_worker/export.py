@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING
 from .backends import HFBackend
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    import torch
     from peft import PeftModel
 
 MANIFEST = "espo-export.json"
@@ -105,11 +108,12 @@ def verify(folder: str) -> Manifest:
     return m
 
 
-def save_adapter(peft_model: PeftModel, folder: str) -> None:
+def save_adapter(peft_model: PeftModel, folder: str, tensors: Mapping[str, torch.Tensor] | None = None) -> None:
     """Writes the peft model's current adapter to folder (adapter_config.json,
     adapter_model.safetensors): what an export holds and what the rollout engine is
-    sent, one format for both."""
-    peft_model.save_pretrained(folder)
+    sent, one format for both; tensors (whole, by the model's parameter names) in
+    place of the model's own, where it holds them sharded."""
+    peft_model.save_pretrained(folder, state_dict=dict(tensors) if tensors is not None else None)
 
 
 def _save_model(model: object, backend: HFBackend, folder: str, max_shard_size: str | int) -> None:

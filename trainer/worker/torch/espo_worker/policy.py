@@ -252,13 +252,16 @@ class Policy:
 
     def sync_rollout(self) -> None:
         """Pushes the trainable weights to the engine when they changed since the last
-        push: the LoRA adapter under a new id, or every trainable tensor whole."""
+        push: the LoRA adapter under a new id, or every trainable tensor whole. Sharded
+        workers gather them one unit at a time (every worker pushes to its engine)."""
         if self.rollout is None or self.rollout_version == self.weights_version:
             return
+        parts = self.sharding.trainable_parts(self.backend.model)
         if self.backend.lora:
-            self.rollout.push_lora(self.backend.model)
+            self.rollout.push_lora(self.backend.model, {k: v for part in parts for k, v in part.items()}
+                                   if self.sharded else None)
         else:
-            self.rollout.push_full(self.backend.engine_tensors())
+            self.rollout.push_full(parts)
         self.rollout_version = self.weights_version
 
     def configure(self, seed: int, options: Mapping[str, str]) -> None:
@@ -373,9 +376,9 @@ class Policy:
             if temperature < 0 or samples < 0 or max_tokens < 0:
                 raise InvalidError("generate: negative samples, temperature or max_tokens")
             self.backend.model.eval()
+            if self.rollout is not None:
+                return self.generate_with_engine(prompts, n, temperature, greedy, seed, max_tokens)
             with self.sharding.gathered(self.backend.model):
-                if self.rollout is not None:
-                    return self.generate_with_engine(prompts, n, temperature, greedy, seed, max_tokens)
                 out = []
                 for prompt in prompts:
                     inputs = self.backend.prompt_inputs(prompt)
@@ -390,25 +393,28 @@ class Policy:
                              max_tokens: int) -> list[list[Sample]]:
         """generate, sampled by the vLLM engine in one batch of every prompt: each
         sample carries the engine's per-token log-probs (sampler_logprobs) beside the
-        training model's (logprobs), which score the answers as logprobs does."""
+        training model's (logprobs), which score the answers as logprobs does (sharded,
+        one unit gathered at a time, as many passes as the busiest worker)."""
         self.sync_rollout()
         b = self.backend
         inputs = [b.prompt_inputs(p) for p in prompts]
         cap = max_tokens or b.max_new_tokens
         sampled = self.rollout.generate(
             [dict(b.engine_prompt(p, x), seed=prompt_seed(seed, p)) for p, x in zip(prompts, inputs)],
-            n, temperature, greedy, cap, b.eos_ids, b.banned_ids)
+            n, temperature, greedy, cap, b.eos_ids, b.banned_ids) if prompts else []
         start = time.perf_counter()
-        out = []
+        kept, groups = [], []
         for x, answers in zip(inputs, sampled):
-            kept = []
+            group = []
             for ids, lps in answers:
                 ids = b.strip_answer(ids, cap)
+                group.append((len(kept), ids))
                 kept.append((ids, lps[:len(ids)]))
-            scores = self._scores([(x, list(enumerate(ids for ids, _ in kept)))], len(kept))
-            out.append([Sample(Answer(b.decode_answer(ids), ids), lp, list(lps)) for (ids, lps), lp in zip(kept, scores)])
+            groups.append((x, group))
+        scores = self._scores_in_step(groups, len(kept), self.sharding.passes(len(groups)))
+        samples = [Sample(Answer(b.decode_answer(ids), ids), lp, list(lps)) for (ids, lps), lp in zip(kept, scores)]
         self.score_seconds += time.perf_counter() - start
-        return out
+        return [[samples[i] for i, _ in group] for _, group in groups]
 
     def logprobs(self, items: Sequence[tuple[pb.Prompt, Answer]], reference: bool = False,
                  reference_only: bool = False) -> list[Scored]:

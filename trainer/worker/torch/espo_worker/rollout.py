@@ -203,14 +203,17 @@ class VLLMEngine:
         finally:
             self.sample_seconds += time.perf_counter() - start
 
-    def push_full(self, named_tensors: Mapping[str, torch.Tensor]) -> None:
-        """Loads full tensors (name -> tensor, Hugging Face names) into the engine:
-        by CUDA IPC when they are on a GPU, else through a safetensors file."""
+    def push_full(self, parts: Iterable[Mapping[str, torch.Tensor]]) -> None:
+        """Loads full tensors into the engine, part by part (each part name -> tensor,
+        in Hugging Face names, holding every tensor of a fused layer it touches: a
+        decoder layer's, say): by CUDA IPC when they are on a GPU, else through a
+        safetensors file. One push, however many parts."""
         start = time.perf_counter()
-        if any(v.is_cuda for v in named_tensors.values()):
-            self._push_cuda_ipc(named_tensors)
-        else:
-            self._push_file(named_tensors)
+        for named_tensors in parts:
+            if any(v.is_cuda for v in named_tensors.values()):
+                self._push_cuda_ipc(named_tensors)
+            else:
+                self._push_file(named_tensors)
         self._pushed(start)
 
     def _push_file(self, named_tensors: Mapping[str, torch.Tensor]) -> None:
@@ -237,12 +240,14 @@ class VLLMEngine:
         self.call("load_weights_ipc", handles=handles)
         del refs
 
-    def push_lora(self, peft_model: PeftModel) -> None:
-        """Serves the peft model's current adapter under a new id from now on."""
+    def push_lora(self, peft_model: PeftModel, tensors: Mapping[str, torch.Tensor] | None = None) -> None:
+        """Serves the peft model's current adapter under a new id from now on; tensors
+        (the adapter's, whole, by the model's parameter names) in place of the
+        model's own, where it holds them sharded."""
         start = time.perf_counter()
         n = self.pushes + 1
         path = os.path.join(self.dir, "adapter-%d" % n)
-        export.save_adapter(peft_model, path)
+        export.save_adapter(peft_model, path, tensors)
         old, self.lora = self.lora, {"id": n, "path": path}
         if old is not None:
             shutil.rmtree(old["path"], ignore_errors=True)

@@ -20,8 +20,12 @@ part in every call, with an empty share where it has none; within a call:
 - LogProbs and Backward pad their passes to the group's most (passes), with passes
   of weight 0 on a one-token input where a worker has fewer, each pass gathering
   one unit at a time;
-- Save, Load and Export gather or scatter whole tensors on every worker (whole,
-  distribute), worker 0 reading or writing the file.
+- Save writes each worker's own shards (espo_worker.state); Load reads them, or
+  scatters a whole state's tensors (distribute); Export gathers whole tensors on
+  every worker (whole), worker 0 writing the folder;
+- a rollout engine's push gathers one unit at a time (trainable_parts), and the
+  answers it sampled are scored as LogProbs scores, so that beside an engine no
+  worker ever gathers the whole model.
 
 The vision tower of a VLM stays in the root unit, whose parameters every forward
 gathers: a worker with a screenshot and one without run the same collectives.
@@ -85,6 +89,11 @@ class Replicated:
     def whole(self, t: torch.Tensor) -> torch.Tensor:
         """The whole tensor of which t is this worker's part, on the CPU."""
         return t.detach().cpu()
+
+    def trainable_parts(self, model: torch.nn.Module) -> Iterator[dict[str, torch.Tensor]]:
+        """The model's trainable tensors, whole, by name, in parts: here one part of
+        every tensor as it is (no copy)."""
+        yield {k: p for k, p in model.named_parameters() if p.requires_grad}
 
     def distribute(self, whole: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
         """This worker's part of the tensor whole (given on worker 0; None elsewhere)
@@ -174,6 +183,19 @@ class Sharded(Replicated):
 
     def whole(self, t: torch.Tensor) -> torch.Tensor:
         return (t.full_tensor() if is_dtensor(t) else t).detach().cpu()
+
+    def trainable_parts(self, model: torch.nn.Module) -> Iterator[dict[str, torch.Tensor]]:
+        """One part per unit, each gathered in turn (every worker must take every
+        part): the unit's trainable tensors, whole, copied on its device, so no worker
+        ever holds more of the whole model than one unit. A decoder layer's part holds
+        all its tensors (a serving engine's fused layers load from whole parts)."""
+        for m in fsdp_modules(model):
+            m.unshard()
+            try:
+                yield {k: p.detach().clone() for k, p in model.named_parameters()
+                       if p.requires_grad and not is_dtensor(p)}
+            finally:
+                m.reshard()
 
     def distribute(self, whole: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
         if not is_dtensor(like):

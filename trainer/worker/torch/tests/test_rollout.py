@@ -237,3 +237,48 @@ def test_the_engine_serves_an_exported_model(models, tmp_path):
     finally:
         p.close_rollout()
 
+
+
+def _sharded_engine_rank(rank, world, port, model, lora, out):
+    import torch
+    torch.set_num_threads(1)
+    from espo_worker import dist as distlib
+    group = distlib.Group(rank, world, "127.0.0.1", port, "gloo", timeout_s=120)
+    p = policylib.Policy({"pretrained": model, "dtype": "float32", "max_new_tokens": 12, "sharding": "sharded"},
+                         dist=group)
+    p.configure(1, {"rollout_engine": "vllm", "vllm_cpu_kv_cache_gib": "1", "vllm_max_model_len": "1024",
+                    "vllm_enforce_eager": "true", "lora_r": str(lora)})
+    def gathered(model):
+        raise AssertionError("a sharded worker gathered the whole model beside its engine")
+    p.sharding.gathered = gathered
+    try:
+        mine = prompts() if rank == 0 else []  # rank 1 makes the empty calls a short worker makes
+        train(p, mine, 3)
+        stale, synced = stale_then_synced(p, mine)  # the push left out on every worker, then made
+        if rank == 0:
+            out["stale"], out["synced"], out["pushes"] = stale, synced, p.rollout_stats()["pushes"]
+    finally:
+        p.close_rollout()
+
+
+@pytest.mark.parametrize("lora", [0, 4], ids=["full", "lora"])
+def test_sharded_workers_push_whole_weights_to_their_engines(models, lora):
+    """Two workers hold a Qwen2 sharded (FSDP2 over gloo), each with an engine of its
+    own: after training steps the first's engine samples with the trained weights, whole
+    (the engine's log-probs are the training model's), and without the push it does not
+    (the control); the second, with no prompts, takes part in every gather. Neither
+    ever gathers the whole model: the push and the scoring gather a unit at a time."""
+    import socket
+
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with mp.Manager() as mgr:
+        out = mgr.dict()
+        mp.start_processes(_sharded_engine_rank, args=(2, port, models["qwen2"], lora, out), nprocs=2,
+                           start_method="spawn")
+        got = dict(out)
+    assert got["stale"] > STALE, "the control: without the push the engine samples from the untrained model"
+    assert got["synced"] < TOLERANCE["qwen2"], "after the push the engine's log-probs are the trained model's"
+    assert got["pushes"] >= 1

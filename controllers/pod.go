@@ -397,10 +397,10 @@ func podVolumes(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.Volume {
 }
 
 // checkpointInEveryPod reports whether every rank mounts the checkpoint claim: a
-// sharded job's workers each save and load their own shards of the model (a claim
-// of more than one node's pods must then be ReadWriteMany).
+// sharded (or hybrid) job's workers each save and load their own shards of the model
+// (a claim of more than one node's pods must then be ReadWriteMany).
 func checkpointInEveryPod(job *trainingv1alpha1.ESPOJob) bool {
-	return job.Spec.Checkpoint != nil && job.Spec.Model.Sharding == trainingv1alpha1.ShardingSharded
+	return job.Spec.Checkpoint != nil && job.Spec.Model.Shards()
 }
 
 // checkpointClaimVolume is the volume of spec.checkpoint's claim.

@@ -245,8 +245,8 @@ func TestBuildPod(t *testing.T) {
 				return p
 			},
 		},
-		"cuda, sharded: every rank's worker mounts the checkpoint claim and may save its shards there": {
-			job: makeJob().Replicas(2).CUDA("m").Sharded().Checkpoint("ckpt", "runs/1", 10).Obj(), rank: 1,
+		"cuda, hybrid: every rank's worker mounts the checkpoint claim and may save its shards there": {
+			job: makeJob().Replicas(2).CUDA("m").Sharding(trainingv1alpha1.ShardingHybrid).Checkpoint("ckpt", "runs/1", 10).Obj(), rank: 1,
 			want: func() *corev1.Pod {
 				p := wantPod(1)
 				c := &p.Spec.Containers[0]

@@ -322,7 +322,7 @@ func fieldErr(path string, err error) error {
 // "false"), attn_implementation, max_new_tokens and max_prompt_tokens; and with the
 // vllm rollout engine rollout_engine ("vllm"), vllm_gpu_memory_utilization (the
 // Decimal as written), vllm_max_model_len, vllm_enforce_eager ("true" or "false")
-// and vllm_cpu_kv_cache_gib; and sharding ("sharded" only). A field left unset sends no option, so the worker keeps
+// and vllm_cpu_kv_cache_gib; and sharding ("sharded" or "hybrid" only). A field left unset sends no option, so the worker keeps
 // its own default (for the PyTorch worker its flag, from $ESPO_WORKER_<OPTION>); an
 // option sent wins over that default. The huggingface engine, the default, sends no
 // rollout option, so that a worker that knows none sees nothing new.
@@ -355,7 +355,7 @@ func workerOptions(m *trainingv1alpha1.ModelSpec) map[string]string {
 	setOption(o, "attn_implementation", string(m.AttnImplementation))
 	setCount(o, "max_new_tokens", m.MaxNewTokens)
 	setCount(o, "max_prompt_tokens", m.MaxPromptTokens)
-	if m.Sharding == trainingv1alpha1.ShardingSharded { // replicated sends nothing: the worker's default
+	if m.Shards() { // replicated sends nothing: the worker's default
 		o["sharding"] = string(m.Sharding)
 	}
 	if r := m.Rollout; r != nil && m.Engine() == trainingv1alpha1.RolloutVLLM {
@@ -448,12 +448,12 @@ func setCount(o map[string]string, name string, n int32) {
 	}
 }
 
-// checkSharding refuses spec.model.sharding sharded without the PyTorch worker, as the
-// API server does.
+// checkSharding refuses spec.model.sharding sharded or hybrid without the PyTorch
+// worker, as the API server does.
 func checkSharding(m *trainingv1alpha1.ModelSpec) error {
-	if m.Sharding == trainingv1alpha1.ShardingSharded && m.Worker != trainingv1alpha1.WorkerCUDA {
-		return fmt.Errorf("spec.model.sharding: sharded splits the project's PyTorch workers' model among them, and spec.model.worker is %s: "+
-			"set worker: cuda, or remove sharding", m.Worker)
+	if m.Shards() && m.Worker != trainingv1alpha1.WorkerCUDA {
+		return fmt.Errorf("spec.model.sharding: %s splits the project's PyTorch workers' model among them, and spec.model.worker is %s: "+
+			"set worker: cuda, or remove sharding", m.Sharding, m.Worker)
 	}
 	return nil
 }

@@ -93,6 +93,10 @@ func TestWorkerOptions(t *testing.T) {
 			model: trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m", Sharding: trainingv1alpha1.ShardingSharded},
 			want:  map[string]string{"pretrained": "m", "sharding": "sharded"},
 		},
+		"hybrid is sent as it is": {
+			model: trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m", Sharding: trainingv1alpha1.ShardingHybrid},
+			want:  map[string]string{"pretrained": "m", "sharding": "hybrid"},
+		},
 		"replicated named: no sharding option": {
 			model: trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m", Sharding: trainingv1alpha1.ShardingReplicated},
 			want:  map[string]string{"pretrained": "m"},

@@ -241,3 +241,11 @@ func TestResumeOnAnotherSize(t *testing.T) {
 		t.Errorf("Describe() = %q, want it to begin %q", got, want)
 	}
 }
+
+func TestShardsIsSplittingTheModel(t *testing.T) {
+	for s, want := range map[ModelSharding]bool{"": false, ShardingReplicated: false, ShardingSharded: true, ShardingHybrid: true} {
+		if got := (&ModelSpec{Sharding: s}).Shards(); got != want {
+			t.Errorf("sharding %q: Shards() = %v, want %v", s, got, want)
+		}
+	}
+}

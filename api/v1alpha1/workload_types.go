@@ -56,7 +56,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.maxPromptTokens) || (has(self.worker) && self.worker != 'cpu')",message="maxPromptTokens may be set only when worker is cuda or external; set worker: cuda or remove maxPromptTokens",fieldPath=".maxPromptTokens"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.rollout.engine) || self.rollout.engine != 'vllm' || (has(self.worker) && self.worker == 'cuda')",message="rollout.engine vllm runs only beside the project's PyTorch worker: set worker: cuda, or remove rollout (the cpu policy and an external worker sample their own answers)",fieldPath=".rollout.engine"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.rollout.maxModelLen) || !has(self.maxPromptTokens) || self.rollout.maxModelLen >= self.maxPromptTokens + (has(self.maxNewTokens) ? self.maxNewTokens : 256)",message="rollout.maxModelLen must be at least maxPromptTokens + maxNewTokens (an unset maxNewTokens counts as the worker's default, 256), or the engine refuses the longest prompt with its answer: raise maxModelLen or leave it unset",fieldPath=".rollout.maxModelLen"
-// +kubebuilder:validation:XValidation:rule="!has(self.sharding) || self.sharding == 'replicated' || (has(self.worker) && self.worker == 'cuda')",message="sharding: sharded splits the project's PyTorch workers' model among them: set worker: cuda, or remove sharding (the cpu policy and an external worker hold their own model)",fieldPath=".sharding"
+// +kubebuilder:validation:XValidation:rule="!has(self.sharding) || self.sharding == 'replicated' || (has(self.worker) && self.worker == 'cuda')",message="sharding: sharded and hybrid split the project's PyTorch workers' model among them: set worker: cuda, or remove sharding (the cpu policy and an external worker hold their own model)",fieldPath=".sharding"
 type ModelSpec struct {
 	// Worker is the kind of policy worker: cpu (default; the Go reference policy),
 	// cuda (PyTorch, Hugging Face models) or external (reached at endpoint).
@@ -171,20 +171,23 @@ type ModelSpec struct {
 
 	// Sharding is how the PyTorch workers of every pod hold the model (option
 	// sharding): replicated (the default), each the whole model, its gradient and
-	// its AdamW moments, the gradients all-reduced at each step; or sharded, FSDP2
-	// over all of them, each holding 1/N of the trainable parameters, gradients and
-	// moments (and of the frozen weights), gathering one decoder layer at a time in
-	// the backward pass and the whole model to generate and score. Sharded trains
-	// what one GPU cannot hold with AdamW (about 16 bytes a parameter replicated);
-	// docs/user-guide.md has a table by model size and worker count. Checkpoints
-	// hold whole tensors either way, so a job resumes at any worker count. Only with
-	// worker cuda.
+	// its AdamW moments, the gradients all-reduced at each step; sharded, FSDP2 over
+	// all of them, each holding 1/N of the parameters, gradients and moments,
+	// gathering one decoder layer at a time (and the whole model to sample with the
+	// model's own generate); or hybrid, FSDP2 within each pod and replicated across
+	// pods (HSDP): each worker holds 1/workersPerReplica, the layers are gathered over
+	// the pod's own links, and only gradients cross between pods. Sharded trains what
+	// one GPU cannot hold with AdamW (about 16 bytes a parameter replicated);
+	// docs/user-guide.md has a table by model size and worker count. A sharded or
+	// hybrid job's checkpoints hold every worker's shards (every pod mounts the
+	// checkpoint claim), and resume at any worker count and either sharding. Only
+	// with worker cuda.
 	// +optional
 	Sharding ModelSharding `json:"sharding,omitempty"`
 }
 
 // ModelSharding is how the PyTorch workers hold the model.
-// +kubebuilder:validation:Enum=replicated;sharded
+// +kubebuilder:validation:Enum=replicated;sharded;hybrid
 type ModelSharding string
 
 // The shardings of spec.model.sharding.
@@ -193,7 +196,14 @@ const (
 	ShardingReplicated ModelSharding = "replicated"
 	// ShardingSharded: FSDP2 over every worker of every pod.
 	ShardingSharded ModelSharding = "sharded"
+	// ShardingHybrid: FSDP2 over the workers of each pod, replicated across pods.
+	ShardingHybrid ModelSharding = "hybrid"
 )
+
+// Shards reports whether the workers split the model among them: sharded or hybrid.
+func (m *ModelSpec) Shards() bool {
+	return m.Sharding == ShardingSharded || m.Sharding == ShardingHybrid
+}
 
 // RolloutEngine is what samples the candidate answers of a PyTorch worker.
 // +kubebuilder:validation:Enum=huggingface;vllm

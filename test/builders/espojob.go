@@ -155,9 +155,9 @@ func (w *ESPOJobWrapper) LoRA(rank int32) *ESPOJobWrapper {
 	return w
 }
 
-// Sharded makes the PyTorch workers hold the model sharded (spec.model.sharding).
-func (w *ESPOJobWrapper) Sharded() *ESPOJobWrapper {
-	w.Spec.Model.Sharding = trainingv1alpha1.ShardingSharded
+// Sharding sets how the PyTorch workers hold the model (spec.model.sharding).
+func (w *ESPOJobWrapper) Sharding(s trainingv1alpha1.ModelSharding) *ESPOJobWrapper {
+	w.Spec.Model.Sharding = s
 	return w
 }
 

@@ -22,7 +22,7 @@ from typing import Any
 # vLLM in a process beside the worker (espo_worker.rollout).
 ENGINES = ("huggingface", "vllm")
 # How the workers of a group hold the model (option sharding; espo_worker.sharding).
-SHARDINGS = ("replicated", "sharded")
+SHARDINGS = ("replicated", "sharded", "hybrid")
 
 # The answer cap when neither Generate nor max_new_tokens gives one, and the prompt
 # cap of a text-only prompt when max_prompt_tokens gives none (0: the whole prompt):
@@ -103,7 +103,8 @@ class WorkerConfig:
     vllm_cpu_kv_cache_gib: int = setting(0, "the vLLM engine's KV cache on a CPU, in GiB (0: the engine's "
                                             "default)", flag=None)
     sharding: str = setting("replicated", "how the workers of a group hold the model: replicated (each the whole "
-                                          "model) or sharded (FSDP2; spec.model.sharding)", flag=None,
+                                          "model), sharded (FSDP2 over all) or hybrid (FSDP2 within a pod, replicated "
+                                          "across pods; spec.model.sharding)", flag=None,
                             choices=SHARDINGS)
 
     # -- where settings come from ---------------------------------------------
@@ -144,8 +145,8 @@ class WorkerConfig:
         if c.sharding not in SHARDINGS:
             raise InvalidError("option sharding=%r: want one of %s (spec.model.sharding)" %
                                (c.sharding, ", ".join(SHARDINGS)))
-        if c.sharding == "sharded" and c.tiny:
-            raise InvalidError("option sharding=sharded: the test model tiny has no decoder layers to shard")
+        if c.sharding != "replicated" and c.tiny:
+            raise InvalidError("option sharding=%s: the test model tiny has no decoder layers to shard" % c.sharding)
         return c
 
     @classmethod

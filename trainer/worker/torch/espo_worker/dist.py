@@ -31,7 +31,7 @@ _T = TypeVar("_T")
 
 class Single:
     """One worker: every collective is the identity."""
-    rank, world = 0, 1
+    rank, world, per_pod = 0, 1, 1
 
     def init(self) -> None:
         pass
@@ -50,8 +50,11 @@ class Single:
 
 
 class Group(Single):
-    def __init__(self, rank: int, world: int, addr: str, port: int, backend: str, timeout_s: float = 1800) -> None:
-        self.rank, self.world = rank, world
+    def __init__(self, rank: int, world: int, addr: str, port: int, backend: str, timeout_s: float = 1800,
+                 per_pod: int = 0) -> None:
+        """Worker rank of world, per_pod to a pod (0: all in one), ranks numbered pod by
+        pod."""
+        self.rank, self.world, self.per_pod = rank, world, per_pod or world
         self.addr, self.port, self.backend, self.timeout = addr, port, backend, timeout_s
         self.ready = False
 
@@ -116,4 +119,4 @@ def from_env(procs_per_pod: int, local_index: int, device: str) -> Single:
         addr = podnet.resolve(driver.rsplit(":", 1)[0])
     port = int(os.environ.get("MASTER_PORT", "29500"))
     backend = "nccl" if device.startswith("cuda") else "gloo"
-    return Group(pod * procs_per_pod + local_index, world, addr, port, backend)
+    return Group(pod * procs_per_pod + local_index, world, addr, port, backend, per_pod=procs_per_pod)

@@ -177,7 +177,7 @@ class Policy:
     @property
     def sharded(self) -> bool:
         """Whether the workers hold the model sharded (espo_worker.sharding)."""
-        return self.sharding.mode == shardinglib.SHARDED
+        return self.sharding.mode != shardinglib.REPLICATED
 
     @staticmethod
     def new_backend(c: WorkerConfig, device: str, place: bool = True) -> backends.Backend:

@@ -10,6 +10,13 @@
   gradient (with SUM: the trainer normalises the loss weights over the whole batch),
   so each worker holds about 1/N of the parameters and optimizer state, plus the
   unit in flight and the activations.
+- hybrid: FSDP2 over the K workers of each pod, the pods replicas of each other
+  (HSDP, a 2-D mesh of pods x K): each worker holds 1/K, a unit is gathered from the
+  pod's own workers, and a backward pass reduce-scatters within the pod and then
+  all-reduces each shard across the pods (SUM both). The trade: K times the memory of
+  sharded over all, for gathers that never leave the pod (NVLink rather than the
+  network between nodes). With one pod it is sharded; with one worker a pod,
+  replicated.
 
 Every gather and reduce-scatter is a collective: each worker must run the same
 collectives in the same order. The trainer's gang makes every sharded worker take
@@ -43,7 +50,7 @@ import torch
 from . import dist as distlib
 from .config import SHARDINGS
 
-REPLICATED, SHARDED = SHARDINGS
+REPLICATED, SHARDED, HYBRID = SHARDINGS
 
 
 class Replicated:
@@ -107,11 +114,19 @@ class Sharded(Replicated):
     mode = SHARDED
 
     def __init__(self, group: distlib.Single, device: str) -> None:
-        from torch.distributed.device_mesh import init_device_mesh
         group.init()
         self.group = group
-        kind = "cuda" if device.startswith("cuda") else "cpu"
-        self.mesh = init_device_mesh(kind, (group.world,))
+        self.mesh = self.device_mesh(group, "cuda" if device.startswith("cuda") else "cpu")
+
+    @staticmethod
+    def device_mesh(group: distlib.Single, kind: str) -> Any:  # noqa: ANN401 - torch's DeviceMesh
+        """The workers' mesh: one dimension, every worker."""
+        from torch.distributed.device_mesh import init_device_mesh
+        return init_device_mesh(kind, (group.world,))
+
+    def shard_group(self) -> Any:  # noqa: ANN401 - a torch process group
+        """The workers among whom each tensor is split: every worker."""
+        return self.mesh.get_group()
 
     def wrap(self, model: torch.nn.Module) -> None:
         """Shards each decoder layer of the language model and then the rest (the
@@ -178,7 +193,8 @@ class Sharded(Replicated):
     def norm(self, grads: Sequence[torch.Tensor]) -> float:
         import torch.distributed as td
         squares = self._local_squares(grads).reshape(1)
-        td.all_reduce(squares, op=td.ReduceOp.SUM)  # the shards' squares add up to the whole's
+        # the shards' squares add up to the whole's (once: not over the replicas)
+        td.all_reduce(squares, op=td.ReduceOp.SUM, group=self.shard_group())
         return math.sqrt(float(squares))
 
     def whole(self, t: torch.Tensor) -> torch.Tensor:
@@ -206,15 +222,36 @@ class Sharded(Replicated):
         return distribute_tensor(src, like.device_mesh, like.placements, src_data_rank=0)
 
 
+class Hybrid(Sharded):
+    """FSDP2 within each pod, replicated across the pods (HSDP)."""
+
+    mode = HYBRID
+
+    @staticmethod
+    def device_mesh(group: distlib.Single, kind: str) -> Any:  # noqa: ANN401 - torch's DeviceMesh
+        """The workers' mesh: pods x workers of a pod (ranks are numbered pod by pod)."""
+        from torch.distributed.device_mesh import init_device_mesh
+        return init_device_mesh(kind, (group.world // group.per_pod, group.per_pod),
+                                mesh_dim_names=("replicate", "shard"))
+
+    def shard_group(self) -> Any:  # noqa: ANN401 - a torch process group
+        """The workers of this worker's pod."""
+        return self.mesh.get_group("shard")
+
+
 def shards(mode: str, group: distlib.Single) -> bool:
-    """Whether mode shards the model among the group's workers: a group of one is
-    replicated whatever the mode."""
-    return mode == SHARDED and group.world > 1
+    """Whether mode splits the model among the group's workers: a group of one, and
+    hybrid with one worker a pod, are replicated whatever the mode."""
+    return mode != REPLICATED and group.world > 1 and not (mode == HYBRID and group.per_pod == 1)
 
 
 def new(mode: str, group: distlib.Single, device: str) -> Replicated:
-    """The sharding of mode for the group's workers."""
-    return Sharded(group, device) if shards(mode, group) else Replicated()
+    """The sharding of mode for the group's workers: hybrid over one pod is sharded."""
+    if not shards(mode, group):
+        return Replicated()
+    if mode == HYBRID and group.world > group.per_pod:
+        return Hybrid(group, device)
+    return Sharded(group, device)
 
 
 def is_dtensor(t: Any) -> bool:  # noqa: ANN401 - any tensor-like value

@@ -146,7 +146,8 @@ def save_folder(path: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[st
         os.makedirs(partial)
     td.barrier()  # no worker writes into the folder before it is fresh
     dcp.save(dict(tensors), storage_writer=dcp.FileSystemWriter(partial, sync_files=True))
-    own = os.path.getsize(os.path.join(partial, "__%d_0.distcp" % rank))
+    mine = os.path.join(partial, "__%d_0.distcp" % rank)  # none where a replica wrote the same shards
+    own = os.path.getsize(mine) if os.path.exists(mine) else 0
     td.barrier()  # every worker has looked at its file before worker 0 moves the folder
     if rank != 0:
         return own

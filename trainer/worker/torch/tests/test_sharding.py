@@ -49,10 +49,11 @@ def observe(p, ps):
         [(list(s.current), list(s.reference)) for s in scored.items]
 
 
-def _rank(rank, world, port, model, opts, ps, load, out, export=None, folder=None, steps=1):
+def _rank(rank, world, port, model, opts, ps, load, out, export=None, folder=None, steps=1, per_pod=0,
+          mode="sharded", end_folder=None):
     torch.set_num_threads(1)
-    group = distlib.Group(rank, world, "127.0.0.1", port, "gloo", timeout_s=30)
-    p = policylib.Policy(settings(model, "sharded"), dist=group)
+    group = distlib.Group(rank, world, "127.0.0.1", port, "gloo", timeout_s=60, per_pod=per_pod)
+    p = policylib.Policy(settings(model, mode), dist=group)
     p.configure(1, opts)
     if isinstance(load, str):  # a sharded state folder: every rank reads its shards
         p.load(load)
@@ -65,6 +66,8 @@ def _rank(rank, world, port, model, opts, ps, load, out, export=None, folder=Non
         wire.backward(p, sft(mine))
         norm, _ = wire.step(p, STEP)
     seen = observe(p, mine)
+    if end_folder:
+        p.save_shards(end_folder)
     buf = io.BytesIO()
     p.save(buf if rank == 0 else None)
     if export:
@@ -74,16 +77,19 @@ def _rank(rank, world, port, model, opts, ps, load, out, export=None, folder=Non
         out["sharded"] = wire.describe(p).sharded
 
 
-def run_sharded(model, opts, ps, load=None, export=None, world=2, folder=None, steps=1):
+def run_sharded(model, opts, ps, load=None, export=None, world=2, folder=None, steps=1, per_pod=0, mode="sharded",
+                end_folder=None):
     """world sharded ranks (2 by default) take steps steps on ps (all of it on rank 0);
     rank 0's saved state file, the last step's gradient norm, what it observed after
     and whether it said it is sharded. load: a state file's bytes or a sharded state
     folder's path to load first; export: a folder the ranks export their policy to
     (merged, with LoRA); folder: where the ranks save a sharded state folder before
-    their last step."""
+    their last step, end_folder after it; per_pod and mode: workers a pod (0: one pod)
+    and the sharding."""
     with mp.Manager() as mgr:
         out = mgr.dict()
-        mp.start_processes(_rank, args=(world, _free_port(), model, opts, ps, load, out, export, folder, steps),
+        mp.start_processes(_rank, args=(world, _free_port(), model, opts, ps, load, out, export, folder, steps, per_pod,
+                                        mode, end_folder),
                            nprocs=world, start_method="spawn")
         return dict(out)
 
@@ -120,14 +126,12 @@ def assert_states_close(a, b):
     assert sa.steps == sb.steps
 
 
-@pytest.mark.parametrize("lora", [True, False], ids=["lora", "full"])
-@pytest.mark.parametrize("arch", ARCHS)
-def test_a_sharded_step_is_the_replicated_step(models, screenshots, tmp_path, arch, lora):
-    opts = {"lora_r": "4"} if lora else {}
-    ps = prompts(arch, screenshots)
-    got = run_sharded(models[arch], opts, ps, export=str(tmp_path / "sharded"))
+def assert_one_workers_step(got, model, opts, ps):
+    """The sharded workers (run_sharded's got) said they are sharded and took the step
+    one replicated worker takes on ps: the same gradient norm, the same state within
+    float tolerance (assert_states_close). Returns that worker."""
     assert got["sharded"]
-    one = single(models[arch], opts)
+    one = single(model, opts)
     wire.backward(one, sft(ps))
     norm, _ = wire.step(one, STEP)
     assert abs(got["norm"] - norm) <= 1e-5 * norm
@@ -135,6 +139,16 @@ def test_a_sharded_step_is_the_replicated_step(models, screenshots, tmp_path, ar
     one.save(want)
     assert_states_close(torch.load(io.BytesIO(got["state"]), weights_only=True),
                         torch.load(io.BytesIO(want.getvalue()), weights_only=True))
+    return one
+
+
+@pytest.mark.parametrize("lora", [True, False], ids=["lora", "full"])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_sharded_step_is_the_replicated_step(models, screenshots, tmp_path, arch, lora):
+    opts = {"lora_r": "4"} if lora else {}
+    ps = prompts(arch, screenshots)
+    got = run_sharded(models[arch], opts, ps, export=str(tmp_path / "sharded"))
+    one = assert_one_workers_step(got, models[arch], opts, ps)
     answers, scores = got["seen"]
     one_answers, one_scores = observe(one, ps)
     assert answers == one_answers, "the sharded pair answers greedily as one worker"
@@ -215,3 +229,38 @@ def test_a_sharded_state_folder_resumes_anywhere(models, screenshots, tmp_path):
     for got in (straight, on_three):  # one more step each: the same policy
         assert_states_close(torch.load(io.BytesIO(got["state"]), weights_only=True),
                             torch.load(io.BytesIO(want.getvalue()), weights_only=True))
+
+
+def assert_split_in(folder, k):
+    """Every tensor of the sharded state folder was written in k chunks of its rows."""
+    for key, md in statelib.safe_reader(folder).read_metadata().state_dict_metadata.items():
+        rows = [c.sizes[0] for c in md.chunks]
+        assert len(rows) == k and sum(rows) == md.size[0] and max(rows) <= -(-md.size[0] // k), (key, rows)
+
+
+def test_hybrid_shards_within_a_pod_and_replicates_across(models, screenshots, tmp_path):
+    """Two pods of two workers, hybrid (HSDP): the step is the step one worker takes
+    (the gradient norm counts each shard once, not once a pod), the workers say they
+    are sharded, each tensor is split in the pod's two halves (not in four), and their
+    sharded state folder loads into one worker whole, bit for bit."""
+    model, opts = models["qwen3"], {}
+    ps = prompts("qwen3", screenshots)
+    folder = str(tmp_path / "worker.state")
+    got = run_sharded(model, opts, ps, world=4, per_pod=2, mode="hybrid", end_folder=folder)
+    assert_one_workers_step(got, model, opts, ps)
+    assert_split_in(folder, 2)
+    back = single(model, opts)
+    back.load(folder)
+    again = io.BytesIO()
+    back.save(again)
+    assert states_equal(again.getvalue(), got["state"])
+
+
+def test_hybrids_pods_are_the_controllers_pods(monkeypatch):
+    """A worker's group from the controller's environment knows its pod's size, the
+    rows of hybrid's mesh: worker 1 of pod 1 of two pods of two is rank 3 of 4."""
+    monkeypatch.setenv("ESPO_WORLD_SIZE", "2")
+    monkeypatch.setenv("ESPO_RANK", "1")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    g = distlib.from_env(2, 1, "cpu")
+    assert (g.rank, g.world, g.per_pod) == (3, 4, 2)

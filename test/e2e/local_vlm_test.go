@@ -31,10 +31,13 @@ import (
 )
 
 // TestNewcomerVLMJob runs the newcomer's Hugging Face job (hack/local-vlm, what
-// make run-local-vlm runs) as the script fills it in: a tiny random Qwen2.5-VL trained
-// with LoRA on the CPU through the operator ends Succeeded, status.training.export
-// names the best checkpoint's adapter with its merged model, and the README's lines
-// load the folder with transformers and peft from local files only.
+// make run-local-vlm runs) as the script fills it in, with the vLLM engine where its
+// environment is installed (as make test installs it): a tiny random Qwen2.5-VL trained
+// with LoRA on the CPU through the operator ends Succeeded, its answers sampled by the
+// engine with the trained adapter (the sampler's log-probs are the policy's within the
+// VLM's tolerance), status.training.export names the best checkpoint's adapter with its
+// merged model, and the README's lines load the folder with transformers and peft from
+// local files only.
 func TestNewcomerVLMJob(t *testing.T) {
 	g := NewWithT(t)
 	python := pyenv.Require(t)
@@ -43,13 +46,25 @@ func TestNewcomerVLMJob(t *testing.T) {
 	code := workerCodeOutsidePodMounts(t)
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "hack", "local-vlm", "job.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
-	job := strings.NewReplacer("${MODEL}", model, "${PYTHON}", python, "${PYTHONPATH}", code).Replace(string(raw))
+	rollout, engine := "{engine: huggingface}", ""
+	if p, err := pyenv.EnginePython(); err == nil { // the script's choice where the engine is built
+		vllm, err := os.ReadFile(filepath.Join(repoRoot, "hack", "local-vlm", "rollout-vllm.yaml"))
+		g.Expect(err).NotTo(HaveOccurred())
+		rollout, engine = strings.TrimSpace(string(vllm)), p
+	}
+	job := strings.NewReplacer("${MODEL}", model, "${PYTHON}", python, "${PYTHONPATH}", code,
+		"${ROLLOUT}", rollout, "${ENGINE_PYTHON}", engine).Replace(string(raw))
 	path := filepath.Join(t.TempDir(), "job.yaml")
 	g.Expect(os.WriteFile(path, []byte(job), 0o600)).To(Succeed())
 	apply(g, ns, filepath.Join("hack", "local-vlm", "claims.yaml"))
 	mustKubectl(g, "create", "-n", ns, "-f", path)
 
-	ex := training(waitForSucceeded(t, ns, "local-vlm")).Export
+	done := training(waitForSucceeded(t, ns, "local-vlm"))
+	if engine != "" {
+		g.Expect(done.SamplerMismatch).NotTo(BeEmpty(), "the engine sampled the answers")
+		g.Expect(done.SamplerMismatch.Float64()).To(BeNumerically("<", 0.01), "the engine serves the trained adapter")
+	}
+	ex := done.Export
 	g.Expect(ex).NotTo(BeNil(), "status.training.export")
 	g.Expect(*ex).To(And(HaveField("Path", "local-vlm"), HaveField("Kind", trainingv1alpha1.ExportLoRA), HaveField("Merged", true),
 		HaveField("Metric", trainingv1alpha1.MetricRecommendationAccuracy)))

@@ -124,9 +124,11 @@ func outsidePodMounts(t *testing.T, prefix string) string {
 func workerCodeOutsidePodMounts(t *testing.T) string {
 	t.Helper()
 	dir := outsidePodMounts(t, "e2e-worker-code-")
-	src := filepath.Join(repoRoot, "trainer", "worker", "torch", "espo_worker")
-	if err := os.CopyFS(filepath.Join(dir, "espo_worker"), os.DirFS(src)); err != nil {
-		t.Fatal(err)
+	for _, pkg := range []string{"espo_worker", "espo_engine"} { // the worker, and its side of the rollout engine
+		src := filepath.Join(repoRoot, "trainer", "worker", "torch", pkg)
+		if err := os.CopyFS(filepath.Join(dir, pkg), os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }

@@ -399,6 +399,7 @@ class Policy:
         b = self.backend
         inputs = [b.prompt_inputs(p) for p in prompts]
         cap = max_tokens or b.max_new_tokens
+        self.check_engine_context(inputs, cap)
         sampled = self.rollout.generate(
             [dict(b.engine_prompt(p, x), seed=prompt_seed(seed, p)) for p, x in zip(prompts, inputs)],
             n, temperature, greedy, cap, b.eos_ids, b.banned_ids) if prompts else []
@@ -415,6 +416,18 @@ class Policy:
         samples = [Sample(Answer(b.decode_answer(ids), ids), lp, list(lps)) for (ids, lps), lp in zip(kept, scores)]
         self.score_seconds += time.perf_counter() - start
         return [[samples[i] for i, _ in group] for _, group in groups]
+
+    def check_engine_context(self, inputs: Sequence[backends.PromptInputs], cap: int) -> None:
+        """Refuses (InvalidError) a prompt that with an answer of cap tokens is longer
+        than the engine's context (option vllm_max_model_len, when set), naming the
+        setting: the engine would refuse it, and every restart would meet it again."""
+        limit = self.config.vllm_max_model_len
+        longest = max((len(x["ids"]) for x in inputs), default=0)
+        if limit and longest + cap > limit:
+            raise InvalidError("generate: a prompt of %d tokens with an answer of up to %d is longer than the rollout "
+                               "engine's context of %d tokens (spec.model.rollout.maxModelLen): raise maxModelLen to "
+                               "at least %d, or bound the prompts with spec.model.maxPromptTokens" %
+                               (longest, cap, limit, longest + cap))
 
     def logprobs(self, items: Sequence[tuple[pb.Prompt, Answer]], reference: bool = False,
                  reference_only: bool = False) -> list[Scored]:

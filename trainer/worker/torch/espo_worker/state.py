@@ -235,8 +235,8 @@ def _safe_reader_type() -> type:
                 with open(os.path.join(self.path, ".metadata"), "rb") as f:
                     md = _MetadataUnpickler(f).load()
             except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError) as e:
-                raise IOError("load %s: a damaged or foreign sharded worker state: .metadata: %s" % (self.path, e)) \
-                    from None
+                why = "a damaged or foreign sharded worker state: .metadata: %s" % e
+                raise IOError("load %s: %s" % (self.path, why)) from None
             if getattr(md, "storage_meta", None) is None:
                 md.storage_meta = StorageMeta()
             md.storage_meta.load_id = self.load_id

@@ -329,3 +329,19 @@ class DistributedTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def test_a_prompt_longer_than_the_engines_context_names_the_setting():
+    """A prompt that with its answer cannot fit the rollout engine's context is refused
+    before the engine sees it, naming spec.model.rollout.maxModelLen and the length it
+    needs (INVALID_ARGUMENT: no restart helps); one that fits passes."""
+    p = policylib.Policy({"pretrained": "tiny", "max_new_tokens": 8, "max_prompt_tokens": 48})
+    p.configure(3, {})
+    p.config = p.config.replace({"vllm_max_model_len": 64})
+    p.check_engine_context([{"ids": [1] * 56}], 8)
+    try:
+        p.check_engine_context([{"ids": [1] * 10}, {"ids": [1] * 57}], 8)
+    except policylib.InvalidError as e:
+        assert "spec.model.rollout.maxModelLen" in str(e) and "at least 65" in str(e), e
+    else:
+        raise AssertionError("a prompt of 57 tokens and an answer of 8 passed a context of 64")

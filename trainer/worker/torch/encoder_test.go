@@ -191,6 +191,7 @@ const (
 // three bounds there: see docs/user-guide.md), and for the built-in hashed embedder
 // at its own default, which shares words, not meaning.
 func TestWorkerEncoderJudgesIntentsByMeaning(t *testing.T) {
+	t.Parallel() // one of the package's longest: see TestPythonUnitTests
 	w := encoderWorker(t, t.TempDir())
 	encoderTau, hashTau := defaultTau(t, true), defaultTau(t, false)
 	for _, difficulty := range []string{dataset.DifficultyHard, dataset.DifficultyStandard} {

@@ -61,6 +61,7 @@ type groupOf struct {
 // pod 0's address; the run ends Completed with every worker holding the same
 // weights as one launcher of four workers, to float32 all-reduce's tolerance.
 func TestTwoPodsOfTwoWorkersMatchOnePodOfFour(t *testing.T) {
+	t.Parallel() // one of the package's longest: see TestPythonUnitTests
 	one := trainPods(t, groupOf{pods: []pod{{ip: "127.77.0.1", procs: 4}}})
 	two := trainPods(t, groupOf{pods: []pod{{ip: "127.77.1.1", procs: 2}, {ip: "127.77.1.2", rank: 1, procs: 2}}})
 	diff := maxParamDiff(t, one[0], append(one[1:], two...))

@@ -45,6 +45,7 @@ const samplerMismatchBound = 1e-3
 // worker's statistics count a weight push per optimizer step that was followed by
 // sampling.
 func TestTrainerSamplesWithVLLM(t *testing.T) {
+	t.Parallel() // one of the package's longest: see TestPythonUnitTests
 	c := smallRun(t)
 	c.Spec.Model.Pretrained = randomModel(t, "qwen2")
 	c.Spec.Model.DType = trainingv1alpha1.DTypeFloat32

@@ -37,6 +37,7 @@ import (
 // replicated worker loads the last one, at its step), and the export is the adapter
 // of the final step.
 func TestTrainerDrivesShardedWorkers(t *testing.T) {
+	t.Parallel() // one of the package's longest: see TestPythonUnitTests
 	c := smallRun(t)
 	c.Spec.Datasets.Sources[0].Synthetic.Episodes = 9
 	c.Spec.Model = trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: randomModel(t, "qwen3"),

@@ -230,8 +230,12 @@ func TestTorchWorkerRefusesToStartWithoutAToken(t *testing.T) {
 }
 
 // TestPythonUnitTests runs the Python package's own tests (tests/test_*.py) with
-// pytest, as `python -m pytest` in this folder does.
+// pytest, as `python -m pytest` in this folder does. It and the package's longest Go
+// tests are parallel tests: they run after the others, two at a time on two cores
+// (go test's -parallel, GOMAXPROCS by default), the pytest run beside the Go tests
+// one after another, each of which starts its own processes on addresses of its own.
 func TestPythonUnitTests(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(python, "-m", "pytest", "-q", "-rs")
 	cmd.Env = pyEnv()
 	out, err := cmd.CombinedOutput()
@@ -466,6 +470,7 @@ type lossConfig struct {
 // estimator, with current, sampling and reference policies all different and some
 // ratios clipped.
 func TestAppliedGradientIsTheESPOGradient(t *testing.T) {
+	t.Parallel() // one of the package's longest: see TestPythonUnitTests
 	for _, model := range models {
 		t.Run(model, func(t *testing.T) { appliedGradientIsTheESPOGradient(t, model) })
 	}

@@ -1,9 +1,9 @@
 # Copyright 2026 The espo-operator Authors. Licensed under the Apache License, Version 2.0.
 """Memory per worker of a training step, replicated on one worker and sharded (FSDP2
-over gloo, on the CPU) on several:
+over gloo, on the CPU) on several, or hybrid (HSDP) in pods of --per-pod workers:
 
     python3 -m tests.random_models /tmp/wide --arch qwen3 --hidden 1024 --layers 8
-    python3 -m bench.sharding_memory /tmp/wide [--workers 1,2,4] [--lora R]
+    python3 -m bench.sharding_memory /tmp/wide [--workers 1,2,4] [--lora R] [--per-pod K]
 
 Each worker takes a step on one prompt of its own after a first step (so that the
 AdamW moments exist), and reports, as one JSON line per worker count with the
@@ -89,10 +89,11 @@ def added_peak(fn):
     return status("VmHWM") - before
 
 
-def worker(rank, world, port, model, lora, out):
+def worker(rank, world, port, model, lora, per_pod, out):
     torch.set_num_threads(1)
-    group = distlib.Group(rank, world, "127.0.0.1", port, "gloo", timeout_s=600) if world > 1 else None
-    p = policylib.Policy({"pretrained": model, "dtype": "float32", "sharding": "sharded"}, dist=group)
+    group = distlib.Group(rank, world, "127.0.0.1", port, "gloo", timeout_s=600, per_pod=per_pod) if world > 1 else None
+    p = policylib.Policy({"pretrained": model, "dtype": "float32", "sharding": "hybrid" if per_pod else "sharded"},
+                         dist=group)
     p.configure(1, {"lora_r": str(lora)} if lora else {})
     backward(p, 0)
     step(p)
@@ -104,15 +105,15 @@ def worker(rank, world, port, model, lora, out):
     out[rank] = dict(r, state=state_bytes(p), rss=rss)
 
 
-def measure(model, world, lora):
+def measure(model, world, lora, per_pod=0):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with mp.Manager() as mgr:
         out = mgr.dict()
-        mp.start_processes(worker, args=(world, port, model, lora, out), nprocs=world, start_method="spawn")
+        mp.start_processes(worker, args=(world, port, model, lora, per_pod, out), nprocs=world, start_method="spawn")
         ranks = [out[r] for r in range(world)]
-    return {"workers": world, "sharded": world > 1,
+    return {"workers": world, "sharded": world > 1, "per_pod": per_pod or world,
             **{k: max(r[k] for r in ranks) for k in ("state", "grads", "backward", "step", "rss")}}
 
 
@@ -121,10 +122,12 @@ def main():
     ap.add_argument("model")
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--lora", type=int, default=0, help="LoRA rank (0: full fine-tuning)")
+    ap.add_argument("--per-pod", type=int, default=0, help="hybrid sharding in pods of this many workers (0: sharded "
+                                                            "over all)")
     a = ap.parse_args()
     os.environ["MALLOC_MMAP_THRESHOLD_"] = "65536"  # the workers' allocator: see the module's doc
     for n in [int(x) for x in a.workers.split(",")]:
-        print(json.dumps(dict(measure(a.model, n, a.lora), lora=a.lora)), flush=True)
+        print(json.dumps(dict(measure(a.model, n, a.lora, a.per_pod), lora=a.lora)), flush=True)
 
 
 if __name__ == "__main__":

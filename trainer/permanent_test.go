@@ -24,7 +24,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/trainer/worker"
+	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
 )
 
 // configMapConfig is a config of one ConfigMap source named web under root.
@@ -120,5 +126,36 @@ func TestNewNamesADatasetFileAsThePodSeesIt(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), " /data/web/episodes.jsonl") || strings.Contains(err.Error(), podRoot) {
 		t.Errorf("error %q does not name the file as /data/web/episodes.jsonl", err)
+	}
+}
+
+// refusingMember is a worker that refuses every Generate as invalid, as the PyTorch
+// worker refuses a prompt longer than the rollout engine's context.
+type refusingMember struct {
+	*worker.Local
+	generates int
+}
+
+func (m *refusingMember) Generate(context.Context, []worker.Prompt, worker.SampleOptions) ([][]worker.Sample, error) {
+	m.generates++
+	return nil, status.Error(codes.InvalidArgument, "generate: a prompt of 2116 tokens is longer than the rollout engine's "+
+		"context of 2048 tokens (spec.model.rollout.maxModelLen)")
+}
+
+// TestAWorkersRefusalMidRunEndsItAtOnce: a call a worker refuses as invalid after
+// Configure (gRPC InvalidArgument) ends the run with ConfigInvalid and the worker's
+// words, not with an error a restart would retry: the same plan sends the same call.
+func TestAWorkersRefusalMidRunEndsItAtOnce(t *testing.T) {
+	m := &refusingMember{Local: worker.NewLocal(cpu.New(0), os.TempDir())}
+	tr, err := newTrainer(smallConfig(t, trainingv1alpha1.AlgorithmESPO), Options{Workers: worker.NewGang(m), Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tr.Run(context.Background())
+	if PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid || !strings.Contains(err.Error(), "spec.model.rollout.maxModelLen") {
+		t.Errorf("a run whose worker refuses Generate: %v (outcome %q), want ConfigInvalid naming the field", err, PermanentOutcome(err))
+	}
+	if m.generates != 1 {
+		t.Errorf("Generate was called %d times, want once: the refusal ends the run", m.generates)
 	}
 }

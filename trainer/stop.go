@@ -85,10 +85,14 @@ func (s stop) outcome() trainingv1alpha1.TrainingOutcome {
 
 // failed is the stop of an error: a drain when the run is draining (the error
 // interrupted the step in flight: a worker of the gang already gone, say), else a
-// failure (failure).
+// failure (failure), permanent where a worker refused what a restart would send
+// again (permanent.OfWorkers).
 func (t *Trainer) failed(err error) stop {
 	if t.draining() {
 		return stop{reason: stopDrained, cause: err}
+	}
+	if permanent.Outcome(err) == "" {
+		err = permanent.OfWorkers(err, t.opts.PodRoot)
 	}
 	return failure(err)
 }

@@ -24,6 +24,9 @@ import (
 	"errors"
 	"strings"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
@@ -72,18 +75,19 @@ func InPodPaths(err error, podRoot string) error {
 	return shown
 }
 
-// OfWorkers returns err, an error of the workers' Configure or of a call that
-// embeds, with the outcome of the input a restart would meet again: ModelIncomplete
-// when a worker refused a model folder that lacks files (a
-// *worker.ModelIncompleteError, its paths as the pod sees them), ConfigInvalid when
-// a worker refused the options the spec makes (worker.ErrInvalid) or has no
-// sentence encoder where the spec asks one to embed (worker.ErrNoEncoder); any other
-// error unchanged.
+// OfWorkers returns err, an error of the workers' Configure or of any later call,
+// with the outcome of the input a restart would meet again: ModelIncomplete when a
+// worker refused a model folder that lacks files (a *worker.ModelIncompleteError,
+// its paths as the pod sees them), ConfigInvalid when a worker refused the options
+// the spec makes (worker.ErrInvalid) or a call as invalid (gRPC InvalidArgument: the
+// same plan sends the same call again after a restart, as a prompt longer than the
+// rollout engine's spec.model.rollout.maxModelLen) or has no sentence encoder where
+// the spec asks one to embed (worker.ErrNoEncoder); any other error unchanged.
 func OfWorkers(err error, podRoot string) error {
 	if mi := (*worker.ModelIncompleteError)(nil); errors.As(err, &mi) {
 		return InPodPaths(Error(trainingv1alpha1.OutcomeModelIncomplete, err), podRoot)
 	}
-	if errors.Is(err, worker.ErrInvalid) || errors.Is(err, worker.ErrNoEncoder) {
+	if errors.Is(err, worker.ErrInvalid) || errors.Is(err, worker.ErrNoEncoder) || status.Code(err) == codes.InvalidArgument {
 		return ConfigInvalid(err)
 	}
 	return err

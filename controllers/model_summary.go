@@ -44,7 +44,7 @@ func modelSummary(m *trainingv1alpha1.ModelSpec) string {
 	case m.InitialCheckpoint != nil:
 		name = "checkpoint " + lastElement(m.InitialCheckpoint.Path, m.InitialCheckpoint.ClaimName)
 	case m.Endpoint != "":
-		name = "external worker at " + m.Endpoint
+		name = "external worker at " + string(m.Endpoint)
 	default:
 		name = string(m.Worker) + " worker"
 	}

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -210,6 +211,7 @@ func resolve(c *Config) (*Settings, error) {
 		r.Optimizer.check(),
 		checkRollout(&s.Model),
 		checkSharding(&s.Model),
+		checkModelFolders(s),
 		exportErr,
 	)
 }
@@ -382,6 +384,29 @@ func encoderOption(spec *trainingv1alpha1.ESPOJobSpec) string {
 		return path.Join(trainingv1alpha1.ModelsMountPath, e.Worker.Model)
 	}
 	return e.Worker.Model
+}
+
+// checkModelFolders applies the API server's rule on the folders a worker finds
+// under spec.model.weights (pretrained, and the encoder of
+// spec.rewards.intent.embedder.worker), for a run config that did not pass through
+// it: relative to the claim, never climbing out of it with "..". An absolute path
+// would be joined under ModelsMountPath again and name a folder that is not there.
+func checkModelFolders(s *trainingv1alpha1.ESPOJobSpec) error {
+	if s.Model.Weights == nil {
+		return nil
+	}
+	var errs []error
+	check := func(field, folder string) {
+		if path.IsAbs(folder) || slices.Contains(strings.Split(folder, "/"), "..") {
+			errs = append(errs, fmt.Errorf("%s: %q: with spec.model.weights it is a folder inside the weights claim's path, "+
+				"mounted at %s: write it relative to the claim, without a leading '/' or '..'", field, folder, trainingv1alpha1.ModelsMountPath))
+		}
+	}
+	check("spec.model.pretrained", s.Model.Pretrained)
+	if e := s.Rewards.Intent.Embedder; e != nil && e.Worker != nil {
+		check("spec.rewards.intent.embedder.worker.model", e.Worker.Model)
+	}
+	return errors.Join(errs...)
 }
 
 // defaultMaxNewTokens is the PyTorch worker's max_new_tokens when spec.model sets

@@ -149,7 +149,7 @@ func TestSamplerCorrectionCapResolves(t *testing.T) {
 }
 
 // TestRolloutRulesWithoutTheAPIServer: a run config that breaks a rule of
-// spec.model.rollout or spec.model.sharding the API server applies (one that never
+// spec.model.rollout, spec.model.sharding or the model folders the API server applies (one that never
 // passed through it) fails New with the ConfigInvalid outcome, naming the field: a
 // restart would meet it again.
 func TestRolloutRulesWithoutTheAPIServer(t *testing.T) {
@@ -177,6 +177,12 @@ func TestRolloutRulesWithoutTheAPIServer(t *testing.T) {
 			"spec.model.sharding: sharded splits the project's PyTorch workers' model among them, and spec.model.worker is cpu"},
 		"hybrid sharding with an external worker": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerExternal, Endpoint: "w:1",
 			Sharding: trainingv1alpha1.ShardingHybrid}, "spec.model.sharding: hybrid splits the project's PyTorch workers' model among them, and spec.model.worker is external: set worker: cuda, or remove sharding"},
+		"an absolute model folder under weights": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "/models/m",
+			Weights: &trainingv1alpha1.VolumePath{ClaimName: "models"}},
+			`spec.model.pretrained: "/models/m": with spec.model.weights it is a folder inside the weights claim's path`},
+		"a model folder climbing out of weights": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "hub/../../m",
+			Weights: &trainingv1alpha1.VolumePath{ClaimName: "models", Path: "hub"}},
+			`spec.model.pretrained: "hub/../../m": with spec.model.weights`},
 		"a CPU KV cache beyond 1024 GiB": {trainingv1alpha1.ModelSpec{Worker: trainingv1alpha1.WorkerCUDA, Pretrained: "m",
 			Rollout: &trainingv1alpha1.RolloutSpec{Engine: trainingv1alpha1.RolloutVLLM, CPUKVCacheGiB: 2048}},
 			"spec.model.rollout.cpuKVCacheGiB: 2048 not in [1, 1024]"},

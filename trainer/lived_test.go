@@ -144,13 +144,20 @@ func TestLivedRunResumesAtTheExactPosition(t *testing.T) {
 	}
 }
 
-// TestLivedRunRefusesAnEmbedder: intents in an environment are judged by slots.
+// TestLivedRunRefusesAnEmbedder: intents in an environment are judged by slots, so
+// a run config that asks for embedding judgements, or bounds their similarity, fails
+// New naming the field.
 func TestLivedRunRefusesAnEmbedder(t *testing.T) {
-	c := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
-	c.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchEmbedding
-	_, err := newTrainer(c, Options{Workers: cpuGang(1)})
-	if err == nil || !strings.Contains(err.Error(), "spec.rewards.intent.match") || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
-		t.Errorf("New: %v, want ConfigInvalid naming spec.rewards.intent.match", err)
+	for field, set := range map[string]func(*trainingv1alpha1.IntentRewards){
+		"spec.rewards.intent.match":     func(r *trainingv1alpha1.IntentRewards) { r.Match = trainingv1alpha1.IntentMatchEmbedding },
+		"spec.rewards.intent.threshold": func(r *trainingv1alpha1.IntentRewards) { r.Threshold = "0.7" },
+	} {
+		c := livedConfig(t, trainingv1alpha1.AlgorithmESPO)
+		set(&c.Spec.Rewards.Intent)
+		_, err := newTrainer(c, Options{Workers: cpuGang(1)})
+		if err == nil || !strings.Contains(err.Error(), field) || PermanentOutcome(err) != trainingv1alpha1.OutcomeConfigInvalid {
+			t.Errorf("New: %v, want ConfigInvalid naming %s", err, field)
+		}
 	}
 }
 
@@ -242,7 +249,11 @@ func endpointConfig(t *testing.T, addr string) *Config {
 		t.Fatal(err)
 	}
 	c.Spec.Datasets.Environment.Simulated = nil
-	c.Spec.Datasets.Environment.Endpoint = &trainingv1alpha1.EnvironmentEndpoint{Address: addr, Slots: sim.Vocab()}
+	slots := map[string]trainingv1alpha1.SlotValues{}
+	for slot, values := range sim.Vocab() {
+		slots[slot] = values
+	}
+	c.Spec.Datasets.Environment.Endpoint = &trainingv1alpha1.EnvironmentEndpoint{Address: trainingv1alpha1.HostPort(addr), Slots: slots}
 	zero := int32(0)
 	c.Spec.Algorithm.SFTEpochs = &zero
 	c.Spec.Default()

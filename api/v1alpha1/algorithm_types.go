@@ -416,6 +416,9 @@ func (r *IntentRewards) Tau() Decimal {
 }
 
 // IntentRewards is Intent_acc, the reward of the item-pool step.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.match) || self.match != 'slots' || (!has(self.threshold) && !has(self.embedder))",message="with match: slots every intent is judged slot by slot, so threshold and embedder, which judge by embedding similarity, would never be used: remove them, or set match auto or embedding"
+// +kubebuilder:validation:XValidation:rule="!has(self.match) || self.match != 'embedding' || !has(self.slotScore) || self.slotScore != 'f1'",message="slotScore f1 scores intents judged slot by slot, and match: embedding judges none so: remove slotScore (or set it to all), or set match auto or slots",fieldPath=".slotScore"
 type IntentRewards struct {
 	// Correct is the reward when the type is pool_found and the cosine similarity of
 	// the predicted and the true intent is at least Threshold. Default "0.5".
@@ -515,6 +518,7 @@ type EmbedderSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="endpoint must be an http or https URL with a host, such as http://embeddings.ml.svc:8080/v1/embeddings"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[^ -~]')",message="endpoint has a character outside printable ASCII, such as a letter of another script that looks like a Latin one: retype the host in ASCII, and percent-encode any other character"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^:/?#]+://[^/?#]*@')",message="endpoint must not hold credentials (user:password@host): the trainer copies the endpoint into its run config, events and logs; put the key in a Secret and name it in apiKeySecretRef"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^:/?#]+://[^/?#@]*:[0-9]*([/?#]|$)') || self.matches('^[^:/?#]+://[^/?#@]*:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])([/?#]|$)')",message="the port of endpoint must be between 1 and 65535"
 	Endpoint string `json:"endpoint,omitempty"`

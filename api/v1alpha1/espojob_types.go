@@ -86,7 +86,7 @@ type ESPOJobList struct {
 // +kubebuilder:validation:XValidation:rule="oldSelf.runPolicy.suspend || self.runPolicy.suspend || (has(self.checkpoint) == has(oldSelf.checkpoint) && (!has(self.checkpoint) || self.checkpoint == oldSelf.checkpoint))",message="checkpoint may change only while the job is suspended (spec.runPolicy.suspend: true)"
 // +kubebuilder:validation:XValidation:rule="oldSelf.runPolicy.suspend || self.runPolicy.suspend || (has(self.earlyStopping) == has(oldSelf.earlyStopping) && (!has(self.earlyStopping) || self.earlyStopping == oldSelf.earlyStopping))",message="earlyStopping may change only while the job is suspended (spec.runPolicy.suspend: true)"
 // +kubebuilder:validation:XValidation:rule="!has(self.model) || !has(self.model.worker) || self.model.worker != 'external' || !has(self.trainer) || ((!has(self.trainer.replicas) || self.trainer.replicas == 1) && (!has(self.trainer.workersPerReplica) || self.trainer.workersPerReplica == 1))",message="with worker: external, trainer.replicas and trainer.workersPerReplica must be 1: the trainer drives the one worker at model.endpoint, and more pods or workers would be CPU policies whose gradients it added to the external model's",fieldPath=".trainer"
-// +kubebuilder:validation:XValidation:rule="!has(self.runPolicy) || !has(self.runPolicy.progressDeadlineSeconds) || !has(self.trainer) || !has(self.trainer.statusInterval) || self.runPolicy.progressDeadlineSeconds > 2 * duration(self.trainer.statusInterval).getSeconds()",message="runPolicy.progressDeadlineSeconds must be more than twice trainer.statusInterval, the longest a moving job goes between two progress reports: raise it or lower statusInterval",fieldPath=".runPolicy.progressDeadlineSeconds"
+// +kubebuilder:validation:XValidation:rule="!has(self.runPolicy) || !has(self.runPolicy.progressDeadlineSeconds) || !has(self.trainer) || !has(self.trainer.statusInterval) || self.runPolicy.progressDeadlineSeconds * 1000 > 2 * duration(self.trainer.statusInterval).getMilliseconds()",message="runPolicy.progressDeadlineSeconds must be more than twice trainer.statusInterval, the longest a moving job goes between two progress reports: raise it or lower statusInterval",fieldPath=".runPolicy.progressDeadlineSeconds"
 // +kubebuilder:validation:XValidation:rule="!has(self.datasets.environment) || !has(self.datasets.environment.endpoint) || (has(self.algorithm) && has(self.algorithm.sftEpochs) && self.algorithm.sftEpochs == 0 && (!has(self.algorithm.name) || self.algorithm.name != 'sft'))",message="an environment endpoint gives no demonstrations to fine-tune on: set algorithm.sftEpochs: 0 and algorithm.name espo or grpo, and start from a fine-tuned model",fieldPath=".algorithm"
 // +kubebuilder:validation:XValidation:rule="!has(self.datasets.environment) || !has(self.algorithm) || !has(self.algorithm.maxStepsPerBatch)",message="algorithm.maxStepsPerBatch sizes batches of recorded steps; with datasets.environment a batch is episodesPerBatch episodes of G rollouts: remove maxStepsPerBatch",fieldPath=".algorithm.maxStepsPerBatch"
 // +kubebuilder:validation:XValidation:rule="!has(self.rewards) || !has(self.rewards.intent) || !has(self.rewards.intent.embedder) || !has(self.rewards.intent.embedder.worker) || (has(self.model) && has(self.model.worker) && self.model.worker != 'cpu')",message="rewards.intent.embedder.worker needs model.worker cuda or external: the CPU policy loads no sentence encoder; set model.worker: cuda, or name an embedding service in embedder.endpoint",fieldPath=".rewards.intent.embedder.worker"
@@ -95,6 +95,14 @@ type ESPOJobList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.export) || !has(self.export.merge) || !self.export.merge || has(self.model.lora)",message="export.merge merges a LoRA adapter into its base model: set model.lora, or remove merge (a full fine-tune is exported whole)",fieldPath=".export.merge"
 // +kubebuilder:validation:XValidation:rule="!has(self.export) || !has(self.export.bestBy) || has(self.checkpoint)",message="export.bestBy exports the best checkpoint by that metric: set spec.checkpoint, where the trainer keeps the best checkpoint until it is exported",fieldPath=".export.bestBy"
 // +kubebuilder:validation:XValidation:rule="!has(self.export) || !has(self.export.bestBy) || (has(self.datasets.environment) ? (!has(self.datasets.environment.validationEpisodes) || self.datasets.environment.validationEpisodes > 0) : (!self.datasets.split.validation.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || double(self.datasets.split.validation) > 0.0 || self.datasets.sources.exists(s, s.split == 'validation')))",message="export.bestBy compares validation evaluations, and this run has none: give datasets.split.validation a share, a source with split: validation, or environment.validationEpisodes above 0; or remove bestBy to export the final policy",fieldPath=".export.bestBy"
+// +kubebuilder:validation:XValidation:rule="!has(self.model.weights) || !has(self.rewards.intent.embedder) || !has(self.rewards.intent.embedder.worker) || (!self.rewards.intent.embedder.worker.model.startsWith('/') && !self.rewards.intent.embedder.worker.model.matches('(^|/)[.][.](/|$)'))",message="with model.weights, embedder.worker.model is a folder inside the weights claim's path (such as all-MiniLM-L6-v2), mounted at /models: write it relative to the claim, without a leading '/' or '..'",fieldPath=".rewards.intent.embedder.worker.model"
+// +kubebuilder:validation:XValidation:rule="!has(self.algorithm.samplerCorrection) || !has(self.algorithm.samplerCorrection.cap) || !self.algorithm.samplerCorrection.cap.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || double(self.algorithm.samplerCorrection.cap) == 0.0 || (has(self.model.worker) && self.model.worker == 'external') || (has(self.model.worker) && self.model.worker == 'cuda' && has(self.model.rollout) && has(self.model.rollout.engine) && self.model.rollout.engine == 'vllm')",message="algorithm.samplerCorrection corrects for answers sampled by another engine than the policy (model.rollout.engine vllm, or an external worker that reports its sampler's log-probs), and this job's policy samples its own answers: remove samplerCorrection, or set model.rollout.engine: vllm",fieldPath=".algorithm.samplerCorrection.cap"
+// +kubebuilder:validation:XValidation:rule="!has(self.datasets.environment) || (!has(self.rewards.intent.embedder) && !has(self.rewards.intent.threshold) && (!has(self.rewards.intent.match) || self.rewards.intent.match != 'embedding'))",message="with datasets.environment, intents are judged slot by slot against the preferences the environment reports, so rewards.intent.embedder, threshold and match: embedding do not apply: remove them (match auto or slots)",fieldPath=".rewards.intent"
+// +kubebuilder:validation:XValidation:rule="!has(self.earlyStopping) || (has(self.datasets.environment) ? (!has(self.datasets.environment.validationEpisodes) || self.datasets.environment.validationEpisodes > 0) : (!self.datasets.split.validation.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || double(self.datasets.split.validation) > 0.0 || self.datasets.sources.exists(s, s.split == 'validation')))",message="earlyStopping is checked after each validation evaluation, and this run has none, so it could never act: give datasets.split.validation a share, a source with split: validation, or environment.validationEpisodes above 0; or remove earlyStopping",fieldPath=".earlyStopping"
+// +kubebuilder:validation:XValidation:rule="!has(self.earlyStopping) || !has(self.earlyStopping.minReward) || !has(self.algorithm.name) || self.algorithm.name != 'sft'",message="earlyStopping.minReward watches the reward of sampled answers, and with algorithm.name sft no epoch samples any, so it could never act: remove minReward, or set algorithm.name espo or grpo",fieldPath=".earlyStopping.minReward"
+// +kubebuilder:validation:XValidation:rule="!has(self.earlyStopping) || !has(self.earlyStopping.target) || !has(self.earlyStopping.patience) || self.earlyStopping.patience <= (has(self.algorithm.sftEpochs) ? self.algorithm.sftEpochs : 1) + (has(self.algorithm.epochs) ? self.algorithm.epochs : 6)",message="earlyStopping.patience is more than the run's validation evaluations (one after each epoch, algorithm.sftEpochs + algorithm.epochs), so target could never act: lower patience or raise the epochs",fieldPath=".earlyStopping.patience"
+// +kubebuilder:validation:XValidation:rule="!has(self.earlyStopping) || !has(self.earlyStopping.minReward) || !has(self.earlyStopping.patience) || self.earlyStopping.patience <= (has(self.algorithm.epochs) ? self.algorithm.epochs : 6)",message="earlyStopping.patience is more than the evaluations that follow epochs with rewards (algorithm.epochs; the SFT epochs have none), so minReward could never act: lower patience or raise algorithm.epochs",fieldPath=".earlyStopping.minReward"
+// +kubebuilder:validation:XValidation:rule="!has(self.model.worker) || self.model.worker != 'cuda' || !has(self.trainer.resources) || !has(self.trainer.resources.limits) || ['nvidia.com/gpu', 'amd.com/gpu'].all(g, !(g in self.trainer.resources.limits) || (type(self.trainer.resources.limits[g]) == int ? self.trainer.resources.limits[g] : int(self.trainer.resources.limits[g])) >= (has(self.trainer.workersPerReplica) ? self.trainer.workersPerReplica : 1))",message="trainer.workersPerReplica is more than the GPUs each pod asks for in trainer.resources.limits: a cuda worker takes one GPU, so the extra workers would share one or find none; raise the GPU count (nvidia.com/gpu) or lower workersPerReplica",fieldPath=".trainer.workersPerReplica"
 type ESPOJobSpec struct {
 	// Datasets are the sources of episodes (SmartSpot JSONL) and how they are split
 	// into train, validation and test sets. Immutable.
@@ -161,6 +169,7 @@ type ESPOJobSpec struct {
 // +kubebuilder:validation:XValidation:rule="has(self.sources) != has(self.environment)",message="set exactly one of sources (recorded episodes, replayed) and environment (episodes the policy lives through)"
 // +kubebuilder:validation:XValidation:rule="!has(self.sources) || size(self.sources) == 0 || self.sources.exists(s, s.split in ['all', 'train'])",message="at least one source must feed training (split: all or train)"
 // +kubebuilder:validation:XValidation:rule="![self.split.train, self.split.validation, self.split.test].all(f, f.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$')) || double(self.split.train) + double(self.split.validation) + double(self.split.test) > 0.999999 && double(self.split.train) + double(self.split.validation) + double(self.split.test) < 1.000001",message="train + validation + test must add up to 1",fieldPath=".split"
+// +kubebuilder:validation:XValidation:rule="!has(self.environment) || (self.split.train == '0.8' && self.split.validation == '0.1' && self.split.test == '0.1' && self.split.seed == 0)",message="split divides recorded sources' episodes and does not apply to environment, whose episodes come from seeds: remove split, and size the sets with environment.episodes, validationEpisodes and testEpisodes",fieldPath=".split"
 type Datasets struct {
 	// Sources are the named sources of episodes. Sources with split "all" are pooled
 	// and divided by Split, whole episodes at a time; a source with split "train",
@@ -251,6 +260,17 @@ type VolumePath struct {
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="path must be relative to the claim's root and must not contain '..'"
 	Path string `json:"path,omitempty"`
 }
+
+// HostPort is a server's address, host:port: the host a DNS name or an IP address
+// (an IPv6 address in brackets), written in ASCII, and a port of 1 to 65535. A host
+// with a letter from another script that looks like a Latin one ("е" for "e") is
+// refused: it would resolve to another name, or to none.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=260
+// +kubebuilder:validation:XValidation:rule="!self.matches('[^ -~]')",message="the address has a character outside printable ASCII, such as a letter of another script that looks like a Latin one: retype the host in ASCII"
+// +kubebuilder:validation:XValidation:rule="self.matches('^([[][0-9A-Fa-f:.]+[]]|[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?):[0-9]{1,5}$')",message="the address must be host:port, such as smartspot-env:7070: a DNS name or an IP address (an IPv6 address in brackets), a colon and the port number, without a scheme or a path"
+// +kubebuilder:validation:XValidation:rule="!self.matches(':[0-9]{1,5}$') || (int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535)",message="the port of the address must be between 1 and 65535"
+type HostPort string
 
 // ConfigMapSource names a ConfigMap of the job's namespace.
 type ConfigMapSource struct {
@@ -366,10 +386,7 @@ type EnvironmentEndpoint struct {
 	// Address is the server's host:port, a Service of the job's namespace, say:
 	// "smartspot-env:7070".
 	// +required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[^\s/]+:[0-9]{1,5}$`
-	Address string `json:"address"`
+	Address HostPort `json:"address"`
 
 	// TimeoutSeconds bounds every Reset and Step call: a server that has not answered
 	// by then fails the step, naming the address and the call. Default 30.
@@ -384,8 +401,16 @@ type EnvironmentEndpoint struct {
 	// another value of a slot than the user's is wrong. Unset, an intent is judged by
 	// the preferences the server reports alone, and a conflicting value goes unseen.
 	// +optional
-	Slots map[string][]string `json:"slots,omitempty"`
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(slot, slot.matches('^[A-Za-z0-9_.-]{1,64}$') && size(self[slot]) > 0 && self[slot].all(v, v.trim() != ''))",message="every slot of slots needs a name of letters, digits, '_', '-' or '.' (at most 64) and at least one value, none of them empty: the values are the vocabulary an intent is judged by"
+	Slots map[string]SlotValues `json:"slots,omitempty"`
 }
+
+// SlotValues are the values a preference slot may hold.
+// +listType=atomic
+// +kubebuilder:validation:MaxItems=256
+// +kubebuilder:validation:items:MaxLength=256
+type SlotValues []string
 
 // SimulatedEnvironment configures the built-in simulated SmartSpot app.
 type SimulatedEnvironment struct {
@@ -510,10 +535,12 @@ type RunPolicy struct {
 	// within half of it, naming the worker, the call and the wait, so that a hung
 	// worker is named before the watchdog restarts the gang. It must be more than twice
 	// spec.trainer.statusInterval (a moving job reports at least that often) and
-	// should exceed the longest step, model load or evaluation. Unset: no watchdog, so
+	// should exceed the longest step, model load or evaluation; at most 31536000 (a
+	// year). Unset: no watchdog, so
 	// that a slow first load of a large model is never taken for a hang.
 	// +optional
 	// +kubebuilder:validation:Minimum=5
+	// +kubebuilder:validation:Maximum=31536000
 	ProgressDeadlineSeconds *int64 `json:"progressDeadlineSeconds,omitempty"`
 
 	// TTLSecondsAfterFinished deletes the job (and so its children) this many seconds

@@ -59,6 +59,7 @@ type SchedulingSpec struct {
 	// Volcano's default queue.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self != ''",message="queue must not be empty: name a Volcano queue, or remove queue for Volcano's default queue"
 	Queue string `json:"queue,omitempty"`
 }
 

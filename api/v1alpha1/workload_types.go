@@ -56,6 +56,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.maxPromptTokens) || (has(self.worker) && self.worker != 'cpu')",message="maxPromptTokens may be set only when worker is cuda or external; set worker: cuda or remove maxPromptTokens",fieldPath=".maxPromptTokens"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.rollout.engine) || self.rollout.engine != 'vllm' || (has(self.worker) && self.worker == 'cuda')",message="rollout.engine vllm runs only beside the project's PyTorch worker: set worker: cuda, or remove rollout (the cpu policy and an external worker sample their own answers)",fieldPath=".rollout.engine"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.rollout.maxModelLen) || !has(self.maxPromptTokens) || self.rollout.maxModelLen >= self.maxPromptTokens + (has(self.maxNewTokens) ? self.maxNewTokens : 256)",message="rollout.maxModelLen must be at least maxPromptTokens + maxNewTokens (an unset maxNewTokens counts as the worker's default, 256), or the engine refuses the longest prompt with its answer: raise maxModelLen or leave it unset",fieldPath=".rollout.maxModelLen"
+// +kubebuilder:validation:XValidation:rule="!has(self.weights) || !has(self.pretrained) || (!self.pretrained.startsWith('/') && !self.pretrained.matches('(^|/)[.][.](/|$)'))",message="with weights, pretrained is a folder inside the weights claim's path (such as Qwen2.5-VL-3B-Instruct), mounted at /models: write it relative to the claim, without a leading '/' or '..'",fieldPath=".pretrained"
+// +kubebuilder:validation:XValidation:rule="!has(self.attnImplementation) || !(self.attnImplementation in ['flash_attention_2', 'flash_attention_3']) || !has(self.dtype) || self.dtype != 'float32'",message="attnImplementation flash_attention_2 and flash_attention_3 compute in bfloat16 or float16 only, and dtype is float32: set dtype bfloat16 (the default) or float16, or attnImplementation sdpa",fieldPath=".attnImplementation"
 // +kubebuilder:validation:XValidation:rule="!has(self.sharding) || self.sharding == 'replicated' || (has(self.worker) && self.worker == 'cuda')",message="sharding: sharded and hybrid split the project's PyTorch workers' model among them: set worker: cuda, or remove sharding (the cpu policy and an external worker hold their own model)",fieldPath=".sharding"
 type ModelSpec struct {
 	// Worker is the kind of policy worker: cpu (default; the Go reference policy),
@@ -69,6 +71,7 @@ type ModelSpec struct {
 	// the worker's image or a model id in its Hugging Face cache.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self != ''",message="pretrained must not be empty: name the model's folder, or remove pretrained"
 	Pretrained string `json:"pretrained,omitempty"`
 
 	// Weights is a claim holding pretrained models for a cuda worker, mounted read-only
@@ -86,6 +89,7 @@ type ModelSpec struct {
 	// operator's configured PyTorch worker image for cuda.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self != ''",message="model.image must not be empty: name an image, or remove image for the default"
 	Image string `json:"image,omitempty"`
 
 	// Command of the worker container, replacing the image's entrypoint. The worker
@@ -94,15 +98,13 @@ type ModelSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || self[0] != ''",message="the first item of command is the program the worker container runs, and it is empty: name the program (for example python), or remove command for the image's entrypoint"
 	Command []string `json:"command,omitempty"`
 
-	// Endpoint of an external worker, host:port with a port of 1-65535; required when worker is
-	// external.
+	// Endpoint of an external worker, host:port with a port of 1-65535; required when
+	// worker is external.
 	// +optional
-	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$`
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z0-9.-]+:[0-9]{1,5}$') || (int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535)",message="the port of endpoint must be between 1 and 65535"
-	Endpoint string `json:"endpoint,omitempty"`
+	Endpoint HostPort `json:"endpoint,omitempty"`
 
 	// CPU holds the hyper-parameters of the CPU reference policy; only with worker
 	// cpu. Unset: the defaults below.
@@ -428,6 +430,7 @@ type TrainerSpec struct {
 	// Image of the trainer container. Default: the operator's own image.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self != ''",message="trainer.image must not be empty: name an image, or remove image for the operator's own"
 	Image string `json:"image,omitempty"`
 
 	// ImagePullPolicy of the job's containers. Default: Kubernetes' (IfNotPresent,
@@ -529,6 +532,7 @@ type TrainerSpec struct {
 	// +optional
 	// +kubebuilder:default="10s"
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="statusInterval must be at least 1s: set it to a duration such as 10s"
 	StatusInterval *metav1.Duration `json:"statusInterval,omitempty"`
 }

@@ -229,7 +229,7 @@ func connectWorkers(cfg *trainer.Config, pods *podnet.Network, token string) (*w
 	}
 	addrs := cfg.Workers
 	if cfg.Spec.Model.Worker == trainingv1alpha1.WorkerExternal && cfg.Spec.Model.Endpoint != "" {
-		addrs = append([]string{cfg.Spec.Model.Endpoint}, addrs...)
+		addrs = append([]string{string(cfg.Spec.Model.Endpoint)}, addrs...)
 	}
 	for _, addr := range addrs {
 		r, err := worker.Dial(addr, dialer(pods), token)

@@ -139,7 +139,7 @@ func (w *ESPOJobWrapper) CUDA(pretrained string) *ESPOJobWrapper {
 
 // External makes the worker an external one at endpoint (host:port).
 func (w *ESPOJobWrapper) External(endpoint string) *ESPOJobWrapper {
-	w.Spec.Model.Worker, w.Spec.Model.Endpoint = trainingv1alpha1.WorkerExternal, endpoint
+	w.Spec.Model.Worker, w.Spec.Model.Endpoint = trainingv1alpha1.WorkerExternal, trainingv1alpha1.HostPort(endpoint)
 	return w
 }
 

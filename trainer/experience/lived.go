@@ -149,7 +149,7 @@ func simulatedOpener(o environment.Options) opener {
 // "train-0", "train-1", ... and "eval-0", ..., the same ids batch after batch, so
 // that the server keeps as many episodes as a batch has rollouts.
 func (l *Lived) endpoint(e *trainingv1alpha1.EnvironmentEndpoint, dial Dial) error {
-	remote, err := dial(e.Address, time.Duration(e.TimeoutSeconds)*time.Second)
+	remote, err := dial(string(e.Address), time.Duration(e.TimeoutSeconds)*time.Second)
 	if err != nil {
 		return fmt.Errorf("spec.datasets.environment.endpoint: %w", err)
 	}
@@ -352,13 +352,18 @@ const evaluationBatch = 64
 
 // CheckRewards refuses rewards an environment run cannot judge by: intents are
 // judged by slots against the preferences the environment reports, and no intent
-// is known before an episode is lived, for an embedder to embed.
+// is known before an episode is lived, for an embedder to embed (nor a threshold
+// of its similarity to apply). The API server refuses the same.
 func CheckRewards(s *trainingv1alpha1.ESPOJobSpec) error {
 	if s.Rewards.Intent.Embedder != nil {
 		return fmt.Errorf("spec.rewards.intent.embedder: with spec.datasets.environment, intents are judged by slots against the preferences the environment reports; remove the embedder")
 	}
 	if m := s.Rewards.Intent.Match; m == trainingv1alpha1.IntentMatchEmbedding {
 		return fmt.Errorf("spec.rewards.intent.match: %s: with spec.datasets.environment, intents are judged by slots; set auto or slots", m)
+	}
+	if tau := s.Rewards.Intent.Threshold; tau != "" {
+		return fmt.Errorf("spec.rewards.intent.threshold: %s: with spec.datasets.environment, intents are judged by slots, "+
+			"never by the embedding similarity it bounds; remove it", tau)
 	}
 	return nil
 }

@@ -63,7 +63,11 @@ var acceptedEdges = map[string]string{
 	"slots-with-f1":        recorded + "\n  rewards: {intent: {match: slots, slotScore: f1}}",
 	"embedding-threshold":  recorded + "\n  rewards: {intent: {match: embedding, threshold: \"0.7\"}}",
 	"environment-defaults": lived + "\n    split: {}\n  rewards: {intent: {match: slots, slotScore: f1}}",
-	"flash-in-bfloat16":    recorded + "\n  model: {worker: cuda, pretrained: m, dtype: bfloat16, attnImplementation: flash_attention_3}",
+	// An export beside the checkpoints, and on another claim than a source of the
+	// same path.
+	"export-beside-checkpoints": recorded + "\n    - name: d\n      persistentVolumeClaim: {claimName: data, path: models/run-1}\n  model: {worker: cuda, pretrained: m}\n  checkpoint: {persistentVolumeClaim: {claimName: runs, path: checkpoints/run-1}}\n  export: {persistentVolumeClaim: {claimName: runs, path: models/run-1}}",
+	"export-prefix-not-folder":  recorded + "\n  model: {worker: cuda, pretrained: m}\n  checkpoint: {persistentVolumeClaim: {claimName: runs, path: run-10}}\n  export: {persistentVolumeClaim: {claimName: runs, path: run-1}}",
+	"flash-in-bfloat16":         recorded + "\n  model: {worker: cuda, pretrained: m, dtype: bfloat16, attnImplementation: flash_attention_3}",
 }
 
 // TestAcceptedEdges creates every job of acceptedEdges and expects each accepted.

@@ -253,6 +253,7 @@ type VolumePath struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="claimName must be the name of a PersistentVolumeClaim: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	ClaimName string `json:"claimName"`
 
 	// Path is relative to the claim's root, without "..". Default: the root.
@@ -279,6 +280,7 @@ type ConfigMapSource struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="configMap.name must be the name of a ConfigMap: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Name string `json:"name"`
 }
 

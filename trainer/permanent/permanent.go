@@ -76,7 +76,11 @@ func InPodPaths(err error, podRoot string) error {
 }
 
 // OfWorkers returns err, an error of the workers' Configure or of any later call,
-// with the outcome of the input a restart would meet again: ModelIncomplete when a
+// with the outcome of the input a restart would meet again: a worker's permanent
+// refusal with a reason (a *worker.RefusalError: a model that is no folder or that
+// the worker cannot train, LoRA targets the model lacks, an attention implementation
+// that cannot run) with the outcome worker.RefusalError.Outcome maps its reason to,
+// its message naming the spec field, paths as the pod sees them; ModelIncomplete when a
 // worker refused a model folder that lacks files (a *worker.ModelIncompleteError,
 // its paths as the pod sees them), ConfigInvalid when a worker refused the options
 // the spec makes (worker.ErrInvalid) or a call as invalid (gRPC InvalidArgument: the
@@ -84,6 +88,9 @@ func InPodPaths(err error, podRoot string) error {
 // rollout engine's spec.model.rollout.maxModelLen) or has no sentence encoder where
 // the spec asks one to embed (worker.ErrNoEncoder); any other error unchanged.
 func OfWorkers(err error, podRoot string) error {
+	if r := (*worker.RefusalError)(nil); errors.As(err, &r) && r.Outcome() != "" {
+		return InPodPaths(Error(r.Outcome(), err), podRoot)
+	}
 	if mi := (*worker.ModelIncompleteError)(nil); errors.As(err, &mi) {
 		return InPodPaths(Error(trainingv1alpha1.OutcomeModelIncomplete, err), podRoot)
 	}

@@ -17,6 +17,7 @@ limitations under the License.
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -50,12 +51,16 @@ func (e *ModelIncompleteError) status() error {
 	return status.Error(codes.FailedPrecondition, e.Error())
 }
 
-// configureErrorOf returns err, the error of a worker's Configure, as a
+// configureErrorOf returns err, the error of a worker's Configure, unchanged when it
+// is a *RefusalError (a refusal with its reason, which readRefusal made), as a
 // *ModelIncompleteError when it is the protocol's refusal of an incomplete model, as
 // an error wrapping ErrInvalid (the worker's message kept) when the worker refused
 // the setup as invalid (InvalidArgument: an unknown option, a bad value), and
 // unchanged otherwise.
 func configureErrorOf(err error) error {
+	if r := (*RefusalError)(nil); errors.As(err, &r) {
+		return err
+	}
 	s, ok := status.FromError(err)
 	if ok && s.Code() == codes.InvalidArgument {
 		return fmt.Errorf("%w: %s", ErrInvalid, s.Message())

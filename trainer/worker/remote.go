@@ -71,7 +71,7 @@ func Dial(addr string, dial DialFunc, token string) (*Remote, error) {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer(token)))
 	}
 	r := &Remote{addr: addr}
-	opts = append(opts, grpc.WithChainUnaryInterceptor(r.boundCall))
+	opts = append(opts, grpc.WithChainUnaryInterceptor(readRefusal, r.boundCall))
 	target := addr
 	if dial != nil {
 		target = "passthrough:///" + addr
@@ -144,7 +144,8 @@ func (r *Remote) String() string { return r.addr }
 // start with the trainer, in pods of their own, and may come up after it. A Setup
 // with both LoadPath and State, or a State over MaxStateBytes, is an error wrapping
 // ErrInvalid, and nothing is sent. A worker's refusal of an incomplete model folder
-// is a *ModelIncompleteError.
+// is a *ModelIncompleteError, a permanent refusal with a reason (of this call or
+// any other) a *RefusalError.
 func (r *Remote) Configure(ctx context.Context, s Setup) (Description, error) {
 	if err := checkSetup(s); err != nil {
 		return Description{}, err

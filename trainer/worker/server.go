@@ -91,16 +91,20 @@ type server struct {
 	g guarded
 }
 
-// statusOf maps an error of a guarded policy to a gRPC status: FailedPrecondition
+// statusOf maps an error of a guarded policy to a gRPC status: a *RefusalError's
+// own (its reason in the details), FailedPrecondition
 // for ErrNotConfigured and a *ModelIncompleteError (its message beginning with
 // ModelIncompletePrefix), InvalidArgument for ErrInvalid, PermissionDenied for
 // ErrPathNotAllowed, a codeError's own code, Internal for the rest.
 func statusOf(err error) error {
 	var ce *codeError
 	var mi *ModelIncompleteError
+	var re *RefusalError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &re):
+		return re.GRPCStatus().Err()
 	case errors.As(err, &mi):
 		return mi.status()
 	case errors.Is(err, ErrNotConfigured):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import inspect
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ContextManager, Protocol, TypedDict
 
 import torch
 
-from . import config, modelfiles, tiny
+from . import config, modelfiles, refusal, tiny
 from . import prompt as promptlib
 
 if TYPE_CHECKING:
@@ -243,8 +244,13 @@ class TinyBackend(_Backend):
 
 
 class HFBackend(_Backend):
-    """A Hugging Face causal LM or VLM from a local folder (never the hub); a folder
-    that lacks files the model needs raises modelfiles.ModelIncompleteError.
+    """A Hugging Face causal LM or VLM from a local folder, or a model id's snapshot in
+    the Hugging Face cache (never the hub): modelfiles.resolve. A folder that lacks
+    files the model needs raises modelfiles.ModelIncompleteError, a path that is no
+    folder modelfiles.ModelNotAFolderError, a model the worker cannot train
+    modelfiles.ModelUnsupportedError; LoRA targets no module matches raise
+    LoRATargetsError, an attention implementation that cannot run
+    AttnUnavailableError: the permanent refusals of espo_worker.refusal.
 
     The prompt goes through the processor's (or tokenizer's) chat template: a system
     turn and a user turn, the user turn led by the screenshot for a VLM when the
@@ -257,11 +263,12 @@ class HFBackend(_Backend):
                  lora_dropout: float = 0.0, lora_targets: str = "", max_new_tokens: int = config.HF_MAX_NEW_TOKENS,
                  max_prompt_tokens: int = config.HF_MAX_PROMPT_TOKENS, gradient_checkpointing: bool = False,
                  attn_implementation: str = "", place: bool = True) -> None:
-        modelfiles.check(path)  # before transformers: every missing file named at once
-        with open(os.path.join(path, "config.json"), "rb") as f:
-            self.config_sha256 = hashlib.sha256(f.read()).hexdigest()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        # before transformers: every missing file named at once; a cached model id's snapshot
+        folder = modelfiles.resolve(path)
+        with open(os.path.join(folder, "config.json"), "rb") as f:
+            self.config_sha256 = hashlib.sha256(f.read()).hexdigest()
         import transformers
         transformers.utils.logging.disable_progress_bar()
         self.device = device
@@ -271,19 +278,26 @@ class HFBackend(_Backend):
         self.gradient_checkpointing = gradient_checkpointing
         # whether the policy shards the model (espo_worker.sharding); it sets this
         self.sharded = False
-        cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
-        self.vlm = model_class(cfg, path) == "image-text-to-text"
+        cfg = load_config(folder)
+        self.vlm = model_class(cfg, folder) == "image-text-to-text"
         kw = {"local_files_only": True, "dtype": self.compute_dtype if lora_r > 0 else torch.float32}
         if attn_implementation:
             kw["attn_implementation"] = attn_implementation
         if self.vlm:
-            self.processor = transformers.AutoProcessor.from_pretrained(path, local_files_only=True)
+            self.processor = transformers.AutoProcessor.from_pretrained(folder, local_files_only=True)
             self.tok = self.processor.tokenizer
-            model = transformers.AutoModelForImageTextToText.from_pretrained(path, **kw)
+            auto = transformers.AutoModelForImageTextToText
         else:
-            self.tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+            self.tok = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
             self.processor = None
-            model = transformers.AutoModelForCausalLM.from_pretrained(path, **kw)
+            auto = transformers.AutoModelForCausalLM
+        try:
+            model = auto.from_pretrained(folder, **kw)
+        except (ImportError, ValueError) as e:
+            refused = attn_refusal(attn_implementation, auto, cfg) if attn_implementation else None
+            if refused is None:
+                raise
+            raise refused from e
         if gradient_checkpointing:  # transformers 5.23 renamed it activation checkpointing
             (getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable)()
             if hasattr(model, "enable_input_require_grads"):
@@ -293,7 +307,7 @@ class HFBackend(_Backend):
             targets = [t for t in lora_targets.split(",") if t] or "all-linear"
             lc = peft.LoraConfig(r=lora_r, lora_alpha=lora_alpha or 2 * lora_r, lora_dropout=lora_dropout,
                                  target_modules=targets, task_type="CAUSAL_LM")
-            model = peft.get_peft_model(model, lc)
+            model = with_lora(model, lc, targets)
             for p in model.parameters():
                 if p.requires_grad:
                     p.data = p.data.float()
@@ -484,6 +498,122 @@ def model_class(cfg: Any, path: str) -> str:  # noqa: ANN401 - a transformers Pr
         found = ", ".join(saved) or "no architecture"
         raise modelfiles.ModelUnsupportedError(path, "%s (model_type %s)" % (found, cfg.model_type), SUPPORTED)
     return kind
+
+
+def load_config(folder: str) -> Any:  # noqa: ANN401 - a transformers PretrainedConfig
+    """The transformers config of the model folder; a config.json whose model_type
+    transformers does not know (or that has none) is refused with
+    modelfiles.ModelUnsupportedError, naming it."""
+    import transformers
+    try:
+        return transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
+    except ValueError:
+        found = unknown_model_type(folder)
+        if not found:
+            raise
+        raise modelfiles.ModelUnsupportedError(folder, found, SUPPORTED) from None
+
+
+def unknown_model_type(folder: str) -> str:
+    """What the config.json of folder holds when transformers does not know its
+    model_type ("FooForCausalLM (model_type foo, which transformers 5.23.0 does not
+    know)"), or "" when it knows it."""
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    cfg = modelfiles._json(os.path.join(folder, "config.json"))
+    mt = cfg.get("model_type")
+    if isinstance(mt, str) and mt in CONFIG_MAPPING_NAMES:
+        return ""
+    archs = cfg.get("architectures")
+    found = ", ".join(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ""
+    if not isinstance(mt, str) or not mt:
+        return "%s (no model_type in config.json)" % (found or "no architecture")
+    return "%s (model_type %s, which transformers %s does not know)" % (found or "no architecture", mt,
+                                                                         transformers.__version__)
+
+
+class LoRATargetsError(config.InvalidError, refusal.Refusal):
+    """No module LoRA can adapt matches the LoRA targets (option lora_targets): a
+    restart loads the same model. Reason refusal.LORA_TARGET_MODULES_NOT_FOUND."""
+
+    def __init__(self, missing: Sequence[str], names: Iterable[str]) -> None:
+        available, omitted = refusal.listed(names)
+        more = " and %d more" % omitted if omitted else ""
+        super().__init__("option lora_targets (spec.model.lora.targetModules): the model has no module LoRA can adapt "
+                         "named %s; the names it could target are %s%s" % (", ".join(missing), available.replace(",", ", "),
+                                                                         more))
+        md = {"missing": ",".join(missing), "available": available}
+        if omitted:
+            md["omitted"] = str(omitted)
+        self.refuse(refusal.LORA_TARGET_MODULES_NOT_FOUND, md, refusal.INVALID_ARGUMENT)
+
+
+def lora_modules(model: torch.nn.Module) -> list[str]:
+    """The names of the modules of model LoRA can adapt as the worker lists them: the
+    leaf nn.Linear and Conv1D (GPT-2's) modules."""
+    from transformers.pytorch_utils import Conv1D
+    return [n for n, m in model.named_modules()
+            if n and isinstance(m, (torch.nn.Linear, Conv1D)) and next(m.children(), None) is None]
+
+
+def with_lora(model: torch.nn.Module, lc: Any, targets: Sequence[str] | str) -> torch.nn.Module:  # noqa: ANN401
+    """model with the LoRA adapters of lc (a peft.LoraConfig of targets) added; when
+    peft refuses targets that name no module it can adapt, LoRATargetsError names
+    them and the modules' last names it could target."""
+    import peft
+    try:
+        return peft.get_peft_model(model, lc)
+    except ValueError:
+        if isinstance(targets, str):
+            raise
+        names = lora_modules(model)
+        # peft's rule for a list of targets: the module's name, or its last names
+        missing = [t for t in targets if not any(n == t or n.endswith("." + t) for n in names)]
+        if not missing:
+            raise
+        raise LoRATargetsError(missing, (n.rsplit(".", 1)[-1] for n in names)) from None
+
+
+# The package each attention implementation needs beyond torch and transformers, as
+# Python imports it (the pip package: flash-attn, flash-attn-3).
+ATTN_PACKAGES = {"flash_attention_2": "flash_attn", "flash_attention_3": "flash_attn_interface"}
+# The flag of a transformers model class that says it supports an implementation.
+ATTN_SUPPORT = {"sdpa": "_supports_sdpa", "flex_attention": "_supports_flex_attn",
+                "flash_attention_2": "_supports_flash_attn", "flash_attention_3": "_supports_flash_attn"}
+
+
+class AttnUnavailableError(config.InvalidError, refusal.Refusal):
+    """The attention implementation (option attn_implementation) cannot run: its
+    package is not installed, or the model does not support it. A restart runs the
+    same image and model. Reason refusal.ATTN_IMPLEMENTATION_UNAVAILABLE."""
+
+    def __init__(self, implementation: str, available: Sequence[str], package: str = "", model: str = "") -> None:
+        why = ("it needs the Python package %s, which the worker's image does not have" % package if package
+               else "the model (%s) does not support it" % model)
+        super().__init__("option attn_implementation=%s (spec.model.attnImplementation): %s; %s would run" %
+                         (implementation, why, " or ".join(available)))
+        md = {"implementation": implementation, "available": ",".join(available)}
+        md.update({"package": package} if package else {"model": model})
+        self.refuse(refusal.ATTN_IMPLEMENTATION_UNAVAILABLE, md, refusal.INVALID_ARGUMENT)
+
+
+def attn_refusal(implementation: str, auto: Any, cfg: Any) -> AttnUnavailableError | None:  # noqa: ANN401
+    """Why the attention implementation cannot run for the model of cfg (what the auto
+    class auto loads), after loading it with the implementation failed: the model does
+    not support it, or its package is not installed; None for any other failure."""
+    try:
+        cls = auto._model_mapping[type(cfg)]
+    except (KeyError, ValueError):
+        cls = None
+    sdpa = cls is None or bool(getattr(cls, ATTN_SUPPORT["sdpa"], False))
+    available = [i for i in ("sdpa", "eager") if i != implementation and (i == "eager" or sdpa)]
+    flag = ATTN_SUPPORT.get(implementation)
+    if cls is not None and flag and not getattr(cls, flag, False):
+        return AttnUnavailableError(implementation, available, model=cls.__name__)
+    package = ATTN_PACKAGES.get(implementation)
+    if package and importlib.util.find_spec(package) is None:
+        return AttnUnavailableError(implementation, available, package=package)
+    return None
 
 
 VISION_TOKENS = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id", "image_token_index",

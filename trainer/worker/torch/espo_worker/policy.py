@@ -17,7 +17,8 @@ the protocol's requests into these calls and their results into its responses.
 Every call runs under one lock (one device per worker process). The server
 (espo_worker.server) maps InvalidError to INVALID_ARGUMENT, NotConfiguredError and
 modelfiles.ModelIncompleteError (a model folder that lacks files) to
-FAILED_PRECONDITION, and everything else to INTERNAL.
+FAILED_PRECONDITION, a permanent refusal (espo_worker.refusal) to its code with its
+reason, and everything else to INTERNAL.
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ of the Worker service needs the job's token (auth.TokenInterceptor) or answers
 UNAUTHENTICATED; every call but Configure, Load, Info and Health answers
 FAILED_PRECONDITION before the policy is configured; Configure answers
 FAILED_PRECONDITION, its message beginning with modelfiles.PREFIX, for a model folder
-that lacks files; Save and Load touch only paths
+that lacks files; a permanent refusal (espo_worker.refusal: a model that is no folder
+or that the worker cannot train, LoRA targets the model lacks, an attention
+implementation that cannot run) carries a google.rpc.ErrorInfo of its reason in the
+status's details; Save and Load touch only paths
 under the allowed folders (folders.Folders) or answer PERMISSION_DENIED; errors map
 to INVALID_ARGUMENT (the request's fault), NOT_FOUND (a missing state file),
 DATA_LOSS (an unreadable one) and INTERNAL; Save writes atomically (temporary file in
@@ -31,7 +34,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 import grpc
 
-from . import auth, modelfiles, wire
+from . import auth, modelfiles, refusal, wire
 from . import export as exportlib
 from . import folders as folderslib
 from . import policy as policylib
@@ -148,6 +151,11 @@ class Servicer:
         start = time.monotonic()
         try:
             return fn()
+        except refusal.Refusal as e:  # a permanent refusal, with its reason (espo_worker.refusal)
+            code = grpc.StatusCode[e.code]
+            context.set_trailing_metadata(((refusal.DETAILS_KEY, refusal.status_details(
+                code.value[0], str(e), e.reason, e.metadata)),))
+            context.abort(code, str(e))
         except policylib.InvalidError as e:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except policylib.NotConfiguredError as e:

@@ -87,12 +87,17 @@ class MissingFilesTest(unittest.TestCase):
         self.assertEqual(cm.exception.missing, ["config.json"])
 
     def test_an_absolute_path_that_is_no_folder_is_refused(self):
+        absent = os.path.join(self.d, "absent")
         with self.assertRaises(modelfiles.ModelIncompleteError) as cm:
-            modelfiles.check(os.path.join(self.d, "absent"))
-        self.assertIn("no folder is there", str(cm.exception))
+            modelfiles.resolve(absent)
+        self.assertIsInstance(cm.exception, modelfiles.ModelNotAFolderError)
+        self.assertTrue(str(cm.exception).startswith(modelfiles.PREFIX + "no folder " + absent), str(cm.exception))
 
-    def test_a_relative_name_is_left_to_the_cache(self):
-        modelfiles.check("some-org/some-model-that-is-not-a-folder-here")
+    def test_a_relative_name_is_looked_up_in_the_cache(self):
+        """tests/test_refusal.py finds one there; an empty cache holds none."""
+        with self.assertRaises(modelfiles.ModelNotAFolderError) as cm:
+            modelfiles.resolve("some-org/some-model-that-is-not-a-folder-here", cache_dir=self.d)
+        self.assertEqual(cm.exception.metadata["cache"], self.d)
 
 
 class ConfigureRefusesTest(unittest.TestCase):

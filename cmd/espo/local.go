@@ -38,7 +38,8 @@ func newLocalCommand() *cobra.Command {
 		Short: "Run a local cluster (etcd, kube-apiserver, a process node) and the sample job on it",
 		Long: `"espo local up" starts etcd and kube-apiserver (built by hack/setup-envtest.sh),
 a node that runs pods as local processes, a scheduler (--scheduler) and a garbage collector, installs
-the CRDs and the trainer status admission policy with kubectl, prints the KUBECONFIG to use, starts "espo manager", applies the
+the CRDs (waiting until the API server serves their kinds) and the trainer status admission policy with kubectl,
+prints the KUBECONFIG to use, starts "espo manager", applies the
 sample job (--sample) and shows its progress until it finishes, then its per-stage
 accuracies. "espo local down" stops everything and removes the state folder. Both may
 be run any number of times; run them from the repository's root.`,

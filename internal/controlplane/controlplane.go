@@ -88,11 +88,17 @@ func StartWithPodGroups(assets string, crdDirs ...string) (*ControlPlane, error)
 	return start(env)
 }
 
+// startTimeout bounds the start of etcd, then of kube-apiserver: on two busy cores
+// kube-apiserver can take longer than envtest's 20 s to serve /healthz (as it can to
+// restart: apiServerRestartTimeout), and envtest then fails the start.
+const startTimeout = time.Minute
+
 // newEnvironment is envtest's environment with kube-apiserver's default admission
-// plugins: envtest passes --disable-admission-plugins=ServiceAccount, which this
-// drops.
+// plugins (envtest passes --disable-admission-plugins=ServiceAccount, which this
+// drops) and startTimeout.
 func newEnvironment(assets string, crdDirs []string) *envtest.Environment {
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0,
+		ControlPlaneStartTimeout: startTimeout}
 	env.ControlPlane.GetAPIServer().Configure().Disable("disable-admission-plugins")
 	return env
 }

@@ -36,9 +36,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/term"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -51,7 +49,6 @@ const (
 	stopTimeout         = 60 * time.Second
 	progressInterval    = 2 * time.Second
 	pollEvery           = 200 * time.Millisecond
-	crdEstablishTimeout = 60 * time.Second
 )
 
 // Files of the state folder.
@@ -121,10 +118,7 @@ func (l *Local) Up(ctx context.Context) error {
 	if err := l.ensureCluster(ctx); err != nil {
 		return err
 	}
-	if _, err := l.kubectl(ctx, "apply", "--server-side", "-f", l.CRDDir); err != nil {
-		return fmt.Errorf("installing the CRDs: %w", err)
-	}
-	if err := l.waitForCRDsEstablished(ctx); err != nil {
+	if err := l.installCRDs(ctx); err != nil {
 		return err
 	}
 	if _, err := l.kubectl(ctx, "apply", "--server-side", "-f", l.PolicyFile); err != nil {
@@ -384,6 +378,9 @@ func (l *Local) follow(ctx context.Context, name string) (*trainingv1alpha1.ESPO
 	var last string
 	var job *trainingv1alpha1.ESPOJob
 	err := l.waitForEvery(ctx, l.Timeout, progressInterval, func() (bool, error) {
+		if err := l.stillRunning(); err != nil {
+			return false, fmt.Errorf("following job %s: %w", name, err)
+		}
 		table, err := l.kubectl(ctx, "get", "espojobs", name)
 		if err != nil {
 			return false, err
@@ -403,6 +400,20 @@ func (l *Local) follow(ctx context.Context, name string) (*trainingv1alpha1.ESPO
 		return job.Status.Phase.IsFinished(), nil
 	})
 	return job, err
+}
+
+// stillRunning fails when the cluster (serve) or the manager has exited: a job
+// followed then would not finish, and the log says why.
+func (l *Local) stillRunning() error {
+	for _, p := range []struct{ what, pidFile, logFile string }{
+		{"the local cluster", fileServePID, fileServeLog},
+		{"the manager", fileManagerPID, fileManagerLog},
+	} {
+		if !alive(readPID(l.path(p.pidFile))) {
+			return fmt.Errorf("%s stopped; the end of %s:\n%s", p.what, l.path(p.logFile), tailFile(l.path(p.logFile), 20))
+		}
+	}
+	return nil
 }
 
 // showProgress replaces the previous table on a terminal (moving the cursor up over
@@ -531,49 +542,6 @@ func (l *Local) kubectl(ctx context.Context, args ...string) (string, error) {
 		return "", fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
-}
-
-// waitForCRDsEstablished waits until every CRD of the cluster is Established. A CRD
-// whose status has no conditions yet is waited for like one whose condition is False
-// ("kubectl wait --for=condition" fails on it instead).
-func (l *Local) waitForCRDsEstablished(ctx context.Context) error {
-	var pending []string
-	err := l.waitFor(ctx, crdEstablishTimeout, func() (bool, error) {
-		out, err := l.kubectl(ctx, "get", "crd", "-o", "json")
-		if err != nil {
-			return false, err
-		}
-		pending, err = notEstablished([]byte(out))
-		return len(pending) == 0, err
-	})
-	if errors.Is(err, errTimedOut) {
-		return fmt.Errorf("the CRDs %s were not Established within %s: see kubectl describe crd", strings.Join(pending, ", "), crdEstablishTimeout)
-	}
-	return err
-}
-
-// notEstablished returns the names of the CRDs of a CRD list (kubectl get crd -o
-// json) whose Established condition is not True, a status without conditions (not
-// written yet: kubectl's jsonpath filters fail on it) included.
-func notEstablished(list []byte) ([]string, error) {
-	var crds struct {
-		Items []struct {
-			Metadata metav1.ObjectMeta `json:"metadata"`
-			Status   struct {
-				Conditions []metav1.Condition `json:"conditions"`
-			} `json:"status"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal(list, &crds); err != nil {
-		return nil, fmt.Errorf("reading the CRDs: %w", err)
-	}
-	var names []string
-	for _, c := range crds.Items {
-		if !meta.IsStatusConditionTrue(c.Status.Conditions, "Established") {
-			names = append(names, c.Metadata.Name)
-		}
-	}
-	return names, nil
 }
 
 // waitFor polls done every pollEvery until it reports true, fails, or timeout

@@ -191,3 +191,28 @@ func TestLocalUpFailsWhenTheServeItWaitsForStops(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("etcd: address in use")))
 	g.Expect(starts).To(HaveLen(1))
 }
+
+// TestLocalUpStopsFollowingWhenTheManagerExits: a manager that exited (as one does
+// that finds no trainer status policy) fails "up" at once with the end of its log,
+// instead of following a job that would never start until --timeout.
+func TestLocalUpStopsFollowingWhenTheManagerExits(t *testing.T) {
+	g := NewWithT(t)
+	o := &Local{StateDir: t.TempDir(), Clock: testingclock.NewFakeClock(time.Now()), Out: &bytes.Buffer{}, Timeout: time.Hour}
+	serve := startSleeper(t)
+	exited := exec.Command("true")
+	g.Expect(exited.Run()).To(Succeed())
+	for file, pid := range map[string]int{fileServePID: serve.Process.Pid, fileManagerPID: exited.Process.Pid} {
+		g.Expect(os.WriteFile(o.path(file), []byte(strconv.Itoa(pid)), 0o644)).To(Succeed())
+	}
+	g.Expect(os.WriteFile(o.path(fileManagerLog), []byte("ERROR setup the trainer status policy is not installed\n"), 0o644)).To(Succeed())
+
+	_, err := o.follow(context.Background(), "espo-minimal")
+	g.Expect(err).To(MatchError(And(ContainSubstring("following job espo-minimal: the manager stopped"),
+		ContainSubstring("the trainer status policy is not installed"))))
+
+	// A cluster (serve) that is gone is said so too.
+	g.Expect(serve.Process.Kill()).To(Succeed())
+	_, _ = serve.Process.Wait()
+	_, err = o.follow(context.Background(), "espo-minimal")
+	g.Expect(err).To(MatchError(ContainSubstring("the local cluster stopped")))
+}

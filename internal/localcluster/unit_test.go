@@ -17,7 +17,6 @@ limitations under the License.
 package localcluster
 
 import (
-	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,33 +120,6 @@ func TestTail(t *testing.T) {
 		if got := string(tail([]byte(tc.in), tc.lines, tc.bytes)); got != tc.want {
 			t.Errorf("tail(%q, %d, %d) = %q, want %q", tc.in, tc.lines, tc.bytes, got, tc.want)
 		}
-	}
-}
-
-// TestNotEstablished: a CRD whose status has no conditions yet (the API server has not
-// written them: kubectl's jsonpath filter fails on it) is waited for, as one whose
-// Established condition is False is; an empty cluster has none to wait for.
-func TestNotEstablished(t *testing.T) {
-	crd := func(name, established string) string {
-		conditions := ""
-		if established != "" {
-			conditions = `"conditions": [{"type": "NamesAccepted", "status": "True"}, {"type": "Established", "status": "` + established + `"}]`
-		}
-		return `{"metadata": {"name": "` + name + `"}, "status": {` + conditions + `}}`
-	}
-	for list, want := range map[string][]string{
-		`{"items": [` + crd("a.x", "True") + `, ` + crd("b.x", "True") + `]}`: nil,
-		`{"items": [` + crd("a.x", "True") + `, ` + crd("b.x", "") + `]}`:     {"b.x"},
-		`{"items": [` + crd("a.x", "False") + `, ` + crd("b.x", "") + `]}`:    {"a.x", "b.x"},
-		`{"apiVersion": "v1", "items": [], "kind": "List", "metadata": {}}`:   nil,
-	} {
-		got, err := notEstablished([]byte(list))
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("notEstablished(%s) = %q, %v; want %q", list, got, err, want)
-		}
-	}
-	if _, err := notEstablished([]byte("error: not JSON")); err == nil {
-		t.Error("notEstablished read text that is no CRD list")
 	}
 }
 

@@ -98,6 +98,9 @@ func Start() (*Env, error) {
 	}
 	cfg, err := te.Start()
 	if err != nil {
+		// envtest leaves etcd and kube-apiserver running when a later part of its
+		// start fails (a CRD the API server refuses): stop what did start.
+		_ = te.Stop()
 		return nil, fmt.Errorf("starting the control plane: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})

@@ -19,6 +19,7 @@ from espo_worker import policy as policylib
 from espo_worker import prompt as promptlib
 from espo_worker import protocol as pb
 from espo_worker import wire
+from tests import ranks
 
 torch.set_num_threads(2)
 
@@ -314,7 +315,7 @@ class DistributedTest(unittest.TestCase):
         port = _free_port()
         with mp.Manager() as mgr:
             out = mgr.dict()
-            mp.start_processes(_rank, args=(2, port, out), nprocs=2, start_method="spawn")
+            ranks.start(_rank, (2, port, out), 2)
             got = [torch.load(io.BytesIO(out[r]), weights_only=True) for r in range(2)]
         single = policylib.Policy({"pretrained": "tiny", "max_new_tokens": 8, "max_prompt_tokens": 48})
         single.configure(11, {})

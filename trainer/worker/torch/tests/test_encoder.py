@@ -16,7 +16,11 @@ from espo_worker import encoder as encoderlib
 from espo_worker import policy as policylib
 from espo_worker import wire
 
-torch.set_num_threads(2)
+# One thread, as the Go tests' workers have (torch_test.go's pyEnv): the tiny models'
+# operations are too small to share, and on two busy cores a second thread spins at
+# each barrier while the first waits for a core (test_hf, test_export and test_policy
+# took 50.7 CPU-s with two, 18.5 with one). Set at import, it holds for the session.
+torch.set_num_threads(1)
 
 # SHA-256 of all-MiniLM-L6-v2's model.safetensors as its authors publish it: the
 # package carries the genuine weights.

@@ -19,8 +19,13 @@ from espo_worker import policy as policylib
 from espo_worker import prompt as promptlib
 from espo_worker import protocol as pb
 from espo_worker import wire
+from tests import ranks
 
-torch.set_num_threads(2)
+# One thread, as the Go tests' workers have (torch_test.go's pyEnv): the tiny models'
+# operations are too small to share, and on two busy cores a second thread spins at
+# each barrier while the first waits for a core (test_hf, test_export and test_policy
+# took 50.7 CPU-s with two, 18.5 with one). Set at import, it holds for the session.
+torch.set_num_threads(1)
 
 
 def make_prompt(step=2, stage=pb.STAGE_GUI, episode="ep-1"):
@@ -314,7 +319,7 @@ class DistributedTest(unittest.TestCase):
         port = _free_port()
         with mp.Manager() as mgr:
             out = mgr.dict()
-            mp.start_processes(_rank, args=(2, port, out), nprocs=2, start_method="spawn")
+            ranks.start(_rank, (2, port, out), 2)
             got = [torch.load(io.BytesIO(out[r]), weights_only=True) for r in range(2)]
         single = policylib.Policy({"pretrained": "tiny", "max_new_tokens": 8, "max_prompt_tokens": 48})
         single.configure(11, {})

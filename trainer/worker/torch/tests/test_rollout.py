@@ -16,7 +16,7 @@ from espo_worker import policy as policylib
 from espo_worker import protocol as pb
 from espo_worker import rollout as rolloutlib
 from espo_worker import wire
-from tests import random_models
+from tests import random_models, ranks
 from tests.test_hf import ANSWER, make_prompt
 
 # The largest |trainer - engine| per-token log-prob difference each model must meet:
@@ -276,8 +276,7 @@ def test_sharded_workers_push_whole_weights_to_their_engines(models, lora):
         port = s.getsockname()[1]
     with mp.Manager() as mgr:
         out = mgr.dict()
-        mp.start_processes(_sharded_engine_rank, args=(2, port, models["qwen2"], lora, out), nprocs=2,
-                           start_method="spawn")
+        ranks.start(_sharded_engine_rank, (2, port, models["qwen2"], lora, out), 2)
         got = dict(out)
     assert got["stale"] > STALE, "the control: without the push the engine samples from the untrained model"
     assert got["synced"] < TOLERANCE["qwen2"], "after the push the engine's log-probs are the trained model's"

@@ -22,6 +22,7 @@ from espo_worker import export_cli, wire
 from espo_worker import policy as policylib
 from espo_worker import protocol as pb
 from espo_worker import state as statelib
+from tests import ranks
 from tests.conftest import ARCHS
 from tests.test_hf import prompts, sft
 from tests.test_policy import ANSWER
@@ -88,9 +89,8 @@ def run_sharded(model, opts, ps, load=None, export=None, world=2, folder=None, s
     and the sharding."""
     with mp.Manager() as mgr:
         out = mgr.dict()
-        mp.start_processes(_rank, args=(world, _free_port(), model, opts, ps, load, out, export, folder, steps, per_pod,
-                                        mode, end_folder),
-                           nprocs=world, start_method="spawn")
+        ranks.start(_rank, (world, _free_port(), model, opts, ps, load, out, export, folder, steps, per_pod, mode,
+                            end_folder), world)
         return dict(out)
 
 

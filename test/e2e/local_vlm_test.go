@@ -49,9 +49,16 @@ func TestNewcomerVLMJob(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	vllm, err := os.ReadFile(filepath.Join(repoRoot, "hack", "local-vlm", "rollout-vllm.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
+	// One torch thread in the worker, as the other e2e tests' workers have: the
+	// trainer, the API server and the other packages' tests share the two cores, and
+	// a second thread spins at every barrier. (The newcomer's own run keeps torch's
+	// default.)
+	const device = "- {name: ESPO_WORKER_DEVICE, value: cpu}\n"
 	render := func(rollout, engine string) string {
 		job := strings.NewReplacer("${MODEL}", model, "${PYTHON}", python, "${PYTHONPATH}", code,
-			"${ROLLOUT}", rollout, "${ENGINE_PYTHON}", engine).Replace(string(raw))
+			"${ROLLOUT}", rollout, "${ENGINE_PYTHON}", engine,
+			device, device+"    - {name: OMP_NUM_THREADS, value: \"1\"}\n").Replace(string(raw))
+		g.Expect(job).To(ContainSubstring("OMP_NUM_THREADS"), "the job's trainer.env, where the worker's thread count is added")
 		path := filepath.Join(t.TempDir(), "job.yaml")
 		g.Expect(os.WriteFile(path, []byte(job), 0o600)).To(Succeed())
 		return path

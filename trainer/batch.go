@@ -20,7 +20,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"time"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
@@ -42,12 +41,13 @@ type batchStats struct {
 	// the engine that sampled them (worker.Sample.SamplerLogProbs), the mismatch
 	// statistics of espo.LossStats; nil otherwise.
 	sampler *samplerStats
-	// objective is the worker-reported sum_t w_t * logp_t of the step.
+	// objective is the worker-reported sum_t w_t * logp_t of the step, tokens the
+	// answer tokens its backward passes took.
 	objective float64
+	tokens    int64
 	gradNorm  float64
-	// coreTime is the time spent in the espo package: scoring, advantages and loss
-	// weights.
-	coreTime time.Duration
+	// times holds the wall time of each phase of the step.
+	times phaseTimes
 }
 
 // samplerStats are the statistics of the difference between the trainer's policy
@@ -80,23 +80,32 @@ type group struct {
 
 // trainBatch takes one optimizer step on the current batch of the current epoch.
 func (t *Trainer) trainBatch(ctx context.Context, k plan.Kind) (batchStats, error) {
-	var stats batchStats
+	stats := batchStats{times: phaseTimes{}}
 	var err error
+	start := t.opts.Clock.Now()
+	t.policy.take() // what an evaluation's Generate calls took is no step's
 	if k == plan.SFT {
 		var gs []*experience.Group
-		if gs, err = t.src.Demonstrations(ctx, t.state.Epoch, t.state.Batch); err == nil {
+		gs, err = t.src.Demonstrations(ctx, t.state.Epoch, t.state.Batch)
+		t.sampled(stats.times, t.opts.Clock.Since(start))
+		if err == nil {
 			err = t.backwardSFT(ctx, gs, &stats)
 		}
 	} else {
 		var b experience.Batch
-		if b, err = t.src.Candidates(ctx, t.state.Epoch, t.state.Batch, t.sampling()); err == nil {
+		b, err = t.src.Candidates(ctx, t.state.Epoch, t.state.Batch, t.sampling())
+		t.sampled(stats.times, t.opts.Clock.Since(start))
+		if err == nil {
 			err = t.backwardRL(ctx, b, &stats)
 		}
 	}
 	if err != nil {
 		return stats, err
 	}
-	stats.gradNorm, err = t.step(ctx)
+	err = t.timed(stats.times, trainingv1alpha1.PhaseOptimizer, func() (err error) {
+		stats.gradNorm, err = t.step(ctx)
+		return err
+	})
 	return stats, err
 }
 
@@ -134,17 +143,17 @@ func demonstrated(s *dataset.Step) string { return espo.FormatAnswer("", s.Answe
 // accumulates its gradient.
 func (t *Trainer) backwardRL(ctx context.Context, b experience.Batch, stats *batchStats) error {
 	gs := groups(b)
-	if err := t.intents.PrefetchBatch(ctx, b.Groups); err != nil {
-		return err
-	}
 	defer t.intents.Release()
-	start := t.opts.Clock.Now()
-	err := t.advantages(gs, b.Families, stats)
-	stats.coreTime += t.opts.Clock.Since(start)
+	err := t.timed(stats.times, trainingv1alpha1.PhaseRewards, func() error {
+		if err := t.intents.PrefetchBatch(ctx, b.Groups); err != nil {
+			return err
+		}
+		return t.advantages(gs, b.Families, stats)
+	})
 	if err != nil {
 		return err
 	}
-	if err := t.logProbs(ctx, gs); err != nil {
+	if err := t.timed(stats.times, trainingv1alpha1.PhaseReference, func() error { return t.logProbs(ctx, gs) }); err != nil {
 		return err
 	}
 	return t.lossBackward(ctx, gs, stats)
@@ -314,9 +323,11 @@ func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchSta
 	}
 	tok.SamplerLogP = smp
 	weights := make([]float64, len(tok.LogP))
-	start := t.opts.Clock.Now()
-	ls, err := espo.LossWeights(weights, tok, t.settings.Loss)
-	stats.coreTime += t.opts.Clock.Since(start)
+	var ls espo.LossStats
+	err = t.timed(stats.times, trainingv1alpha1.PhaseRewards, func() (err error) {
+		ls, err = espo.LossWeights(weights, tok, t.settings.Loss)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -391,9 +402,12 @@ func (g *group) answer(i int) string {
 // backward accumulates the gradient of each group's weighted answers (request i is
 // group i's) on the gang.
 func (t *Trainer) backward(ctx context.Context, reqs [][]worker.Weighted, stats *batchStats) error {
-	objective, err := t.opts.Workers.Backward(ctx, reqs)
-	stats.objective += objective
-	return err
+	return t.timed(stats.times, trainingv1alpha1.PhaseBackward, func() error {
+		done, err := t.opts.Workers.Backward(ctx, reqs)
+		stats.objective += done.Objective
+		stats.tokens += done.Tokens
+		return err
+	})
 }
 
 // step applies the optimizer step to the batch's gradient (the gang sums its

@@ -39,7 +39,11 @@ type Metrics struct {
 	samplerMismatch  prometheus.Gauge
 	samplerTruncated prometheus.Gauge
 	stepSeconds      *prometheus.HistogramVec
-	accuracy         *prometheus.GaugeVec
+	// phaseSeconds is each step's time by phase (status.training.lastStep.phases);
+	// tokensPerSecond the latest step's answer tokens trained per second.
+	phaseSeconds    *prometheus.HistogramVec
+	tokensPerSecond prometheus.Gauge
+	accuracy        *prometheus.GaugeVec
 }
 
 // NewMetrics creates the trainer's metrics and registers them with reg.
@@ -59,11 +63,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Fraction of the tokens of the latest step whose importance weight between the policy and the sampling engine was truncated at spec.algorithm.samplerCorrection.cap."}),
 		stepSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "espo_trainer_step_seconds",
 			Help: "Wall time of one optimizer step.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, []string{"stage"}),
+		phaseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "espo_trainer_phase_seconds",
+			Help: "Wall time of one phase of an optimizer step: sampling, environment, reference, rewards, backward, optimizer, weightSync or checkpoint.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}, []string{"stage", "phase"}),
+		tokensPerSecond: prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_tokens_per_second",
+			Help: "Answer tokens trained on per second of wall time at the latest step."}),
 		accuracy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "espo_trainer_accuracy",
 			Help: "Metrics of the latest evaluation, by split and metric."}, []string{"split", "metric"}),
 	}
 	reg.MustRegister(m.step, m.totalSteps, m.reward, m.cout, m.kl, m.clipFraction, m.gradNorm, m.samplerMismatch, m.samplerTruncated,
-		m.stepSeconds, m.accuracy)
+		m.stepSeconds, m.phaseSeconds, m.tokensPerSecond, m.accuracy)
 	return m
 }
 
@@ -73,6 +82,12 @@ func (m *Metrics) observeStep(k plan.Kind, step int64, s batchStats, took time.D
 	}
 	m.step.Set(float64(step))
 	m.stepSeconds.WithLabelValues(string(k)).Observe(took.Seconds())
+	for p, d := range s.times {
+		m.phaseSeconds.WithLabelValues(string(k), string(p)).Observe(d.Seconds())
+	}
+	if took > 0 {
+		m.tokensPerSecond.Set(float64(s.tokens) / took.Seconds())
+	}
 	m.gradNorm.Set(s.gradNorm)
 	if k == plan.SFT {
 		return

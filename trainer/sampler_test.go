@@ -81,7 +81,7 @@ func (w *engineWorker) Generate(ctx context.Context, ps []worker.Prompt, o worke
 	return cs, err
 }
 
-func (w *engineWorker) Backward(ctx context.Context, items []worker.Weighted) (float64, error) {
+func (w *engineWorker) Backward(ctx context.Context, items []worker.Weighted) (worker.Backwarded, error) {
 	if len(items) > 0 && items[0].TokenWeights != nil {
 		w.mu.Lock()
 		w.weighted = append(w.weighted, slices.Clone(items))

@@ -121,9 +121,11 @@ type Trainer struct {
 	// settings is the run's configuration; cfg its run config.
 	settings *Settings
 	cfg      *Config
-	// src is where the batches and the evaluations' episodes come from.
-	src  experience.Source
-	plan *plan.Plan
+	// src is where the batches and the evaluations' episodes come from; it samples
+	// with policy, the gang with its Generate calls timed.
+	src    experience.Source
+	policy *timedPolicy
+	plan   *plan.Plan
 	// estimator computes the advantages of the reinforcement epochs (nil for a run of
 	// SFT only).
 	estimator estimator.Estimator
@@ -153,9 +155,9 @@ func New(s *Settings, opts Options) (*Trainer, error) {
 		opts.Reporter = DiscardReporter{}
 	}
 	cfg := s.Config
-	t := &Trainer{settings: s, cfg: cfg, opts: opts}
+	t := &Trainer{settings: s, cfg: cfg, opts: opts, policy: &timedPolicy{Policy: opts.Workers, clock: opts.Clock}}
 	var err error
-	if t.src, err = newSource(s, opts); err != nil {
+	if t.src, err = newSource(s, opts, t.policy); err != nil {
 		return nil, err
 	}
 	t.plan = t.src.Plan()
@@ -180,9 +182,10 @@ func New(s *Settings, opts Options) (*Trainer, error) {
 	return t, nil
 }
 
-// newSource returns the run's source of experience: the environment of
-// spec.datasets.environment, or the recorded episodes of spec.datasets.sources.
-func newSource(set *Settings, opts Options) (experience.Source, error) {
+// newSource returns the run's source of experience, whose candidates p samples: the
+// environment of spec.datasets.environment, or the recorded episodes of
+// spec.datasets.sources.
+func newSource(set *Settings, opts Options, p experience.Policy) (experience.Source, error) {
 	cfg := set.Config
 	s := &cfg.Spec
 	if env := s.Datasets.Environment; env != nil {
@@ -195,7 +198,7 @@ func newSource(set *Settings, opts Options) (experience.Source, error) {
 				return environment.Dial(addr, "", timeout)
 			}
 		}
-		l, err := experience.NewLived(env, &s.Algorithm, opts.Workers, dial)
+		l, err := experience.NewLived(env, &s.Algorithm, p, dial)
 		if err != nil {
 			return nil, permanent.ConfigInvalid(err)
 		}
@@ -205,7 +208,7 @@ func newSource(set *Settings, opts Options) (experience.Source, error) {
 	if err != nil {
 		return nil, permanent.InPodPaths(err, opts.PodRoot)
 	}
-	r, err := experience.NewRecorded(data, &s.Algorithm, opts.Workers)
+	r, err := experience.NewRecorded(data, &s.Algorithm, p)
 	if err != nil {
 		return nil, err
 	}
@@ -381,12 +384,19 @@ func (t *Trainer) trainEpoch(ctx context.Context, ep *plan.Epoch) (stop, bool) {
 			return t.failed(err), true
 		}
 		t.state.Step++
-		t.record(ctx, ep, stats, t.opts.Clock.Since(start))
 		if !finite(stats.gradNorm) || !finite(stats.objective) {
+			t.record(ctx, ep, stats, t.opts.Clock.Since(start))
 			return stop{reason: stopNonFiniteLoss, message: fmt.Sprintf("step %d: the loss or gradient is not finite (objective %v, gradient norm %v)",
 				t.state.Step, stats.objective, stats.gradNorm)}, true
 		}
-		if t.checkpointDue() || t.draining() {
+		checkpointed := t.checkpointDue() || t.draining()
+		if checkpointed {
+			if err := t.timed(stats.times, trainingv1alpha1.PhaseCheckpoint, func() error { return t.checkpointAfterBatch(ctx) }); err != nil {
+				return t.failed(err), true
+			}
+		}
+		t.record(ctx, ep, stats, t.opts.Clock.Since(start))
+		if t.draining() && !checkpointed { // asked to stop while the step was reported
 			if err := t.checkpointAfterBatch(ctx); err != nil {
 				return t.failed(err), true
 			}
@@ -446,8 +456,10 @@ func (t *Trainer) record(ctx context.Context, ep *plan.Epoch, s batchStats, took
 		t.status.SamplerMismatch = trainingv1alpha1.NewMetric(smp.mismatch)
 		kv = append(kv, "samplerMismatch", smp.mismatch, "samplerWeight", smp.weight, "samplerTruncated", smp.truncated)
 	}
+	t.status.LastStep = stepTimes(t.state.Step, took, s.times, s.tokens)
 	t.opts.Metrics.observeStep(ep.Kind, t.state.Step, s, took)
-	t.opts.Log.Info("step", append(kv, "gradNorm", s.gradNorm, "stepSeconds", took.Seconds(),
+	t.opts.Log.Info("step", append(kv, "gradNorm", s.gradNorm, "stepSeconds", took.Seconds(), "tokens", s.tokens,
+		"dominantPhase", t.status.LastStep.Dominant,
 		"eta", (time.Duration(t.status.TotalSteps-t.state.Step)*took).Round(time.Second).String())...)
 	t.reportStep(ctx)
 }

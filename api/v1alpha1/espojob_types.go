@@ -47,6 +47,7 @@ const MaxNameLength = 40
 // +kubebuilder:printcolumn:name="Restarts",type=integer,priority=1,JSONPath=`.status.restarts`,description="Gang restarts of the trainer pods"
 // +kubebuilder:printcolumn:name="Model",type=string,priority=1,JSONPath=`.status.model`,description="The policy trained, and its LoRA rank when it trains LoRA adapters"
 // +kubebuilder:printcolumn:name="Engine",type=string,priority=1,JSONPath=`.spec.model.rollout.engine`,description="The engine that samples the PyTorch worker's answers: huggingface or vllm (empty: huggingface)"
+// +kubebuilder:printcolumn:name="Tokens/s",type=string,priority=1,JSONPath=`.status.training.lastStep.tokensPerSecond`,description="Answer tokens trained per second of wall time at the latest training step"
 // +kubebuilder:printcolumn:name="Export",type=string,priority=1,JSONPath=`.status.training.export.path`,description="The Hugging Face folder the trained policy was exported to, inside spec.export's claim"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters, so that the names of the job's pods, Service and ConfigMap stay valid"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter), because the job's headless Service takes its name"

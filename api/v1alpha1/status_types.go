@@ -319,6 +319,12 @@ type TrainingStatus struct {
 	// +optional
 	BestRecommendationAccuracy Decimal `json:"bestRecommendationAccuracy,omitempty"`
 
+	// LastStep is where the latest training step's wall time went, phase by phase,
+	// and its throughput: what kubectl describe shows to tell at a glance which
+	// phase dominates a slow job.
+	// +optional
+	LastStep *StepTimes `json:"lastStep,omitempty"`
+
 	// LastCheckpoint is the newest checkpoint written.
 	// +optional
 	LastCheckpoint *CheckpointStatus `json:"lastCheckpoint,omitempty"`
@@ -512,4 +518,75 @@ type ResumeStatus struct {
 	// Time is when the trainer resumed.
 	// +optional
 	Time *metav1.Time `json:"time,omitempty"`
+}
+
+// StepPhase is a part of a training step whose wall time the trainer measures.
+// +kubebuilder:validation:Enum=sampling;environment;reference;rewards;backward;optimizer;weightSync;checkpoint
+type StepPhase string
+
+const (
+	// PhaseSampling is the policy workers' sampling of the step's answers (for SFT,
+	// preparing its demonstrations), without the environment's calls and the weight
+	// sync counted apart.
+	PhaseSampling StepPhase = "sampling"
+	// PhaseEnvironment is the environment's Reset and Step calls of the step's
+	// rollouts (spec.datasets.environment).
+	PhaseEnvironment StepPhase = "environment"
+	// PhaseReference is the scoring of the answers under the reference policy (the
+	// KL term's log-probs).
+	PhaseReference StepPhase = "reference"
+	// PhaseRewards is the trainer's own work: the rewards, the intents' judgement,
+	// the advantages and the loss weights.
+	PhaseRewards StepPhase = "rewards"
+	// PhaseBackward is the workers' backward passes.
+	PhaseBackward StepPhase = "backward"
+	// PhaseOptimizer is the optimizer step, gradients gathered and summed included.
+	PhaseOptimizer StepPhase = "optimizer"
+	// PhaseWeightSync is the copy of the updated weights into the rollout engine
+	// (spec.model.rollout.engine vllm) before it samples.
+	PhaseWeightSync StepPhase = "weightSync"
+	// PhaseCheckpoint is the checkpoint written after the step, when one was.
+	PhaseCheckpoint StepPhase = "checkpoint"
+)
+
+// StepPhases lists the phases of a training step in the order a step runs them.
+var StepPhases = []StepPhase{PhaseSampling, PhaseEnvironment, PhaseReference, PhaseRewards, PhaseBackward,
+	PhaseOptimizer, PhaseWeightSync, PhaseCheckpoint}
+
+// StepTimes is where one training step's wall time went.
+type StepTimes struct {
+	// Step is the optimizer step the times are of.
+	Step int64 `json:"step"`
+
+	// Seconds is the step's wall time, its checkpoint included.
+	// +optional
+	Seconds Decimal `json:"seconds,omitempty"`
+
+	// Dominant is the phase that took the largest share of the step, with the share,
+	// for example "sampling 71%".
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Dominant string `json:"dominant,omitempty"`
+
+	// Phases are the seconds of each phase that took any time, in the order the step
+	// runs them; the rest of Seconds is the trainer's bookkeeping.
+	// +optional
+	// +listType=map
+	// +listMapKey=phase
+	// +kubebuilder:validation:MaxItems=8
+	Phases []PhaseTime `json:"phases,omitempty"`
+
+	// Tokens is the number of answer tokens the step trained on (the workers'
+	// backward passes count them); TokensPerSecond is Tokens over Seconds.
+	// +optional
+	Tokens int64 `json:"tokens,omitempty"`
+	// +optional
+	TokensPerSecond Decimal `json:"tokensPerSecond,omitempty"`
+}
+
+// PhaseTime is the wall time of one phase of a step.
+type PhaseTime struct {
+	Phase StepPhase `json:"phase"`
+	// Seconds is the phase's wall time.
+	Seconds Decimal `json:"seconds"`
 }

@@ -177,9 +177,9 @@ func (g *Gang) ReferenceLogProbs(ctx context.Context, reqs [][]Scored) ([][]Toke
 
 // Backward accumulates the gradient of every request's weighted answers, dealt among
 // the members (one Backward call per member with all of its requests), and returns
-// the sum of their objectives.
-func (g *Gang) Backward(ctx context.Context, reqs [][]Weighted) (float64, error) {
-	objectives := make([]float64, len(g.members))
+// the sum of their objectives and of their tokens.
+func (g *Gang) Backward(ctx context.Context, reqs [][]Weighted) (Backwarded, error) {
+	done := make([]Backwarded, len(g.members))
 	err := g.each(ctx, func(ctx context.Context, i int, m Member) (err error) {
 		var items []Weighted
 		for r := i; r < len(reqs); r += len(g.members) {
@@ -188,12 +188,13 @@ func (g *Gang) Backward(ctx context.Context, reqs [][]Weighted) (float64, error)
 		if len(items) == 0 && !g.sharded {
 			return nil
 		}
-		objectives[i], err = m.Backward(ctx, items)
+		done[i], err = m.Backward(ctx, items)
 		return err
 	})
-	var sum float64
-	for _, o := range objectives {
-		sum += o
+	var sum Backwarded
+	for _, d := range done {
+		sum.Objective += d.Objective
+		sum.Tokens += d.Tokens
 	}
 	return sum, err
 }

@@ -63,7 +63,7 @@ func (j *journal) Generate(ctx context.Context, ps []worker.Prompt, o worker.Sam
 	return j.Member.Generate(ctx, ps, o)
 }
 
-func (j *journal) Backward(ctx context.Context, items []worker.Weighted) (float64, error) {
+func (j *journal) Backward(ctx context.Context, items []worker.Weighted) (worker.Backwarded, error) {
 	j.mu.Lock()
 	j.backwards = append(j.backwards, len(items))
 	j.mu.Unlock()

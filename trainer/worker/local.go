@@ -67,12 +67,12 @@ func (l *Local) LogProbs(ctx context.Context, items []Scored, o ScoreOptions) ([
 	return tokenLogProbsOf(lps), nil
 }
 
-func (l *Local) Backward(ctx context.Context, items []Weighted) (float64, error) {
+func (l *Local) Backward(ctx context.Context, items []Weighted) (Backwarded, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return Backwarded{}, err
 	}
-	objective, _, err := l.g.backward(weightedMsgs(items))
-	return objective, err
+	objective, tokens, err := l.g.backward(weightedMsgs(items))
+	return Backwarded{Objective: objective, Tokens: tokens}, err
 }
 
 func (l *Local) Gradient(ctx context.Context) ([]float32, error) {

@@ -44,8 +44,8 @@ type Member interface {
 	LogProbs(ctx context.Context, items []Scored, o ScoreOptions) ([]TokenLogProbs, error)
 	// Backward adds the gradient of -sum_i sum_t w_{i,t} logp_{i,t} to the
 	// accumulated gradient and returns sum_i sum_t w_{i,t} logp_{i,t} (before the
-	// update).
-	Backward(ctx context.Context, items []Weighted) (objective float64, err error)
+	// update) and the number of answer tokens it took.
+	Backward(ctx context.Context, items []Weighted) (Backwarded, error)
 	// Gradient returns the accumulated gradient, one value per parameter.
 	Gradient(ctx context.Context) ([]float32, error)
 	// Step applies one AdamW step (StepOptions; zero coefficients take the
@@ -66,6 +66,13 @@ type Member interface {
 	// model), atomically, with a manifest of its files' digests; a member whose
 	// policy is no Hugging Face model fails with ErrNoExport.
 	Export(ctx context.Context, path string, merge bool) (Exported, error)
+}
+
+// Backwarded is what a backward pass did: its objective sum_i sum_t w_{i,t}
+// logp_{i,t} (before the update) and the answer tokens it took.
+type Backwarded struct {
+	Objective float64
+	Tokens    int64
 }
 
 // Exported describes a Hugging Face folder a member exported.

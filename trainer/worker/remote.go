@@ -199,9 +199,9 @@ func (r *Remote) LogProbs(ctx context.Context, items []Scored, o ScoreOptions) (
 	return tokenLogProbsOf(resp.GetItems()), nil
 }
 
-func (r *Remote) Backward(ctx context.Context, items []Weighted) (float64, error) {
+func (r *Remote) Backward(ctx context.Context, items []Weighted) (Backwarded, error) {
 	resp, err := r.client.Backward(ctx, &workerpb.BackwardRequest{Items: weightedMsgs(items)})
-	return resp.GetObjective(), err
+	return Backwarded{Objective: resp.GetObjective(), Tokens: resp.GetTokens()}, err
 }
 
 func (r *Remote) Gradient(ctx context.Context) ([]float32, error) {

@@ -1202,7 +1202,7 @@ func (m *timedMember) LogProbs(ctx context.Context, items []worker.Scored, o wor
 	return m.Member.LogProbs(ctx, items, o)
 }
 
-func (m *timedMember) Backward(ctx context.Context, items []worker.Weighted) (float64, error) {
+func (m *timedMember) Backward(ctx context.Context, items []worker.Weighted) (worker.Backwarded, error) {
 	defer m.add(time.Now())
 	return m.Member.Backward(ctx, items)
 }

@@ -64,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		stepSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "espo_trainer_step_seconds",
 			Help: "Wall time of one optimizer step.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, []string{"stage"}),
 		phaseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "espo_trainer_phase_seconds",
-			Help: "Wall time of one phase of an optimizer step: sampling, environment, reference, rewards, backward, optimizer, weightSync or checkpoint.",
+			Help:    "Wall time of one phase of an optimizer step: sampling, environment, reference, rewards, backward, optimizer, weightSync or checkpoint.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}, []string{"stage", "phase"}),
 		tokensPerSecond: prometheus.NewGauge(prometheus.GaugeOpts{Name: "espo_trainer_tokens_per_second",
 			Help: "Answer tokens trained on per second of wall time at the latest step."}),

@@ -25,7 +25,6 @@ import (
 	"k8s.io/utils/clock"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
-	"github.com/espo-dev/espo-operator/trainer/experience"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
@@ -42,39 +41,48 @@ func (t *Trainer) timed(times phaseTimes, p trainingv1alpha1.StepPhase, f func()
 }
 
 // timedPolicy is the Policy the experience source samples with: the gang, the wall
-// time of its Generate calls added up, so that a batch lived through an environment
-// tells the policy's sampling apart from the environment's calls between them.
+// time of its Generate calls added up, and of that the time its workers spent
+// copying weights into their sampling engines, so that a step's sampling, weight
+// sync and environment calls are told apart.
 type timedPolicy struct {
-	experience.Policy
+	gang  *worker.Gang
 	clock clock.PassiveClock
-	// spent is the time Generate took since the last take.
-	spent time.Duration
+	// spent is the time Generate took since the last take, synced the gang's weight
+	// sync in those calls.
+	spent, synced time.Duration
 }
 
 func (p *timedPolicy) Generate(ctx context.Context, reqs []worker.Rollouts) ([][]worker.Sample, error) {
-	start := p.clock.Now()
-	defer func() { p.spent += p.clock.Since(start) }()
-	return p.Policy.Generate(ctx, reqs)
+	start, before := p.clock.Now(), p.gang.WeightSyncTime()
+	defer func() {
+		p.spent += p.clock.Since(start)
+		p.synced += p.gang.WeightSyncTime() - before
+	}()
+	return p.gang.Generate(ctx, reqs)
 }
 
-// take returns the time Generate took since the last take, and starts again.
-func (p *timedPolicy) take() time.Duration {
-	d := p.spent
-	p.spent = 0
-	return d
+// take returns the time Generate took and the weight sync in it since the last
+// take, and starts again.
+func (p *timedPolicy) take() (generate, synced time.Duration) {
+	generate, synced = p.spent, p.synced
+	p.spent, p.synced = 0, 0
+	return generate, synced
 }
 
 // sampled adds to times the wall time took of a call to the source that sampled
-// (or, for SFT, prepared) a batch: the policy's Generate calls are sampling; the
-// rest, in a batch lived through an environment, is the environment's Reset and
-// Step calls, and otherwise sampling too (the source's bookkeeping).
+// (or, for SFT, prepared) a batch: the weight sync of the policy's Generate calls
+// is weightSync, the rest of them sampling; the rest of took, in a batch lived
+// through an environment, is the environment's Reset and Step calls, and otherwise
+// sampling too (the source's bookkeeping).
 func (t *Trainer) sampled(times phaseTimes, took time.Duration) {
-	generate := t.policy.take()
+	generate, synced := t.policy.take()
+	synced = min(synced, generate)
+	times[trainingv1alpha1.PhaseWeightSync] += synced
 	if t.cfg.Spec.Datasets.Environment == nil {
-		times[trainingv1alpha1.PhaseSampling] += took
+		times[trainingv1alpha1.PhaseSampling] += max(took-synced, 0)
 		return
 	}
-	times[trainingv1alpha1.PhaseSampling] += generate
+	times[trainingv1alpha1.PhaseSampling] += generate - synced
 	times[trainingv1alpha1.PhaseEnvironment] += max(took-generate, 0)
 }
 

@@ -173,27 +173,31 @@ func histogramHas(t *testing.T, reg *prometheus.Registry, stage, phase string) b
 }
 
 // TestSampledTellsTheEnvironmentApart: of the time a source took to give a batch,
-// the policy's Generate calls are sampling and, in a batch lived through an
-// environment, the rest is the environment's; of recorded episodes, all sampling.
+// the weight sync the workers reported in the policy's Generate calls is
+// weightSync, the rest of those calls sampling, and, in a batch lived through an
+// environment, the time outside them the environment's; of recorded episodes, all
+// but the weight sync is sampling.
 func TestSampledTellsTheEnvironmentApart(t *testing.T) {
+	const ms = time.Millisecond
 	for _, tc := range []struct {
-		name                  string
-		c                     *Config
-		sampling, environment time.Duration
+		name                              string
+		c                                 *Config
+		sampling, environment, weightSync time.Duration
 	}{
-		{"environment", livedConfig(t, trainingv1alpha1.AlgorithmESPO), 900 * time.Millisecond, 100 * time.Millisecond},
-		{"recorded", smallConfig(t, trainingv1alpha1.AlgorithmESPO), time.Second, 0},
+		{"environment", livedConfig(t, trainingv1alpha1.AlgorithmESPO), 700 * ms, 100 * ms, 200 * ms},
+		{"recorded", smallConfig(t, trainingv1alpha1.AlgorithmESPO), 800 * ms, 0, 200 * ms},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := &Trainer{cfg: tc.c, policy: &timedPolicy{spent: 900 * time.Millisecond}}
+			tr := &Trainer{cfg: tc.c, policy: &timedPolicy{spent: 900 * ms, synced: 200 * ms}}
 			times := phaseTimes{}
 			tr.sampled(times, time.Second)
-			if times[trainingv1alpha1.PhaseSampling] != tc.sampling || times[trainingv1alpha1.PhaseEnvironment] != tc.environment {
-				t.Errorf("sampling %v, environment %v; want %v, %v", times[trainingv1alpha1.PhaseSampling],
-					times[trainingv1alpha1.PhaseEnvironment], tc.sampling, tc.environment)
+			got := [3]time.Duration{times[trainingv1alpha1.PhaseSampling], times[trainingv1alpha1.PhaseEnvironment],
+				times[trainingv1alpha1.PhaseWeightSync]}
+			if want := [3]time.Duration{tc.sampling, tc.environment, tc.weightSync}; got != want {
+				t.Errorf("sampling, environment, weight sync %v; want %v", got, want)
 			}
-			if tr.policy.spent != 0 {
-				t.Errorf("the policy's time was not taken: %v left", tr.policy.spent)
+			if g, s := tr.policy.take(); g != 0 || s != 0 {
+				t.Errorf("the policy's time was not taken: %v, %v left", g, s)
 			}
 		})
 	}

@@ -155,7 +155,7 @@ func New(s *Settings, opts Options) (*Trainer, error) {
 		opts.Reporter = DiscardReporter{}
 	}
 	cfg := s.Config
-	t := &Trainer{settings: s, cfg: cfg, opts: opts, policy: &timedPolicy{Policy: opts.Workers, clock: opts.Clock}}
+	t := &Trainer{settings: s, cfg: cfg, opts: opts, policy: &timedPolicy{gang: opts.Workers, clock: opts.Clock}}
 	var err error
 	if t.src, err = newSource(s, opts, t.policy); err != nil {
 		return nil, err

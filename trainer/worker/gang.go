@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // Gang is the policy workers of one trainer, data-parallel: every member holds the
@@ -173,6 +174,20 @@ func (g *Gang) ReferenceLogProbs(ctx context.Context, reqs [][]Scored) ([][]Toke
 		return err
 	})
 	return out, err
+}
+
+// WeightSyncTime returns the most time any member has spent so far copying the
+// policy's updated weights into its sampling engine (a Remote member whose worker
+// samples with vLLM; the others spend none): the members copy side by side, so the
+// busiest one's time is the gang's.
+func (g *Gang) WeightSyncTime() time.Duration {
+	var most time.Duration
+	for _, m := range g.members {
+		if s, ok := m.(interface{ WeightSyncTime() time.Duration }); ok {
+			most = max(most, s.WeightSyncTime())
+		}
+	}
+	return most
 }
 
 // Backward accumulates the gradient of every request's weighted answers, dealt among

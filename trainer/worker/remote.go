@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -51,6 +52,9 @@ type Remote struct {
 	client workerpb.WorkerClient
 	// callTimeout bounds every call (SetCallTimeout); 0 leaves them unbounded.
 	callTimeout time.Duration
+	// weightSync is the time, in nanoseconds, the worker's Generate calls said they
+	// spent copying weights into its sampling engine (WeightSyncTime).
+	weightSync atomic.Int64
 }
 
 // Dial returns the worker at addr (host:port, or any gRPC target) as a Member, over
@@ -187,8 +191,14 @@ func (r *Remote) Generate(ctx context.Context, prompts []Prompt, o SampleOptions
 	if err != nil {
 		return nil, err
 	}
+	r.weightSync.Add(int64(resp.GetWeightSyncSeconds() * float64(time.Second)))
 	return samplesOf(resp.GetCandidates()), nil
 }
+
+// WeightSyncTime returns the time the worker's Generate calls have spent so far
+// copying the policy's updated weights into its sampling engine, as the worker
+// reports it (GenerateResponse.weight_sync_seconds).
+func (r *Remote) WeightSyncTime() time.Duration { return time.Duration(r.weightSync.Load()) }
 
 func (r *Remote) LogProbs(ctx context.Context, items []Scored, o ScoreOptions) ([]TokenLogProbs, error) {
 	resp, err := r.client.LogProbs(ctx, &workerpb.LogProbsRequest{Items: scoredMsgs(items),

@@ -1044,9 +1044,14 @@ func (x *Candidates) GetSamples() []*Sample {
 type GenerateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One entry per prompt, in order.
-	Candidates    []*Candidates `protobuf:"bytes,1,rep,name=candidates,proto3" json:"candidates,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Candidates []*Candidates `protobuf:"bytes,1,rep,name=candidates,proto3" json:"candidates,omitempty"`
+	// Seconds this call spent copying the policy's updated weights into the serving
+	// engine that samples (the PyTorch worker's vLLM engine) before sampling; 0 when
+	// the policy samples its own answers. The trainer reports it as the step's
+	// weightSync phase, apart from sampling.
+	WeightSyncSeconds float64 `protobuf:"fixed64,2,opt,name=weight_sync_seconds,json=weightSyncSeconds,proto3" json:"weight_sync_seconds,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *GenerateResponse) Reset() {
@@ -1084,6 +1089,13 @@ func (x *GenerateResponse) GetCandidates() []*Candidates {
 		return x.Candidates
 	}
 	return nil
+}
+
+func (x *GenerateResponse) GetWeightSyncSeconds() float64 {
+	if x != nil {
+		return x.WeightSyncSeconds
+	}
+	return 0
 }
 
 type Scored struct {
@@ -2394,11 +2406,12 @@ const file_worker_proto_rawDesc = "" +
 	"\x10sampler_logprobs\x18\x03 \x03(\x01R\x0fsamplerLogprobs\">\n" +
 	"\n" +
 	"Candidates\x120\n" +
-	"\asamples\x18\x01 \x03(\v2\x16.espo.worker.v1.SampleR\asamples\"N\n" +
+	"\asamples\x18\x01 \x03(\v2\x16.espo.worker.v1.SampleR\asamples\"~\n" +
 	"\x10GenerateResponse\x12:\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2\x1a.espo.worker.v1.CandidatesR\n" +
-	"candidates\"h\n" +
+	"candidates\x12.\n" +
+	"\x13weight_sync_seconds\x18\x02 \x01(\x01R\x11weightSyncSeconds\"h\n" +
 	"\x06Scored\x12.\n" +
 	"\x06prompt\x18\x01 \x01(\v2\x16.espo.worker.v1.PromptR\x06prompt\x12.\n" +
 	"\x06answer\x18\x02 \x01(\v2\x16.espo.worker.v1.AnswerR\x06answer\"\x84\x01\n" +

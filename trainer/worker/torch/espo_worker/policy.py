@@ -246,6 +246,10 @@ class Policy:
         return {"engine": "vllm", "pushes": r.pushes, "push_seconds": r.push_seconds, "sample_seconds": r.sample_seconds,
                 "score_seconds": self.score_seconds}
 
+    def weight_sync_seconds(self) -> float:
+        """The seconds spent so far copying the weights into the engine (0 without one)."""
+        return self.rollout.push_seconds if self.rollout is not None else 0.0
+
     def close_rollout(self) -> None:
         if self.rollout is not None:
             self.rollout.close()

@@ -26,9 +26,10 @@ def answer(a: pb.Answer) -> Answer:
 def generate(p: Policy, req: pb.GenerateRequest) -> pb.GenerateResponse:
     """Generate: req.samples answers of each prompt (1 when unset), at temperature
     req.temperature (1 when unset)."""
+    synced = p.weight_sync_seconds()
     out = p.generate(list(req.prompts), samples=req.samples, temperature=req.temperature or 1.0, greedy=req.greedy,
                      seed=req.seed, max_tokens=req.max_tokens)
-    resp = pb.GenerateResponse()
+    resp = pb.GenerateResponse(weight_sync_seconds=p.weight_sync_seconds() - synced)
     for samples in out:
         cands = resp.candidates.add()
         for s in samples:

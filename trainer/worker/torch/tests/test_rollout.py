@@ -173,6 +173,9 @@ def test_an_engine_through_a_run(models, tmp_path):
         assert p.load(state) == 2
         resp = generate(p, ps)
         assert mismatch(resp) < TOLERANCE["qwen2"], "the engine serves the loaded checkpoint"
+        # Each answer says how long its call spent pushing weights: the first after a
+        # load pushes them, the next has nothing new to push.
+        assert resp.weight_sync_seconds > 0 and generate(p, ps).weight_sync_seconds == 0
         again = wire.logprobs(other, pb.LogProbsRequest(items=[pb.Scored(prompt=ps[0], answer=s.answer)
                                                           for s in resp.candidates[0].samples]))
         assert [list(it.current) for it in again.items] == [list(s.logprobs) for s in resp.candidates[0].samples]
@@ -180,7 +183,7 @@ def test_an_engine_through_a_run(models, tmp_path):
         # Resumed from its own checkpoint, the engine samples what it sampled before
         # the checkpoint was written, token for token.
         assert p.load(mine) == 3
-        assert generate(p, ps, seed=21) == trained
+        assert generate(p, ps, seed=21).candidates == trained.candidates
 
         # An engine that dies mid-run fails the call, naming it and how it ended.
         p.rollout.proc.kill()

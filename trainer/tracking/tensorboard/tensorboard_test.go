@@ -58,7 +58,7 @@ func stepPoints(from, to int64, keys ...string) []tracking.Point {
 
 func value(key string, step int64) float64 { return float64(len(key))/10 + float64(step)*0.25 }
 
-func stepTime(step int64) time.Time { return t0.Add(time.Duration(step) * time.Second) }
+func stepTime(step int64) time.Time { return t0.Add(time.Duration(step) * 1500 * time.Millisecond) }
 
 // wantScalars is what Read returns of stepPoints(from, to, keys...).
 func wantScalars(from, to int64, keys ...string) map[string][]Scalar {

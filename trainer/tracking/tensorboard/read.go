@@ -63,8 +63,8 @@ func Read(dir string) (Contents, error) {
 	return c, err
 }
 
-// IsEventFile reports whether TensorBoard reads a file of this name as an event file.
-func IsEventFile(name string) bool { return strings.Contains(name, "tfevents") }
+// isEventFile reports whether TensorBoard reads a file of this name as an event file.
+func isEventFile(name string) bool { return strings.Contains(name, "tfevents") }
 
 // scan calls add with each event of dir's event files, in the order TensorBoard reads
 // them, and returns the files' paths.
@@ -75,7 +75,7 @@ func scan(dir string, add func(event)) ([]string, error) {
 	}
 	var files []string
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !IsEventFile(e.Name()) {
+		if !e.Type().IsRegular() || !isEventFile(e.Name()) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())

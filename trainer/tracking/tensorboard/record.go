@@ -25,15 +25,7 @@ import (
 	"io"
 )
 
-// A TFRecord file is a sequence of records, each laid out as
-//
-//	offset  size  content
-//	0       8     n, the length of the data, uint64 little-endian
-//	8       4     maskedCRC(bytes 0..8), uint32 little-endian
-//	12      n     the data
-//	12+n    4     maskedCRC(data), uint32 little-endian
-//
-// with nothing between records and nothing after the last.
+// The layout of a record (see the package doc).
 const (
 	headerSize   = 8 + 4
 	footerSize   = 4

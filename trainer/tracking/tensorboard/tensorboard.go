@@ -18,12 +18,25 @@ limitations under the License.
 // run's metrics as TensorBoard event files into a log folder, which TensorBoard (or
 // anything that reads tfevents files) shows as one run.
 //
-// An event file is a TFRecord file (see record.go for the byte layout) of serialized
-// tensorflow.Event protobufs: the first holds file_version "brain.Event:2", each next
-// one a Summary of the scalars of one step, each a simple_value (a float32), as
+// An event file is a TFRecord file: a sequence of records, with nothing between them
+// and nothing after the last, each laid out as
+//
+//	offset  size  content
+//	0       8     n, the length of the data, uint64 little-endian
+//	8       4     maskedCRC(bytes 0 to 8), uint32 little-endian
+//	12      n     the data
+//	12+n    4     maskedCRC(data), uint32 little-endian
+//
+// where maskedCRC(b) is the CRC-32C (Castagnoli) of b, rotated right by 15 bits, plus
+// 0xa282ead8 (modulo 2^32). Each record's data is a serialized tensorflow.Event
+// protobuf (wall_time = 1, a double of seconds since the Unix epoch; step = 2;
+// file_version = 3; summary = 5). The first event of a file holds file_version
+// "brain.Event:2"; each next one the Summary of one step's scalars, each a Value of
+// tag = 1 and simple_value = 2 (a float32: values are rounded to float32), as
 // PyTorch's and tensorboardX's SummaryWriter.add_scalar write them. The run's
-// parameters are a text summary (tag "params"): a table of two columns, name and value,
-// which TensorBoard's Text dashboard shows.
+// parameters are a text summary of tag "params": a tensor of strings of two columns,
+// name and value, one row per parameter, which TensorBoard's Text dashboard shows as a
+// table.
 //
 // Each Open starts a new file, named events.out.tfevents.<seconds>.<hostname>.<pid>.<n>
 // so that it sorts after the folder's older files: a resumed run adds a file and never
@@ -122,7 +135,7 @@ func New(dir string, opts ...Option) *Writer {
 	for _, o := range opts {
 		o(w)
 	}
-	w.hostname = strings.NewReplacer("/", "_", string(os.PathSeparator), "_").Replace(w.hostname)
+	w.hostname = strings.ReplaceAll(w.hostname, "/", "_")
 	if w.hostname == "" {
 		w.hostname = "localhost"
 	}
@@ -197,19 +210,45 @@ func readHistory(dir string) (history, error) {
 // when no retry fixes it.
 func (w *Writer) folderError(what string, err error) error {
 	err = fmt.Errorf("%s the log folder %s: %w", what, w.dir, err)
-	var corrupt *CorruptError
-	if errors.As(err, &corrupt) || errors.Is(err, fs.ErrPermission) ||
-		errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOTDIR) {
+	if isPermanent(err) {
 		return tracking.Permanent(field, err)
 	}
 	return fmt.Errorf("tensorboard: %w", err)
+}
+
+// isPermanent reports whether err, met creating, reading or writing the log folder, is
+// one that no retry fixes: permission denied, a read-only file system, a file where a
+// folder should be, or a corrupt event file.
+func isPermanent(err error) bool {
+	var corrupt *CorruptError
+	return errors.As(err, &corrupt) || errors.Is(err, fs.ErrPermission) ||
+		errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // startFile creates the run's next event file, named to sort after last (the name of
 // the folder's last event file), and writes its first event.
 func (w *Writer) startFile(last string) error {
 	now := w.now()
-	seconds := w.fileSeconds(now, last)
+	if err := w.createFile(w.fileSeconds(now, last)); err != nil {
+		return w.folderError("starting an event file in", err)
+	}
+	err := w.write(appendRecord(nil, appendFileVersionEvent(nil, wallTime(now))))
+	if err == nil && w.sync {
+		if err = syncDir(w.dir); err != nil {
+			err = fmt.Errorf("tensorboard: syncing the log folder %s: %w", w.dir, err)
+		}
+	}
+	if err != nil {
+		w.f.Close()
+		os.Remove(w.path)
+		w.f = nil
+	}
+	return err
+}
+
+// createFile creates the event file of the first free name with seconds and makes it
+// the writer's.
+func (w *Writer) createFile(seconds int64) error {
 	for n := 0; ; n++ {
 		path := filepath.Join(w.dir, eventFileName(seconds, w.hostname, w.pid, n))
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -217,22 +256,11 @@ func (w *Writer) startFile(last string) error {
 			continue
 		}
 		if err != nil {
-			return w.folderError("starting an event file in", err)
+			return err
 		}
 		w.f, w.path, w.end, w.torn = f, path, 0, false
-		break
+		return nil
 	}
-	err := w.write(appendRecord(nil, appendFileVersionEvent(nil, wallTime(now))))
-	if err == nil && w.sync {
-		err = syncDir(w.dir)
-	}
-	if err != nil {
-		w.f.Close()
-		os.Remove(w.path)
-		w.f = nil
-		return w.folderError("starting an event file in", err)
-	}
-	return nil
 }
 
 // eventFileName is the name of an event file, as TensorFlow and PyTorch name theirs:
@@ -396,14 +424,15 @@ func (w *Writer) Close(_ context.Context, _ string) error {
 	}
 	err := w.restoreEnd()
 	if w.sync {
-		err = errors.Join(err, w.f.Sync())
+		if e := w.f.Sync(); e != nil {
+			err = errors.Join(err, fmt.Errorf("tensorboard: syncing %s: %w", w.path, e))
+		}
 	}
-	err = errors.Join(err, w.f.Close())
+	if e := w.f.Close(); e != nil {
+		err = errors.Join(err, fmt.Errorf("tensorboard: closing %s: %w", w.path, e))
+	}
 	w.f = nil
-	if err != nil {
-		return fmt.Errorf("tensorboard: closing %s: %w", w.path, err)
-	}
-	return nil
+	return err
 }
 
 func syncDir(dir string) error {

@@ -19,11 +19,13 @@ package tensorboard
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -294,6 +296,19 @@ func TestUnwritableFolderIsAPermanentError(t *testing.T) {
 				t.Errorf("Open = %v, want a permanent error of spec.tracking.tensorboard naming %s", err, dir)
 			}
 		})
+	}
+}
+
+func TestFolderErrorsThatNoRetryFixesArePermanent(t *testing.T) {
+	w := New("/claim/tensorboard")
+	for errno, permanent := range map[syscall.Errno]bool{
+		syscall.EACCES: true, syscall.EPERM: true, syscall.EROFS: true, syscall.ENOTDIR: true,
+		syscall.EIO: false, syscall.ENOSPC: false, syscall.ESTALE: false,
+	} {
+		err := w.folderError("creating", &fs.PathError{Op: "mkdir", Path: "/claim/tensorboard", Err: errno})
+		if tracking.IsPermanent(err) != permanent {
+			t.Errorf("%v: %v, want permanent %v", errno, err, permanent)
+		}
 	}
 }
 

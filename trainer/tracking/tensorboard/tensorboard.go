@@ -91,7 +91,7 @@ type Writer struct {
 	torn bool
 	// step is the largest step of the run so far, where LogParams writes its table.
 	step int64
-	// params is the last parameter table in the folder.
+	// params is the run's parameter table as last written to the folder.
 	params map[string]string
 
 	// buffers reused by Log

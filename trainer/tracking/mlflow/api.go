@@ -58,7 +58,7 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string {
-	return fmt.Sprintf("MLflow at %s answered %s with HTTP %d %s: %s", e.URI, e.Endpoint, e.Status, e.Code, e.Message)
+	return fmt.Sprintf("%s: MLflow at %s answered %s with HTTP %d %s: %s", FieldSink, e.URI, e.Endpoint, e.Status, e.Code, e.Message)
 }
 
 // hasCode reports whether err is an *APIError with MLflow's error code.

@@ -315,6 +315,21 @@ func TestLogAfterAFailedRequestRecordsEachPointOnce(t *testing.T) {
 	checkHistory(t, s.readRun(t, opened.RunID, "train/loss"), points)
 }
 
+// TestCloseWithAnUnknownOutcomeKeepsTheRun checks that Close with an outcome that
+// is none of the contract's is an error that leaves the run open.
+func TestCloseWithAnUnknownOutcomeKeepsTheRun(t *testing.T) {
+	s := theServer(t)
+	ctx := context.Background()
+	c := newClient(t, s.uri, uniqueExperiment(t))
+	open(t, c, jobRun("3f9c1d52-0000-4000-8000-000000000007"))
+	if err := c.Close(ctx, "Paused"); err == nil || !strings.Contains(err.Error(), `outcome "Paused"`) {
+		t.Errorf("Close(Paused): %v, want an error naming the outcome", err)
+	}
+	if err := c.Log(ctx, series("train/loss", func(int64) float64 { return 1 }, 1)); err != nil {
+		t.Errorf("Log after Close(Paused): %v, want the run still open", err)
+	}
+}
+
 // failingProxy passes requests to MLflow but answers its fail-th log-batch request
 // with 503 itself, and counts the metrics of the log-batch requests it passes.
 type failingProxy struct {

@@ -199,11 +199,11 @@ func (c *Client) RunID() string { return c.runID }
 
 // Open finds the run of run.JobUID in the experiment (creating the experiment when
 // it is missing): the oldest active run tagged TagJobUID with it, set RUNNING again
-// if it had ended; else it starts one named run.Name, tagged with the job's UID,
-// namespace and name. LastSteps holds each metric's largest logged step: the step of
-// MLflow's latest value of the key, which MLflow orders by step first (then by
-// timestamp and value). An experiment that was deleted is a tracking.PermanentError
-// naming FieldExperiment.
+// if it had ended; else it starts one named run.Name (the job's name when that is
+// empty), tagged with the job's UID, namespace and name. LastSteps holds each
+// metric's largest logged step: the step of MLflow's latest value of the key, which
+// MLflow orders by step first (then by timestamp and value). An experiment that was
+// deleted is a tracking.PermanentError naming FieldExperiment.
 func (c *Client) Open(ctx context.Context, run tracking.Run) (tracking.Opened, error) {
 	if run.JobUID == "" || strings.ContainsAny(run.JobUID, `'\`) {
 		return tracking.Opened{}, fmt.Errorf("%s: job UID %q: want a non-empty one without quotes or backslashes", FieldSink, run.JobUID)
@@ -297,20 +297,25 @@ func (c *Client) findRun(ctx context.Context, expID, uid string) (mlflowRun, boo
 	return resp.Runs[0], true, nil
 }
 
-// createRun starts the run of run in the experiment.
+// createRun starts the run of run in the experiment, named run.Name (the job's name
+// when that is empty, where MLflow would make one up).
 func (c *Client) createRun(ctx context.Context, expID string, run tracking.Run) (mlflowRun, error) {
+	name := run.Name
+	if name == "" {
+		name = run.JobName
+	}
 	var resp struct {
 		Run mlflowRun `json:"run"`
 	}
 	err := c.api.post(ctx, "runs/create", map[string]any{
 		"experiment_id": expID,
-		"run_name":      run.Name,
+		"run_name":      name,
 		"start_time":    time.Now().UnixMilli(),
 		"tags": []keyValue{
 			{TagJobUID, run.JobUID},
 			{TagNamespace, run.Namespace},
 			{TagJobName, run.JobName},
-			{tagRunName, run.Name},
+			{tagRunName, name},
 		},
 	}, &resp)
 	return resp.Run, err
@@ -374,15 +379,15 @@ func (c *Client) logKeyValues(ctx context.Context, field string, kv map[string]s
 	return nil
 }
 
-// truncate returns s when it has at most max characters (Unicode code points, as
+// truncate returns s when it has at most limit characters (Unicode code points, as
 // MLflow counts them), else its head followed by a tail that says it was cut.
-func truncate(s string, max int) string {
+func truncate(s string, limit int) string {
 	runes := []rune(s)
-	if len(runes) <= max {
+	if len(runes) <= limit {
 		return s
 	}
-	tail := fmt.Sprintf(" … [cut by espo: %d characters, MLflow keeps %d]", len(runes), max)
-	return string(runes[:max-len([]rune(tail))]) + tail
+	tail := fmt.Sprintf(" … [cut by espo: %d characters, MLflow keeps %d]", len(runes), limit)
+	return string(runes[:limit-len([]rune(tail))]) + tail
 }
 
 // batches splits n items into ranges [from, to) of at most perBatch items whose sizes

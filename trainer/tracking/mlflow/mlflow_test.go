@@ -315,6 +315,18 @@ func TestLogAfterAFailedRequestRecordsEachPointOnce(t *testing.T) {
 	checkHistory(t, s.readRun(t, opened.RunID, "train/loss"), points)
 }
 
+// TestRunWithoutANameIsNamedAfterTheJob checks that a run whose Name is empty is
+// named after the job, not with a name MLflow makes up.
+func TestRunWithoutANameIsNamedAfterTheJob(t *testing.T) {
+	s := theServer(t)
+	run := jobRun("3f9c1d52-0000-4000-8000-000000000008")
+	run.Name = ""
+	opened := open(t, newClient(t, s.uri, uniqueExperiment(t)), run)
+	if rb := s.readRun(t, opened.RunID); rb.Tags["mlflow.runName"] != run.JobName {
+		t.Errorf("run name %q, want the job's, %q", rb.Tags["mlflow.runName"], run.JobName)
+	}
+}
+
 // TestCloseWithAnUnknownOutcomeKeepsTheRun checks that Close with an outcome that
 // is none of the contract's is an error that leaves the run open.
 func TestCloseWithAnUnknownOutcomeKeepsTheRun(t *testing.T) {

@@ -174,6 +174,7 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		{"file URI", mlflow.Config{TrackingURI: "file:///mlruns", Experiment: "e"}, mlflow.FieldTrackingURI, "no http or https URL"},
 		{"no scheme", mlflow.Config{TrackingURI: "mlflow:5000", Experiment: "e"}, mlflow.FieldTrackingURI, "no http or https URL"},
 		{"empty URI", mlflow.Config{Experiment: "e"}, mlflow.FieldTrackingURI, "no http or https URL"},
+		{"bad escape", mlflow.Config{TrackingURI: "http://ada:s3cr3t%zz@mlflow:5000", Experiment: "e"}, mlflow.FieldTrackingURI, "does not parse"},
 		{"credentials in URI", mlflow.Config{TrackingURI: "http://ada:s3cr3t@mlflow:5000", Experiment: "e"}, mlflow.FieldTrackingURI, "holds credentials"},
 		{"no experiment", mlflow.Config{TrackingURI: "http://mlflow:5000"}, mlflow.FieldExperiment, "no experiment name"},
 		{"token and username", mlflow.Config{TrackingURI: "http://mlflow:5000", Experiment: "e", Token: "t", Username: "u", Password: "p"}, mlflow.FieldCredentials, "not both"},

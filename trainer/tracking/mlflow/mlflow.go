@@ -30,11 +30,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -157,7 +157,8 @@ func New(cfg Config) (*Client, error) {
 func parseTrackingURI(uri string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(uri))
 	if err != nil {
-		return nil, fmt.Errorf("%q is no URL (%v): write the MLflow server's address, such as http://mlflow.mlops:5000", uri, err)
+		// The URI is not quoted: it may hold a password.
+		return nil, errors.New("the tracking URI does not parse as a URL: write the MLflow server's address, such as http://mlflow.mlops:5000")
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%q is no http or https URL: write the MLflow server's address, such as http://mlflow.mlops:5000 (file and databricks URIs are not supported)", u.Redacted())
@@ -361,11 +362,7 @@ func (c *Client) logKeyValues(ctx context.Context, field string, kv map[string]s
 	if c.runID == "" {
 		return errNotOpen
 	}
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(kv))
 	items := make([]keyValue, len(keys))
 	for i, k := range keys {
 		items[i] = keyValue{Key: k, Value: truncate(kv[k], maxLen)}

@@ -328,7 +328,8 @@ func TestRunWithoutANameIsNamedAfterTheJob(t *testing.T) {
 }
 
 // TestCloseWithAnUnknownOutcomeKeepsTheRun checks that Close with an outcome that
-// is none of the contract's is an error that leaves the run open.
+// is none of the contract's is an error that leaves the run open, and that Close
+// without an outcome releases it.
 func TestCloseWithAnUnknownOutcomeKeepsTheRun(t *testing.T) {
 	s := theServer(t)
 	ctx := context.Background()
@@ -339,6 +340,12 @@ func TestCloseWithAnUnknownOutcomeKeepsTheRun(t *testing.T) {
 	}
 	if err := c.Log(ctx, series("train/loss", func(int64) float64 { return 1 }, 1)); err != nil {
 		t.Errorf("Log after Close(Paused): %v, want the run still open", err)
+	}
+	if err := c.Close(ctx, ""); err != nil {
+		t.Errorf("Close without an outcome: %v", err)
+	}
+	if err := c.Log(ctx, nil); err == nil || !strings.Contains(err.Error(), "not open") {
+		t.Errorf("Log after Close: %v, want an error saying the run is not open", err)
 	}
 }
 

@@ -297,8 +297,22 @@ func TestLogParamsAgainIsNoError(t *testing.T) {
 func TestLogAfterAFailedRequestRecordsEachPointOnce(t *testing.T) {
 	s := theServer(t)
 	ctx := context.Background()
-	proxy := newFailingProxy(t, s.uri, 2)
-	c := newClient(t, proxy.URL, uniqueExperiment(t))
+	var batches, forwarded int
+	proxy := proxyTo(t, s.uri, func(r *http.Request, body []byte) bool {
+		if !strings.HasSuffix(r.URL.Path, "/runs/log-batch") {
+			return true
+		}
+		var req struct {
+			Metrics []json.RawMessage `json:"metrics"`
+		}
+		_ = json.Unmarshal(body, &req)
+		if batches++; batches == 2 {
+			return false
+		}
+		forwarded += len(req.Metrics)
+		return true
+	})
+	c := newClient(t, proxy, uniqueExperiment(t))
 	opened := open(t, c, jobRun("3f9c1d52-0000-4000-8000-000000000005"))
 	points := series("train/loss", func(s int64) float64 { return float64(s) }, stepsTo(2500)...)
 	err := c.Log(ctx, points)
@@ -309,10 +323,68 @@ func TestLogAfterAFailedRequestRecordsEachPointOnce(t *testing.T) {
 	if err := c.Log(ctx, points); err != nil {
 		t.Fatalf("Log again: %v", err)
 	}
-	if got := proxy.forwarded(); got != len(points) {
-		t.Errorf("the proxy passed %d metrics to MLflow, want each of the %d once", got, len(points))
+	if forwarded != len(points) {
+		t.Errorf("the proxy passed %d metrics to MLflow, want each of the %d once", forwarded, len(points))
 	}
 	checkHistory(t, s.readRun(t, opened.RunID, "train/loss"), points)
+}
+
+// TestExperimentCreatedMeanwhileIsUsed opens the first run of an experiment while
+// another trainer creates the experiment between this one's look-up and its
+// creation (a proxy creates it first): MLflow answers RESOURCE_ALREADY_EXISTS, and
+// Open uses the experiment the other created.
+func TestExperimentCreatedMeanwhileIsUsed(t *testing.T) {
+	s := theServer(t)
+	exp := uniqueExperiment(t)
+	created := false
+	proxy := proxyTo(t, s.uri, func(r *http.Request, body []byte) bool {
+		if strings.HasSuffix(r.URL.Path, "/experiments/create") && !created {
+			created = true
+			resp, err := http.Post(s.uri+r.URL.Path, "application/json", bytes.NewReader(body))
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("the other trainer's experiments/create: %v %v", resp, err)
+			}
+			if err == nil {
+				_ = resp.Body.Close()
+			}
+		}
+		return true
+	})
+	opened := open(t, newClient(t, proxy, exp), jobRun("3f9c1d52-0000-4000-8000-000000000009"))
+	if !created || opened.RunID == "" {
+		t.Errorf("Open: %+v (experiment created meanwhile: %t), want a run", opened, created)
+	}
+	again := open(t, newClient(t, s.uri, exp), jobRun("3f9c1d52-0000-4000-8000-000000000009"))
+	if again.RunID != opened.RunID {
+		t.Errorf("Open at the server itself: run %s, want %s, in the experiment created meanwhile", again.RunID, opened.RunID)
+	}
+}
+
+// proxyTo returns the URI of a proxy to MLflow at target that shows each request
+// and its body to pass first, one at a time, and answers 503 itself to those pass
+// reports false for.
+func proxyTo(t *testing.T, target string, pass func(r *http.Request, body []byte) bool) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	forward := httputil.NewSingleHostReverseProxy(u)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		mu.Lock()
+		ok := pass(r, body)
+		mu.Unlock()
+		if !ok {
+			http.Error(w, `{"error_code": "TEMPORARILY_UNAVAILABLE", "message": "the proxy failed it"}`, http.StatusServiceUnavailable)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	return proxy.URL
 }
 
 // TestRunWithoutANameIsNamedAfterTheJob checks that a run whose Name is empty is
@@ -347,59 +419,6 @@ func TestCloseWithAnUnknownOutcomeKeepsTheRun(t *testing.T) {
 	if err := c.Log(ctx, nil); err == nil || !strings.Contains(err.Error(), "not open") {
 		t.Errorf("Log after Close: %v, want an error saying the run is not open", err)
 	}
-}
-
-// failingProxy passes requests to MLflow but answers its fail-th log-batch request
-// with 503 itself, and counts the metrics of the log-batch requests it passes.
-type failingProxy struct {
-	*httptest.Server
-	fail    int
-	mu      sync.Mutex
-	batches int
-	metrics int
-}
-
-func newFailingProxy(t *testing.T, target string, fail int) *failingProxy {
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &failingProxy{fail: fail}
-	forward := httputil.NewSingleHostReverseProxy(u)
-	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/runs/log-batch") && !p.count(r) {
-			http.Error(w, `{"error_code": "TEMPORARILY_UNAVAILABLE", "message": "injected"}`, http.StatusServiceUnavailable)
-			return
-		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.Close)
-	return p
-}
-
-// count counts the metrics of log-batch request r, restoring its body, and reports
-// whether to pass it on: all but the fail-th.
-func (p *failingProxy) count(r *http.Request) bool {
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	var req struct {
-		Metrics []json.RawMessage `json:"metrics"`
-	}
-	_ = json.Unmarshal(body, &req)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.batches++
-	if p.batches == p.fail {
-		return false
-	}
-	p.metrics += len(req.Metrics)
-	return true
-}
-
-func (p *failingProxy) forwarded() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.metrics
 }
 
 // TestDeletedExperimentIsPermanent opens a run in an experiment someone deleted in

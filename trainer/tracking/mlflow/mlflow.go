@@ -408,8 +408,9 @@ func batches(n, perBatch int, size func(i int) int) [][2]int {
 
 // Log records points as metrics (key, value, step, and Time in milliseconds; a zero
 // Time is sent as the Unix epoch), in log-batch requests of at most 1000 in the order
-// given. NaN is recorded as NaN; MLflow's SQL stores record +Inf and -Inf as the
-// largest and smallest float64.
+// given. NaN is recorded as NaN (sent as the protobuf JSON "NaN"); +Inf and -Inf
+// are sent as "Infinity" and "-Infinity", which MLflow's SQL stores record as
+// +math.MaxFloat64 and -math.MaxFloat64. No point is skipped.
 //
 // All or none: when a request fails, Log returns its error and remembers the points
 // the requests before it recorded; a next call whose points start with those (the

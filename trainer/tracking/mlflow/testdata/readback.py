@@ -14,14 +14,13 @@ import sys
 from mlflow.tracking import MlflowClient
 
 
-def main():
+def main() -> None:
     uri, run_id, *keys = sys.argv[1:]
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(run_id)
     history = {
         key: [
-            {"value": repr(m.value), "step": m.step, "timestamp": m.timestamp}
-            for m in client.get_metric_history(run_id, key)
+            {"value": repr(m.value), "step": m.step, "timestamp": m.timestamp} for m in client.get_metric_history(run_id, key)
         ]
         for key in keys
     }

@@ -49,6 +49,11 @@ const (
 	// ConditionStalled is True once the job failed, with the Failed condition's reason
 	// and message.
 	ConditionStalled = "Stalled"
+	// ConditionTrackingDegraded is True while an experiment tracker of spec.tracking
+	// does not record the run (status.training.tracking.degraded says why, naming the
+	// field to fix when one can); False once every tracker records again. Training
+	// goes on either way. Absent for a job without spec.tracking.
+	ConditionTrackingDegraded = "TrackingDegraded"
 )
 
 // Condition reasons (status.conditions[].reason, and the reasons of the events the

@@ -325,6 +325,10 @@ type TrainingStatus struct {
 	// +optional
 	LastStep *StepTimes `json:"lastStep,omitempty"`
 
+	// Tracking is how the experiment trackers of spec.tracking are doing.
+	// +optional
+	Tracking *TrackingStatus `json:"tracking,omitempty"`
+
 	// LastCheckpoint is the newest checkpoint written.
 	// +optional
 	LastCheckpoint *CheckpointStatus `json:"lastCheckpoint,omitempty"`

@@ -68,6 +68,10 @@ var acceptedEdges = map[string]string{
 	"export-beside-checkpoints": recorded + "\n    - name: d\n      persistentVolumeClaim: {claimName: data, path: models/run-1}\n  model: {worker: cuda, pretrained: m}\n  checkpoint: {persistentVolumeClaim: {claimName: runs, path: checkpoints/run-1}}\n  export: {persistentVolumeClaim: {claimName: runs, path: models/run-1}}",
 	"export-prefix-not-folder":  recorded + "\n  model: {worker: cuda, pretrained: m}\n  checkpoint: {persistentVolumeClaim: {claimName: runs, path: run-10}}\n  export: {persistentVolumeClaim: {claimName: runs, path: run-1}}",
 	"flash-in-bfloat16":         recorded + "\n  model: {worker: cuda, pretrained: m, dtype: bfloat16, attnImplementation: flash_attention_3}",
+	// Tracking: every run-name variable, an https URI with a path, port and query;
+	// TensorBoard in a nested folder whose name starts like a checkpoint's.
+	"tracking-every-variable": recorded + "\n  checkpoint: {persistentVolumeClaim: {claimName: runs}}\n  tracking: {mlflow: {trackingURI: \"https://mlflow.example.com:8443/tracking?tenant=ml\", experiment: \"GUI agents/ESPO\", runName: \"{namespace}/{name}-{algorithm}-{uid}\", credentialsSecret: {name: mlflow-credentials}}, tensorboard: {path: tb/step-1}}",
+	"tracking-mlflow-only":    recorded + "\n  tracking: {mlflow: {trackingURI: \"http://10.0.0.9:5000\"}}",
 }
 
 // TestAcceptedEdges creates every job of acceptedEdges and expects each accepted.

@@ -20,6 +20,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
@@ -33,6 +34,10 @@ import (
 type batchStats struct {
 	rewardSum   float64
 	rewardCount int
+	// stageReward accumulates the step rewards of each stage's candidates.
+	stageReward map[espo.Stage]*meanAcc
+	// advantage accumulates the candidates' advantages A and A^2.
+	advantage, advantageSq meanAcc
 	// cout is the mean R_COUT over the batch's episodes (0 for SFT and GRPO).
 	cout         float64
 	kl           float64
@@ -57,6 +62,34 @@ type samplerStats struct {
 	// weight before truncation, truncated the fraction of tokens whose weight was
 	// truncated at the cap.
 	mismatch, weight, truncated float64
+}
+
+// addStageReward adds a candidate's step reward r to its stage's.
+func (s *batchStats) addStageReward(stage espo.Stage, r float64) {
+	if s.stageReward == nil {
+		s.stageReward = map[espo.Stage]*meanAcc{}
+	}
+	if s.stageReward[stage] == nil {
+		s.stageReward[stage] = &meanAcc{}
+	}
+	s.stageReward[stage].add(r, 1)
+}
+
+// addAdvantages adds the groups' advantages to the step's statistics.
+func (s *batchStats) addAdvantages(gs []*group) {
+	for _, g := range gs {
+		for _, a := range g.adv {
+			s.advantage.add(a, 1)
+			s.advantageSq.add(a*a, 1)
+		}
+	}
+}
+
+// advantageStd is the standard deviation of the step's advantages,
+// sqrt(E[A^2] - E[A]^2).
+func (s batchStats) advantageStd() float64 {
+	m := s.advantage.mean()
+	return math.Sqrt(max(s.advantageSq.mean()-m*m, 0))
 }
 
 func (s batchStats) meanReward() float64 {
@@ -148,7 +181,9 @@ func (t *Trainer) backwardRL(ctx context.Context, b experience.Batch, stats *bat
 		if err := t.intents.PrefetchBatch(ctx, b.Groups); err != nil {
 			return err
 		}
-		return t.advantages(gs, b.Families, stats)
+		err := t.advantages(gs, b.Families, stats)
+		stats.addAdvantages(gs)
+		return err
 	})
 	if err != nil {
 		return err
@@ -223,6 +258,7 @@ func (t *Trainer) score(g *experience.Group, stats *batchStats) espo.EpisodeRewa
 			ep.Step[j*G+c], ep.Stage[j*G+c] = sc.Step(), sc.Stage
 			stats.rewardSum += sc.Step()
 			stats.rewardCount++
+			stats.addStageReward(ep.Stages[j], sc.Step())
 		}
 	}
 	return ep

@@ -163,6 +163,7 @@ func (t *Trainer) publishEval(ctx context.Context, ep *plan.Epoch, r *EvalResult
 		t.status.BestRecommendationAccuracy = trainingv1alpha1.NewMetric(t.state.BestRecommendationAccuracy)
 	}
 	t.opts.Metrics.observeEval(r.Split, r.named())
+	t.trackEval(r)
 	t.opts.Log.Info("evaluation", "split", r.Split, "stage", ep.Kind, "epoch", ep.Number, "step", r.Step,
 		"guiTypeAccuracy", percent(r.GUITypeAccuracy), "elementAccuracy", percent(r.ElementAccuracy),
 		"operationF1", percent(r.OperationF1), "stepSuccessRate", percent(r.StepSuccessRate),
@@ -325,6 +326,7 @@ func (t *Trainer) export(ctx context.Context) error {
 		st.Metric, st.Value = trainingv1alpha1.EvalMetric(ex.BestBy), trainingv1alpha1.NewMetric(best.named()[ex.BestBy])
 	}
 	t.status.Export = st
+	t.trackExport(st)
 	t.opts.Log.Info("exported the trained policy", "dir", ex.Dir, "kind", out.Kind, "merged", out.Merged, "step", out.Step, "files", out.Files)
 	return nil
 }

@@ -165,6 +165,7 @@ func ReportSetupError(ctx context.Context, r Reporter, err error) error {
 func (t *Trainer) report(ctx context.Context) {
 	now := t.now()
 	t.status.LastUpdateTime = &now
+	t.status.Tracking = t.trackingStatus()
 	t.markReported()
 	if err := t.opts.Reporter.Report(ctx, t.status.DeepCopy()); err != nil {
 		t.opts.Log.Error(err, "reporting progress")

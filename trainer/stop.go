@@ -127,6 +127,7 @@ func (t *Trainer) end(ctx context.Context, s stop) (*Report, error) {
 
 // reportEnd reports the outcome of a run that ended as s.
 func (t *Trainer) reportEnd(ctx context.Context, s stop) {
+	t.trackEnd(s)
 	t.status.Outcome, t.status.Message = s.outcome(), trainingv1alpha1.BoundMessage(s.message)
 	t.report(ctx)
 }
@@ -162,6 +163,7 @@ func (t *Trainer) reportDrained(ctx context.Context, err error) error {
 		msg = fmt.Sprintf("stopped on SIGTERM after step %d, the next one interrupted (%v); %s", t.state.Step, err, resume)
 	}
 	t.status.Message = trainingv1alpha1.BoundMessage(msg)
+	t.trackEnd(t.drained())
 	t.report(ctx)
 	t.opts.Log.Info(msg)
 	return fmt.Errorf("%w: %s", ErrDrained, msg)

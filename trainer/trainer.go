@@ -36,6 +36,7 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/intents"
 	"github.com/espo-dev/espo-operator/trainer/permanent"
 	"github.com/espo-dev/espo-operator/trainer/plan"
+	"github.com/espo-dev/espo-operator/trainer/tracking"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
@@ -67,6 +68,9 @@ type State struct {
 	// Workers is the number of workers of the gang that wrote the checkpoint (0 in a
 	// checkpoint of a version before it): a resume on another number says so.
 	Workers int `json:"workers,omitempty"`
+	// Tracking holds, by tracker, the metric points it had not recorded when the
+	// checkpoint was written: a resumed run sends them.
+	Tracking map[string][]tracking.Point `json:"tracking,omitempty"`
 }
 
 // Options are what a Trainer needs besides its Config.
@@ -79,6 +83,9 @@ type Options struct {
 	Reporter Reporter
 	// Metrics receives Prometheus metrics; nil discards them.
 	Metrics *Metrics
+	// Tracker records the run in the experiment trackers of spec.tracking
+	// (NewTracker); nil records nothing. Run ends it.
+	Tracker *tracking.Tracker
 	// Clock reads the time and times the reports of a wait for workers; nil is the
 	// real clock.
 	Clock clock.Clock
@@ -141,6 +148,8 @@ type Trainer struct {
 	epochReward meanAcc
 	// lastReport is the last report sent (reportStep bounds the rate of reports).
 	lastReport lastReport
+	// trackEnded is set once the tracker was ended (trackEnd).
+	trackEnded bool
 }
 
 // New loads the datasets of the run s configures, and plans it.
@@ -240,6 +249,7 @@ func (t *Trainer) Splits() *experience.Splits { return t.src.Recorded() }
 func (t *Trainer) Run(ctx context.Context) (*Report, error) {
 	defer t.releaseWorkers()
 	defer t.src.Close()
+	defer t.trackEnd(t.drained()) // a run stopped without an outcome stays open in the trackers
 	return t.end(ctx, t.run(ctx))
 }
 
@@ -315,6 +325,7 @@ func (t *Trainer) start(ctx context.Context) error {
 	t.opts.Log.Info("workers ready", "workers", t.opts.Workers.Size(), "model", d.Model,
 		"device", d.Device, "parameters", d.Parameters)
 	t.status.Provenance.ModelConfig, t.status.Provenance.Encoder = d.ModelConfigSHA256, d.EncoderSHA256
+	t.trackStart()
 	return t.prepareRewards(ctx)
 }
 
@@ -429,6 +440,10 @@ func (t *Trainer) checkpoint(ctx context.Context) error {
 		return nil
 	}
 	t.state.Workers = t.opts.Workers.Size()
+	if tr := t.opts.Tracker; tr != nil {
+		t.state.Tracking = tr.Pending()
+		defer func() { t.state.Tracking = nil }()
+	}
 	dir, err := t.store.Save(t.state.Step, t.state, func(dir string) error {
 		return t.opts.Workers.Save(ctx, filepath.Join(dir, checkpoint.WorkerStateFile))
 	})
@@ -458,6 +473,7 @@ func (t *Trainer) record(ctx context.Context, ep *plan.Epoch, s batchStats, took
 	}
 	t.status.LastStep = stepTimes(t.state.Step, took, s.times, s.tokens)
 	t.opts.Metrics.observeStep(ep.Kind, t.state.Step, s, took)
+	t.trackStep(ep.Kind, s, took)
 	t.opts.Log.Info("step", append(kv, "gradNorm", s.gradNorm, "stepSeconds", took.Seconds(), "tokens", s.tokens,
 		"dominantPhase", t.status.LastStep.Dominant,
 		"eta", (time.Duration(t.status.TotalSteps-t.state.Step)*took).Round(time.Second).String())...)

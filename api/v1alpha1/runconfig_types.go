@@ -71,6 +71,16 @@ type JobRef struct {
 	UID types.UID `json:"uid,omitempty"`
 }
 
+// The environment variables of the trainer container that hold the MLflow tracking
+// server's credentials when spec.tracking.mlflow.credentialsSecret is set: the
+// controller fills them from the Secret's keys token, username and password
+// (valueFrom.secretKeyRef, each optional), the names MLflow's own clients read.
+const (
+	MLflowTokenEnv    = "MLFLOW_TRACKING_TOKEN"
+	MLflowUsernameEnv = "MLFLOW_TRACKING_USERNAME"
+	MLflowPasswordEnv = "MLFLOW_TRACKING_PASSWORD"
+)
+
 // RunConfigKey is the ConfigMap key that holds the RunConfig.
 const RunConfigKey = "run.yaml"
 

@@ -22,8 +22,11 @@ package tracking
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 )
 
@@ -104,4 +107,40 @@ func Permanent(field string, err error) error { return &PermanentError{Field: fi
 func IsPermanent(err error) bool {
 	var p *PermanentError
 	return errors.As(err, &p)
+}
+
+// pointJSON is a Point as a checkpoint keeps it (Point.MarshalJSON).
+type pointJSON struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+	Step  int64           `json:"step"`
+	Time  time.Time       `json:"time"`
+}
+
+// MarshalJSON writes p as {"key", "value", "step", "time"}, its value a JSON number
+// or, for the values JSON numbers cannot hold, the string "NaN", "+Inf" or "-Inf".
+func (p Point) MarshalJSON() ([]byte, error) {
+	v := []byte(strconv.FormatFloat(p.Value, 'g', -1, 64))
+	if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+		v = []byte(strconv.Quote(strconv.FormatFloat(p.Value, 'g', -1, 64)))
+	}
+	return json.Marshal(pointJSON{Key: p.Key, Value: v, Step: p.Step, Time: p.Time})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (p *Point) UnmarshalJSON(b []byte) error {
+	var j pointJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	text := string(j.Value)
+	if s, err := strconv.Unquote(text); err == nil {
+		text = s
+	}
+	v, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return fmt.Errorf("tracking point %s at step %d: value %s: %w", j.Key, j.Step, j.Value, err)
+	}
+	*p = Point{Key: j.Key, Value: v, Step: j.Step, Time: j.Time}
+	return nil
 }

@@ -291,22 +291,46 @@ func podEnv(job *trainingv1alpha1.ESPOJob, rank int32) []corev1.EnvVar {
 
 // trainerEnv is the trainer container's own environment, after podEnv's (so that it
 // wins over spec.trainer.env): with spec.rewards.intent.embedder.apiKeySecretRef, the
-// embedding service's API key, which the kubelet takes from the Secret
+// embedding service's API key, and with spec.tracking.mlflow.credentialsSecret, the
+// tracking server's credentials, which the kubelet takes from the Secrets
 // (valueFrom.secretKeyRef), so that the controller needs no access to Secrets and the
-// key is in no object the controller writes. Only the trainer calls the service, so no
-// other container gets the key.
+// keys are in no object the controller writes. Only the trainer calls the service and
+// the tracker, so no other container gets them.
 //
 // spec.rewards is left out of the pod template hash (podTemplateInputs): it is
-// immutable, so what is read from it here can never differ between a job's pods.
+// immutable, so what is read from it here can never differ between a job's pods;
+// spec.tracking is in it.
 func trainerEnv(job *trainingv1alpha1.ESPOJob) []corev1.EnvVar {
-	e := job.Spec.Rewards.Intent.Embedder
-	if e == nil || e.APIKeySecretRef == nil {
+	var env []corev1.EnvVar
+	if e := job.Spec.Rewards.Intent.Embedder; e != nil && e.APIKeySecretRef != nil {
+		ref := e.APIKeySecretRef
+		env = append(env, corev1.EnvVar{Name: trainingv1alpha1.EmbedderAPIKeyEnv, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: ref.Key},
+		}})
+	}
+	return append(env, mlflowCredentialsEnv(job)...)
+}
+
+// mlflowCredentialsEnv is the trainer container's MLflow credentials from
+// spec.tracking.mlflow.credentialsSecret: its keys token, username and password as
+// MLFLOW_TRACKING_TOKEN, _USERNAME and _PASSWORD, each optional, so that a Secret that
+// is missing or holds only some of them does not keep the pod from starting (a
+// tracker must not stop the run): the trainer finds what is there, and when it is not
+// enough says so in the TrackingDegraded condition, naming the field.
+func mlflowCredentialsEnv(job *trainingv1alpha1.ESPOJob) []corev1.EnvVar {
+	tr := job.Spec.Tracking
+	if tr == nil || tr.MLflow == nil || tr.MLflow.CredentialsSecret == nil {
 		return nil
 	}
-	ref := e.APIKeySecretRef
-	return []corev1.EnvVar{{Name: trainingv1alpha1.EmbedderAPIKeyEnv, ValueFrom: &corev1.EnvVarSource{
-		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: ref.Key},
-	}}}
+	name := tr.MLflow.CredentialsSecret.Name
+	optional := true
+	var env []corev1.EnvVar
+	for _, kv := range [][2]string{{trainingv1alpha1.MLflowTokenEnv, "token"}, {trainingv1alpha1.MLflowUsernameEnv, "username"},
+		{trainingv1alpha1.MLflowPasswordEnv, "password"}} {
+		env = append(env, corev1.EnvVar{Name: kv[0], ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: kv[1], Optional: &optional}}})
+	}
+	return env
 }
 
 // trainerMounts are rank 0's extra mounts: every PVC or ConfigMap dataset source

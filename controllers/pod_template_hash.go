@@ -48,7 +48,7 @@ const podTemplateHashLength = 16
 
 // podTemplateInputs are the parts of a job's spec its trainer pods are built and
 // started from, named as in the spec: what pod.go reads (trainer, model, datasets,
-// checkpoint, export) and what the trainer reads from the run config at its start and the API
+// checkpoint, export, tracking) and what the trainer reads from the run config at its start and the API
 // lets change on a resume (earlyStopping). Left out are spec.runPolicy, which the
 // controller enforces and which may change at any time, and spec.algorithm and
 // spec.rewards, which are immutable and reach the run config (and, for
@@ -62,6 +62,7 @@ type podTemplateInputs struct {
 	Checkpoint    *trainingv1alpha1.CheckpointSpec    `json:"checkpoint,omitempty"`
 	EarlyStopping *trainingv1alpha1.EarlyStoppingSpec `json:"earlyStopping,omitempty"`
 	Export        *trainingv1alpha1.ExportSpec        `json:"export,omitempty"`
+	Tracking      *trainingv1alpha1.TrackingSpec      `json:"tracking,omitempty"`
 }
 
 // podTemplateHash is the hash of what the job's trainer pods are built and started
@@ -81,7 +82,7 @@ type podTemplateInputs struct {
 func podTemplateHash(job *trainingv1alpha1.ESPOJob) string {
 	s := &job.Spec
 	raw, err := canonicalJSON(podTemplateInputs{Trainer: &s.Trainer, Model: &s.Model, Datasets: &s.Datasets,
-		Checkpoint: s.Checkpoint, EarlyStopping: s.EarlyStopping, Export: s.Export})
+		Checkpoint: s.Checkpoint, EarlyStopping: s.EarlyStopping, Export: s.Export, Tracking: s.Tracking})
 	if err != nil {
 		return ""
 	}

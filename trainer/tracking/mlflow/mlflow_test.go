@@ -22,22 +22,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/espo-dev/espo-operator/trainer/tracking"
 	"github.com/espo-dev/espo-operator/trainer/tracking/mlflow"
+	"github.com/espo-dev/espo-operator/trainer/tracking/mlflow/mlflowtest"
 )
 
 // start is the time of the tests' first point: whole milliseconds, as MLflow keeps
@@ -96,19 +92,18 @@ func stepsTo(n int64) []int64 {
 // checkHistory checks that the history MLflow holds of each key of points is those
 // points, each once (+Inf and -Inf read back as the largest and smallest float64, as
 // MLflow's SQL store keeps them).
-func checkHistory(t *testing.T, rb readBack, points []tracking.Point) {
+func checkHistory(t *testing.T, run mlflowtest.Run, points []tracking.Point) {
 	t.Helper()
-	want := map[string][]readBackMetric{}
+	want := map[string][]mlflowtest.Metric{}
 	for _, p := range points {
 		v := p.Value
 		if math.IsInf(v, 0) {
 			v = math.Copysign(math.MaxFloat64, v)
 		}
-		want[p.Key] = append(want[p.Key], readBackMetric{Value: pyRepr(v), Step: p.Step, Timestamp: p.Time.UnixMilli()})
+		want[p.Key] = append(want[p.Key], mlflowtest.Metric{Step: p.Step, Value: v, Timestamp: p.Time.UnixMilli()})
 	}
 	for key, w := range want {
-		got := append([]readBackMetric(nil), rb.History[key]...)
-		sort.Slice(got, func(i, j int) bool { return got[i].Step < got[j].Step })
+		got := run.History[key]
 		sort.Slice(w, func(i, j int) bool { return w[i].Step < w[j].Step })
 		if len(got) != len(w) {
 			t.Errorf("history of %s: %d values, want %d", key, len(got), len(w))
@@ -123,20 +118,9 @@ func checkHistory(t *testing.T, rb readBack, points []tracking.Point) {
 	}
 }
 
-// pyRepr writes v as Python's repr does, for comparing the read-back values.
-func pyRepr(v float64) string {
-	if math.IsNaN(v) {
-		return "nan"
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
-// sameMetric compares read-back metrics, values as floats (Python writes 1e+308 and
-// 1.0 where Go writes 1e+308 and 1).
-func sameMetric(got, want readBackMetric) bool {
-	g, err1 := strconv.ParseFloat(got.Value, 64)
-	w, err2 := strconv.ParseFloat(want.Value, 64)
-	sameValue := err1 == nil && err2 == nil && (g == w || math.IsNaN(g) && math.IsNaN(w))
+// sameMetric compares metrics, NaN the same as NaN.
+func sameMetric(got, want mlflowtest.Metric) bool {
+	sameValue := got.Value == want.Value || math.IsNaN(got.Value) && math.IsNaN(want.Value)
 	return sameValue && got.Step == want.Step && got.Timestamp == want.Timestamp
 }
 
@@ -146,9 +130,9 @@ func sameMetric(got, want readBackMetric) bool {
 // and ends it Succeeded; MLflow's Python client reads back each param, the job's
 // tags, each metric's history exactly, and the run FINISHED.
 func TestNewRunRecordsParamsTagsAndMetrics(t *testing.T) {
-	s := theServer(t)
+	s := mlflowtest.Shared(t)
 	ctx := context.Background()
-	c := newClient(t, s.uri, uniqueExperiment(t))
+	c := newClient(t, s.URI(), uniqueExperiment(t))
 	run := jobRun("3f9c1d52-0000-4000-8000-000000000001")
 	opened := open(t, c, run)
 	if opened.RunID == "" || len(opened.LastSteps) != 0 {
@@ -176,7 +160,7 @@ func TestNewRunRecordsParamsTagsAndMetrics(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
-	rb := s.readRun(t, opened.RunID, "train/loss", "eval/validation/recommendationAccuracy", "train/gradNorm")
+	rb := s.ReadRun(t, opened.RunID, "train/loss", "eval/validation/recommendationAccuracy", "train/gradNorm")
 	if rb.Status != "FINISHED" || rb.EndTime == nil || *rb.EndTime == 0 {
 		t.Errorf("status %s, end time %v; want FINISHED with an end time", rb.Status, rb.EndTime)
 	}
@@ -220,11 +204,11 @@ func checkParams(t *testing.T, got, want map[string]string) {
 // the value of the largest step). A run that ended Failed is RUNNING again; another
 // job gets a run of its own.
 func TestOpenAgainFindsTheRunAndItsLastSteps(t *testing.T) {
-	s := theServer(t)
+	s := mlflowtest.Shared(t)
 	ctx := context.Background()
 	exp := uniqueExperiment(t)
 	run := jobRun("3f9c1d52-0000-4000-8000-000000000002")
-	first := newClient(t, s.uri, exp)
+	first := newClient(t, s.URI(), exp)
 	opened := open(t, first, run)
 	points := []tracking.Point{
 		{Key: "train/loss", Value: 0.9, Step: 5, Time: start.Add(3 * time.Second)},
@@ -238,22 +222,22 @@ func TestOpenAgainFindsTheRunAndItsLastSteps(t *testing.T) {
 	if err := first.Close(ctx, "Failed"); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if rb := s.readRun(t, opened.RunID); rb.Status != "FAILED" || rb.EndTime == nil {
+	if rb := s.ReadRun(t, opened.RunID); rb.Status != "FAILED" || rb.EndTime == nil {
 		t.Errorf("after Close(Failed): status %s, end time %v; want FAILED with an end time", rb.Status, rb.EndTime)
 	}
 
-	again := open(t, newClient(t, s.uri, exp), run)
+	again := open(t, newClient(t, s.URI(), exp), run)
 	want := map[string]int64{"train/loss": 7, "eval/accuracy": 2}
 	if again.RunID != opened.RunID || !equalSteps(again.LastSteps, want) {
 		t.Errorf("Open again: %+v, want run %s with last steps %v", again, opened.RunID, want)
 	}
-	if rb := s.readRun(t, opened.RunID); rb.Status != "RUNNING" {
-		t.Errorf("after Open again: status %s, want RUNNING", rb.Status)
-	}
 
-	other := open(t, newClient(t, s.uri, exp), jobRun("3f9c1d52-0000-4000-8000-000000000003"))
+	other := open(t, newClient(t, s.URI(), exp), jobRun("3f9c1d52-0000-4000-8000-000000000003"))
 	if other.RunID == opened.RunID || len(other.LastSteps) != 0 {
 		t.Errorf("Open of another job: %+v, want a run of its own, without steps", other)
+	}
+	if found, ok := s.FindRun(t, exp, run.JobUID); !ok || found.ID != opened.RunID || found.Status != "RUNNING" {
+		t.Errorf("the job's run after Open again: %s %s (found: %t), want run %s RUNNING", found.ID, found.Status, ok, opened.RunID)
 	}
 }
 
@@ -273,9 +257,9 @@ func equalSteps(a, b map[string]int64) bool {
 // does; a changed value is MLflow's INVALID_PARAMETER_VALUE, an *APIError that is
 // not permanent.
 func TestLogParamsAgainIsNoError(t *testing.T) {
-	s := theServer(t)
+	s := mlflowtest.Shared(t)
 	ctx := context.Background()
-	c := newClient(t, s.uri, uniqueExperiment(t))
+	c := newClient(t, s.URI(), uniqueExperiment(t))
 	open(t, c, jobRun("3f9c1d52-0000-4000-8000-000000000004"))
 	params := map[string]string{"learningRate": "1e-06", "groupSize": "8"}
 	for i := range 2 {
@@ -295,10 +279,11 @@ func TestLogParamsAgainIsNoError(t *testing.T) {
 // the caller sends the points again with ten more, and the proxy passes each point
 // to MLflow once, which holds each once.
 func TestLogAfterAFailedRequestRecordsEachPointOnce(t *testing.T) {
-	s := theServer(t)
+	s := mlflowtest.Shared(t)
 	ctx := context.Background()
 	var batches, forwarded int
-	proxy := proxyTo(t, s.uri, func(r *http.Request, body []byte) bool {
+	proxy := mlflowtest.NewSwitch(t, s.URI())
+	proxy.Filter(func(r *http.Request, body []byte) bool {
 		if !strings.HasSuffix(r.URL.Path, "/runs/log-batch") {
 			return true
 		}
@@ -312,7 +297,7 @@ func TestLogAfterAFailedRequestRecordsEachPointOnce(t *testing.T) {
 		forwarded += len(req.Metrics)
 		return true
 	})
-	c := newClient(t, proxy, uniqueExperiment(t))
+	c := newClient(t, proxy.URI(), uniqueExperiment(t))
 	opened := open(t, c, jobRun("3f9c1d52-0000-4000-8000-000000000005"))
 	points := series("train/loss", func(s int64) float64 { return float64(s) }, stepsTo(2500)...)
 	err := c.Log(ctx, points)
@@ -326,7 +311,7 @@ func TestLogAfterAFailedRequestRecordsEachPointOnce(t *testing.T) {
 	if forwarded != len(points) {
 		t.Errorf("the proxy passed %d metrics to MLflow, want each of the %d once", forwarded, len(points))
 	}
-	checkHistory(t, s.readRun(t, opened.RunID, "train/loss"), points)
+	checkHistory(t, s.ReadRun(t, opened.RunID, "train/loss"), points)
 }
 
 // TestExperimentCreatedMeanwhileIsUsed opens the first run of an experiment while
@@ -334,13 +319,14 @@ func TestLogAfterAFailedRequestRecordsEachPointOnce(t *testing.T) {
 // creation (a proxy creates it first): MLflow answers RESOURCE_ALREADY_EXISTS, and
 // Open uses the experiment the other created.
 func TestExperimentCreatedMeanwhileIsUsed(t *testing.T) {
-	s := theServer(t)
+	s := mlflowtest.Shared(t)
 	exp := uniqueExperiment(t)
 	created := false
-	proxy := proxyTo(t, s.uri, func(r *http.Request, body []byte) bool {
+	proxy := mlflowtest.NewSwitch(t, s.URI())
+	proxy.Filter(func(r *http.Request, body []byte) bool {
 		if strings.HasSuffix(r.URL.Path, "/experiments/create") && !created {
 			created = true
-			resp, err := http.Post(s.uri+r.URL.Path, "application/json", bytes.NewReader(body))
+			resp, err := http.Post(s.URI()+r.URL.Path, "application/json", bytes.NewReader(body))
 			if err != nil || resp.StatusCode != http.StatusOK {
 				t.Errorf("the other trainer's experiments/create: %v %v", resp, err)
 			}
@@ -350,52 +336,26 @@ func TestExperimentCreatedMeanwhileIsUsed(t *testing.T) {
 		}
 		return true
 	})
-	opened := open(t, newClient(t, proxy, exp), jobRun("3f9c1d52-0000-4000-8000-000000000009"))
+	opened := open(t, newClient(t, proxy.URI(), exp), jobRun("3f9c1d52-0000-4000-8000-000000000009"))
 	if !created || opened.RunID == "" {
 		t.Errorf("Open: %+v (experiment created meanwhile: %t), want a run", opened, created)
 	}
-	again := open(t, newClient(t, s.uri, exp), jobRun("3f9c1d52-0000-4000-8000-000000000009"))
+	again := open(t, newClient(t, s.URI(), exp), jobRun("3f9c1d52-0000-4000-8000-000000000009"))
 	if again.RunID != opened.RunID {
 		t.Errorf("Open at the server itself: run %s, want %s, in the experiment created meanwhile", again.RunID, opened.RunID)
 	}
 }
 
-// proxyTo returns the URI of a proxy to MLflow at target that shows each request
-// and its body to pass first, one at a time, and answers 503 itself to those pass
-// reports false for.
-func proxyTo(t *testing.T, target string, pass func(r *http.Request, body []byte) bool) string {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	forward := httputil.NewSingleHostReverseProxy(u)
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		mu.Lock()
-		ok := pass(r, body)
-		mu.Unlock()
-		if !ok {
-			http.Error(w, `{"error_code": "TEMPORARILY_UNAVAILABLE", "message": "the proxy failed it"}`, http.StatusServiceUnavailable)
-			return
-		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(proxy.Close)
-	return proxy.URL
-}
-
 // TestRunWithoutANameIsNamedAfterTheJob checks that a run whose Name is empty is
 // named after the job, not with a name MLflow makes up.
 func TestRunWithoutANameIsNamedAfterTheJob(t *testing.T) {
-	s := theServer(t)
+	s := mlflowtest.Shared(t)
 	run := jobRun("3f9c1d52-0000-4000-8000-000000000008")
 	run.Name = ""
-	opened := open(t, newClient(t, s.uri, uniqueExperiment(t)), run)
-	if rb := s.readRun(t, opened.RunID); rb.Tags["mlflow.runName"] != run.JobName {
-		t.Errorf("run name %q, want the job's, %q", rb.Tags["mlflow.runName"], run.JobName)
+	exp := uniqueExperiment(t)
+	opened := open(t, newClient(t, s.URI(), exp), run)
+	if found, ok := s.FindRun(t, exp, run.JobUID); !ok || found.ID != opened.RunID || found.Tags["mlflow.runName"] != run.JobName {
+		t.Errorf("the job's run %s (found: %t) is named %q, want run %s named after the job, %q", found.ID, ok, found.Tags["mlflow.runName"], opened.RunID, run.JobName)
 	}
 }
 
@@ -403,9 +363,9 @@ func TestRunWithoutANameIsNamedAfterTheJob(t *testing.T) {
 // is none of the contract's is an error that leaves the run open, and that Close
 // without an outcome releases it.
 func TestCloseWithAnUnknownOutcomeKeepsTheRun(t *testing.T) {
-	s := theServer(t)
+	s := mlflowtest.Shared(t)
 	ctx := context.Background()
-	c := newClient(t, s.uri, uniqueExperiment(t))
+	c := newClient(t, s.URI(), uniqueExperiment(t))
 	open(t, c, jobRun("3f9c1d52-0000-4000-8000-000000000007"))
 	if err := c.Close(ctx, "Paused"); err == nil || !strings.Contains(err.Error(), `outcome "Paused"`) {
 		t.Errorf("Close(Paused): %v, want an error naming the outcome", err)
@@ -425,11 +385,11 @@ func TestCloseWithAnUnknownOutcomeKeepsTheRun(t *testing.T) {
 // MLflow: no retry brings it back, so the error is permanent and names the
 // experiment's field.
 func TestDeletedExperimentIsPermanent(t *testing.T) {
-	s := theServer(t)
+	s := mlflowtest.Shared(t)
 	exp := uniqueExperiment(t)
-	open(t, newClient(t, s.uri, exp), jobRun("3f9c1d52-0000-4000-8000-000000000006"))
-	s.deleteExperiment(t, exp)
-	_, err := newClient(t, s.uri, exp).Open(context.Background(), jobRun("3f9c1d52-0000-4000-8000-000000000006"))
+	open(t, newClient(t, s.URI(), exp), jobRun("3f9c1d52-0000-4000-8000-000000000006"))
+	deleteExperiment(t, s, exp)
+	_, err := newClient(t, s.URI(), exp).Open(context.Background(), jobRun("3f9c1d52-0000-4000-8000-000000000006"))
 	checkPermanent(t, err, mlflow.FieldExperiment, "is deleted")
 }
 

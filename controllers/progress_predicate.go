@@ -28,7 +28,8 @@ import (
 // the trainer's progress in status.training (step, rewards, evaluations, times): the
 // controller acts on none of it. A change of status.training.outcome or .message,
 // which the success and failure policies read, of .waitingForWorker, which the
-// Running condition shows, or of anything else still reconciles. A new
+// Running condition shows, of .tracking.degraded, which the TrackingDegraded
+// condition shows, or of anything else still reconciles. A new
 // .resumedFrom is not for the reconciler either: the watch of resumeEventHandler,
 // which this predicate does not filter, announces it.
 func ignoreTrainingProgress() predicate.Predicate {
@@ -60,6 +61,9 @@ type trainingOutcome struct {
 	outcome  trainingv1alpha1.TrainingOutcome
 	message  string
 	waiting  string
+	// degraded is status.training.tracking.degraded, which the TrackingDegraded
+	// condition shows.
+	degraded string
 }
 
 func outcomeOf(j *trainingv1alpha1.ESPOJob) trainingOutcome {
@@ -67,5 +71,9 @@ func outcomeOf(j *trainingv1alpha1.ESPOJob) trainingOutcome {
 	if t == nil {
 		return trainingOutcome{}
 	}
-	return trainingOutcome{reported: true, outcome: t.Outcome, message: t.Message, waiting: t.WaitingForWorker}
+	o := trainingOutcome{reported: true, outcome: t.Outcome, message: t.Message, waiting: t.WaitingForWorker}
+	if t.Tracking != nil {
+		o.degraded = t.Tracking.Degraded
+	}
+	return o
 }

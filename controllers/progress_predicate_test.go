@@ -50,6 +50,12 @@ func TestIgnoreTrainingProgress(t *testing.T) {
 		{"a wait for a worker", func(j *trainingv1alpha1.ESPOJob) {
 			j.Status.Training.WaitingForWorker = "waiting 10s for worker 0 (10.0.0.5:50051): connection refused"
 		}, true},
+		{"tracking degraded", func(j *trainingv1alpha1.ESPOJob) {
+			j.Status.Training.Tracking = &trainingv1alpha1.TrackingStatus{Degraded: "spec.tracking.mlflow: http://mlflow:5000 does not answer", Pending: 40}
+		}, true},
+		{"tracking pending", func(j *trainingv1alpha1.ESPOJob) {
+			j.Status.Training.Tracking = &trainingv1alpha1.TrackingStatus{Pending: 40}
+		}, false},
 		{"first report", func(j *trainingv1alpha1.ESPOJob) { j.Status.Training = nil }, true},
 		{"phase", func(j *trainingv1alpha1.ESPOJob) { j.Status.Phase = trainingv1alpha1.PhaseSucceeded }, true},
 		{"spec", func(j *trainingv1alpha1.ESPOJob) { j.Generation, j.Spec.Trainer.Replicas = 2, 2 }, true},

@@ -52,6 +52,7 @@ var quietReasons = map[string]bool{trainingv1alpha1.ReasonPodsPending: true}
 
 // warningReasons are emitted as Warning events; all others as Normal.
 var warningReasons = map[string]bool{
+	trainingv1alpha1.ReasonTrackerUnavailable:       true,
 	trainingv1alpha1.ReasonCreateFailed:             true,
 	trainingv1alpha1.ReasonPodsUnschedulable:        true,
 	trainingv1alpha1.ReasonImagePullFailed:          true,

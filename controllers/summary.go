@@ -17,6 +17,8 @@ limitations under the License.
 package controllers
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +33,7 @@ func summarize(u *statusUpdate) {
 	if u.listed {
 		updatePodStatus(u, splitPods(u.job, u.pods))
 	}
+	setTrackingCondition(u)
 	u.status().Model = modelSummary(&u.job.Spec.Model)
 	u.status().Phase = computePhase(u.status())
 	setKstatusConditions(u)
@@ -85,6 +88,25 @@ func updatePodStatus(u *statusUpdate, pods *podSet) {
 		}
 		u.setCondition(trainingv1alpha1.ConditionRunning, false, reason, msg)
 	}
+}
+
+// setTrackingCondition sets TrackingDegraded from the trainer's report of its
+// experiment trackers (status.training.tracking) for a job with spec.tracking: True
+// (TrackerUnavailable) with the trainer's message while a tracker does not record
+// the run, False (TrackersRecording) once every one does. Before the trainer first
+// reports on them the condition is left as it is.
+func setTrackingCondition(u *statusUpdate) {
+	t := u.status().Training
+	if u.job.Spec.Tracking == nil || t == nil || t.Tracking == nil {
+		return
+	}
+	if d := t.Tracking.Degraded; d != "" {
+		u.setCondition(trainingv1alpha1.ConditionTrackingDegraded, true, trainingv1alpha1.ReasonTrackerUnavailable,
+			fmt.Sprintf("training goes on; %s (%d values waiting, %d dropped)", d, t.Tracking.Pending, t.Tracking.Dropped))
+		return
+	}
+	u.setCondition(trainingv1alpha1.ConditionTrackingDegraded, false, trainingv1alpha1.ReasonTrackersRecording,
+		"every tracker of spec.tracking records the run")
 }
 
 // trainerWaitsFor is the worker the trainer reports it waits for

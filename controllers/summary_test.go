@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -140,6 +141,49 @@ func TestComputePhase(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := computePhase(&trainingv1alpha1.ESPOJobStatus{Conditions: tc.conds}); got != tc.want {
 				t.Errorf("computePhase = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTrackingCondition: TrackingDegraded follows the trainer's report of its
+// trackers (True with its message while one does not record, False once all do),
+// and is absent before the trainer reports on them and for a job without tracking.
+func TestTrackingCondition(t *testing.T) {
+	now := time.Date(2026, 12, 6, 18, 0, 0, 0, time.UTC)
+	tracked := func(report *trainingv1alpha1.TrackingStatus) *trainingv1alpha1.ESPOJob {
+		j := makeJob().Obj()
+		j.Spec.Tracking = &trainingv1alpha1.TrackingSpec{MLflow: &trainingv1alpha1.MLflowTracking{TrackingURI: "http://mlflow:5000"}}
+		j.Status.Training = &trainingv1alpha1.TrainingStatus{Step: 4, Tracking: report}
+		return j
+	}
+	down := "spec.tracking.mlflow: http://mlflow:5000 does not answer (connection refused)"
+	cases := map[string]struct {
+		job  *trainingv1alpha1.ESPOJob
+		want *metav1.Condition
+	}{
+		"degraded": {tracked(&trainingv1alpha1.TrackingStatus{Degraded: down, Pending: 120, Dropped: 3}),
+			&metav1.Condition{Type: trainingv1alpha1.ConditionTrackingDegraded, Status: metav1.ConditionTrue, Reason: trainingv1alpha1.ReasonTrackerUnavailable,
+				Message: "training goes on; " + down + " (120 values waiting, 3 dropped)"}},
+		"recording": {tracked(&trainingv1alpha1.TrackingStatus{MLflowRunID: "abc"}),
+			&metav1.Condition{Type: trainingv1alpha1.ConditionTrackingDegraded, Status: metav1.ConditionFalse, Reason: trainingv1alpha1.ReasonTrackersRecording,
+				Message: "every tracker of spec.tracking records the run"}},
+		"not reported yet": {tracked(nil), nil},
+		"no tracking":      {makeJob().Obj(), nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			u := newStatusUpdate(tc.job, now)
+			setTrackingCondition(u)
+			got := meta.FindStatusCondition(u.job.Status.Conditions, trainingv1alpha1.ConditionTrackingDegraded)
+			if tc.want == nil {
+				if got != nil {
+					t.Errorf("condition %+v, want none", got)
+				}
+				return
+			}
+			if got == nil || got.Status != tc.want.Status || got.Reason != tc.want.Reason || got.Message != tc.want.Message {
+				t.Errorf("condition %+v, want %+v", got, tc.want)
 			}
 		})
 	}

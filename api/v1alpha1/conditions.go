@@ -134,6 +134,11 @@ const (
 	// whose PodGroup kind the cluster does not serve (Created=False); the message
 	// names the kind and what to install or enable. No pods are created until it is.
 	ReasonPodGroupUnavailable = "PodGroupUnavailable"
+	// ReasonTrackerUnavailable (TrackingDegraded True): an experiment tracker of
+	// spec.tracking does not record the run; the message says which and why.
+	ReasonTrackerUnavailable = "TrackerUnavailable"
+	// ReasonTrackersRecording (TrackingDegraded False): every tracker records.
+	ReasonTrackersRecording = "TrackersRecording"
 )
 
 // MaxConditionMessageLength bounds the messages written into conditions, events and

@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -149,8 +150,9 @@ func runTrainer(ctx context.Context, drain <-chan struct{}, o trainerOptions, lo
 		return err
 	}
 	defer stopMetrics()
+	tracker := trainer.NewTracker(cfg, os.Getenv, clock.RealClock{}, log.WithName("tracking"))
 	t, err := trainer.New(settings, trainer.Options{Workers: workers, Reporter: reporter, Metrics: trainer.NewMetrics(reg), Log: log, Drain: drain,
-		PodRoot: os.Getenv(podenv.PodRoot), Version: fullVersion(),
+		PodRoot: os.Getenv(podenv.PodRoot), Version: fullVersion(), Tracker: tracker,
 		DialEnvironment: func(addr string, timeout time.Duration) (*environment.Remote, error) {
 			return environment.Dial(addr, token, timeout)
 		}})

@@ -17,6 +17,7 @@ limitations under the License.
 package trainer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,9 +37,9 @@ import (
 	"github.com/espo-dev/espo-operator/trainer/tracking/tensorboard"
 )
 
-// trackerCloseTimeout bounds how long the end of a run waits for the trackers to
-// take what is still queued.
-const trackerCloseTimeout = time.Minute
+// defaultTrackerCloseTimeout bounds how long the end of a run waits for the
+// trackers to take what is still queued (Options.TrackerCloseTimeout).
+const defaultTrackerCloseTimeout = time.Minute
 
 // NewTracker returns the tracker of cfg's spec.tracking, nil when it has none. env
 // reads the trainer container's environment (the MLflow credentials the controller
@@ -185,9 +186,10 @@ func flatten(out map[string]string, key string, v any) {
 	}
 }
 
-// trackStep hands the tracker the step's metrics, at the step just taken: the
-// loss, rewards (mean and per stage), COUT, advantages, KL, clipped fraction,
-// gradient norm, learning rate, tokens and their rate, and the phase times.
+// trackStep hands the tracker the step's metrics, at the step just taken (took is
+// its wall time, before any checkpoint): the loss, rewards (mean and per stage),
+// COUT, advantages, KL, clipped fraction, gradient norm, learning rate, tokens and
+// their rate, and the phase times.
 func (t *Trainer) trackStep(k plan.Kind, s batchStats, took time.Duration) {
 	tr := t.opts.Tracker
 	if tr == nil {
@@ -227,6 +229,19 @@ func (t *Trainer) trackStep(k plan.Kind, s batchStats, took time.Duration) {
 	tr.Log(ps...)
 }
 
+// trackCheckpoint hands the tracker the time the workers took to save a checkpoint
+// (its bulk) as time/checkpoint at the current step, once per step (the end of an
+// epoch may checkpoint a step again). It is called before the checkpoint's state is
+// written, which then keeps it with the step's other metrics (trackStep) when the
+// trackers have not recorded them.
+func (t *Trainer) trackCheckpoint(took time.Duration) {
+	if tr := t.opts.Tracker; tr != nil && t.state.Step > t.checkpointTracked {
+		t.checkpointTracked = t.state.Step
+		tr.Log(tracking.Point{Key: "time/" + string(trainingv1alpha1.PhaseCheckpoint), Value: took.Seconds(),
+			Step: t.state.Step, Time: t.opts.Clock.Now()})
+	}
+}
+
 // trackEval hands the tracker an evaluation's metrics, as eval/<split>/<metric> at
 // the step of the policy evaluated.
 func (t *Trainer) trackEval(r *EvalResult) {
@@ -261,7 +276,7 @@ func (t *Trainer) trackingStatus() *trainingv1alpha1.TrackingStatus {
 		Degraded: trainingv1alpha1.BoundMessage(st.Degraded), Pending: st.Pending, Dropped: st.Dropped}
 }
 
-// trackEnd sends what the trackers still queue (for at most trackerCloseTimeout)
+// trackEnd sends what the trackers still queue (for at most Options.TrackerCloseTimeout)
 // and ends their runs: Succeeded or Failed with the run's outcome, left open ("")
 // when the trainer stops to be resumed. It acts once; later calls do nothing.
 func (t *Trainer) trackEnd(s stop) {
@@ -278,7 +293,7 @@ func (t *Trainer) trackEnd(s stop) {
 	default:
 		outcome = "Failed"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), trackerCloseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(t.opts.TrackerCloseTimeout, defaultTrackerCloseTimeout))
 	defer cancel()
 	if err := tr.Close(ctx, outcome); err != nil {
 		t.opts.Log.Info("experiment tracking did not end cleanly", "error", err.Error())

@@ -84,8 +84,10 @@ type Options struct {
 	// Metrics receives Prometheus metrics; nil discards them.
 	Metrics *Metrics
 	// Tracker records the run in the experiment trackers of spec.tracking
-	// (NewTracker); nil records nothing. Run ends it.
-	Tracker *tracking.Tracker
+	// (NewTracker); nil records nothing. Run ends it, waiting at most
+	// TrackerCloseTimeout (0: a minute) for it to send what it still queues.
+	Tracker             *tracking.Tracker
+	TrackerCloseTimeout time.Duration
 	// Clock reads the time and times the reports of a wait for workers; nil is the
 	// real clock.
 	Clock clock.Clock
@@ -148,8 +150,10 @@ type Trainer struct {
 	epochReward meanAcc
 	// lastReport is the last report sent (reportStep bounds the rate of reports).
 	lastReport lastReport
-	// trackEnded is set once the tracker was ended (trackEnd).
-	trackEnded bool
+	// trackEnded is set once the tracker was ended (trackEnd); checkpointTracked is
+	// the step whose checkpoint time the tracker got last.
+	trackEnded        bool
+	checkpointTracked int64
 }
 
 // New loads the datasets of the run s configures, and plans it.
@@ -395,6 +399,9 @@ func (t *Trainer) trainEpoch(ctx context.Context, ep *plan.Epoch) (stop, bool) {
 			return t.failed(err), true
 		}
 		t.state.Step++
+		// The trackers get the step before its checkpoint, which keeps what they have
+		// not recorded yet.
+		t.trackStep(ep.Kind, stats, t.opts.Clock.Since(start))
 		if !finite(stats.gradNorm) || !finite(stats.objective) {
 			t.record(ctx, ep, stats, t.opts.Clock.Since(start))
 			return stop{reason: stopNonFiniteLoss, message: fmt.Sprintf("step %d: the loss or gradient is not finite (objective %v, gradient norm %v)",
@@ -440,12 +447,19 @@ func (t *Trainer) checkpoint(ctx context.Context) error {
 		return nil
 	}
 	t.state.Workers = t.opts.Workers.Size()
-	if tr := t.opts.Tracker; tr != nil {
-		t.state.Tracking = tr.Pending()
-		defer func() { t.state.Tracking = nil }()
-	}
-	dir, err := t.store.Save(t.state.Step, t.state, func(dir string) error {
-		return t.opts.Workers.Save(ctx, filepath.Join(dir, checkpoint.WorkerStateFile))
+	defer func() { t.state.Tracking = nil }()
+	// The state is written after the workers' (the store marshals it then): it keeps
+	// what the trackers have not recorded, this checkpoint's time included.
+	dir, err := t.store.Save(t.state.Step, &t.state, func(dir string) error {
+		start := t.opts.Clock.Now()
+		if err := t.opts.Workers.Save(ctx, filepath.Join(dir, checkpoint.WorkerStateFile)); err != nil {
+			return err
+		}
+		t.trackCheckpoint(t.opts.Clock.Since(start))
+		if tr := t.opts.Tracker; tr != nil {
+			t.state.Tracking = tr.Pending()
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -473,7 +487,6 @@ func (t *Trainer) record(ctx context.Context, ep *plan.Epoch, s batchStats, took
 	}
 	t.status.LastStep = stepTimes(t.state.Step, took, s.times, s.tokens)
 	t.opts.Metrics.observeStep(ep.Kind, t.state.Step, s, took)
-	t.trackStep(ep.Kind, s, took)
 	t.opts.Log.Info("step", append(kv, "gradNorm", s.gradNorm, "stepSeconds", took.Seconds(), "tokens", s.tokens,
 		"dominantPhase", t.status.LastStep.Dominant,
 		"eta", (time.Duration(t.status.TotalSteps-t.state.Step)*took).Round(time.Second).String())...)

@@ -179,7 +179,7 @@ func (t *Tracker) Status() Status {
 			st.RunIDs[q.sink.Name()] = q.runID
 		}
 		if q.err != nil {
-			degraded = append(degraded, q.err.Error())
+			degraded = append(degraded, describe(q.sink, q.err))
 		}
 		st.Pending = max(st.Pending, int64(len(q.points)))
 		st.Dropped += q.dropped
@@ -454,6 +454,15 @@ func (q *queue) finish(ctx context.Context, outcome string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// describe says why sink does not record: a PermanentError names its field; any
+// other error is prefixed with the sink's.
+func describe(sink Sink, err error) string {
+	if IsPermanent(err) {
+		return err.Error()
+	}
+	return sink.Name() + ": " + err.Error()
 }
 
 // mergeInto adds src to dst (a new map when dst is nil) and returns it.

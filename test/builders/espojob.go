@@ -219,6 +219,19 @@ func (w *ESPOJobWrapper) EmbedderAPIKey(secret, key string) *ESPOJobWrapper {
 	return w
 }
 
+// MLflow records the run in the MLflow tracking server at uri (spec.tracking.mlflow),
+// in experiment, with the credentials of the Secret named secret ("": none).
+func (w *ESPOJobWrapper) MLflow(uri, experiment, secret string) *ESPOJobWrapper {
+	if w.Spec.Tracking == nil {
+		w.Spec.Tracking = &trainingv1alpha1.TrackingSpec{}
+	}
+	w.Spec.Tracking.MLflow = &trainingv1alpha1.MLflowTracking{TrackingURI: uri, Experiment: experiment}
+	if secret != "" {
+		w.Spec.Tracking.MLflow.CredentialsSecret = &trainingv1alpha1.SecretReference{Name: secret}
+	}
+	return w
+}
+
 // --- trainer pods
 
 // Replicas sets the number of trainer pods.

@@ -22,6 +22,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +43,7 @@ import (
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/test/builders"
+	"github.com/espo-dev/espo-operator/test/mlflowtest"
 	"github.com/espo-dev/espo-operator/test/testenv"
 	"github.com/espo-dev/espo-operator/trainer"
 )
@@ -282,10 +285,14 @@ func TestTwoReplicasTrainOverThePodNetwork(t *testing.T) {
 	}
 }
 
-// An intent embedding service with an API key from a Secret: the trainer, a process
-// of the local node, reaches a service of this test with the key the kubelet took
-// from the Secret, and the job succeeds.
-func TestEmbeddingServiceWithAnAPIKeyFromASecret(t *testing.T) {
+// Services with credentials from Secrets: the trainer, a process of the local node,
+// reaches an intent embedding service of this test with the API key, and a real
+// MLflow server (behind a proxy that wants the token) with the token, that the
+// kubelet took from the Secrets, and the job succeeds. MLflow holds the job's run,
+// FINISHED, with every step's loss once; the status names the run and its
+// TrackingDegraded condition is False; kubectl get -o wide shows the last step's
+// tokens per second and kubectl describe where its time went.
+func TestServicesWithCredentialsFromSecrets(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	const apiKey = "e2e-key-5f3a"
@@ -322,10 +329,28 @@ func TestEmbeddingServiceWithAnAPIKeyFromASecret(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
+	const token = "e2e-mlflow-token-9c1d"
+	mlflowServer := mlflowtest.Shared(t)
+	target, err := url.Parse(mlflowServer.URI())
+	g.Expect(err).NotTo(HaveOccurred())
+	forward := httputil.NewSingleHostReverseProxy(target)
+	var refused atomic.Int64
+	tracker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			refused.Add(1)
+			http.Error(w, `{"error_code": "UNAUTHENTICATED", "message": "no token"}`, http.StatusUnauthorized)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(tracker.Close)
+
 	ns := newNamespace(t, "e2e-embedder")
 	mustKubectl(g, "create", "secret", "generic", "embeddings", "-n", ns, "--from-literal=api-key="+apiKey)
+	mustKubectl(g, "create", "secret", "generic", "mlflow-credentials", "-n", ns, "--from-literal=token="+token)
 	job := builders.MakeESPOJob("e2e-embedder", ns).
-		Embedder(srv.URL+"/v1/embeddings").EmbedderAPIKey("embeddings", "api-key").Obj()
+		Embedder(srv.URL+"/v1/embeddings").EmbedderAPIKey("embeddings", "api-key").
+		MLflow(tracker.URL, ns, "mlflow-credentials").Obj()
 	job.Spec.Algorithm.Epochs = 1
 	// The generated users carry preferences, which auto would judge slot by slot.
 	job.Spec.Rewards.Intent.Match = trainingv1alpha1.IntentMatchEmbedding
@@ -342,6 +367,37 @@ func TestEmbeddingServiceWithAnAPIKeyFromASecret(t *testing.T) {
 	g.Expect(texts.Load()).To(BeNumerically(">", 0))
 	out := mustKubectl(g, "get", "configmap", name+"-config", "-n", ns, "-o", "yaml")
 	g.Expect(out).NotTo(ContainSubstring(apiKey), "the key stays in its Secret")
+	g.Expect(out).NotTo(ContainSubstring(token), "the token stays in its Secret")
+
+	g.Expect(refused.Load()).To(BeZero(), "every request to MLflow carried the Secret's token")
+	run, ok := mlflowServer.FindRun(t, ns, string(done.UID), "train/loss")
+	g.Expect(ok).To(BeTrue(), "MLflow has the job's run")
+	g.Expect(run.Status).To(Equal("FINISHED"))
+	var steps []int64
+	for _, m := range run.History["train/loss"] {
+		steps = append(steps, m.Step)
+	}
+	want := make([]int64, done.Status.Training.Step)
+	for i := range want {
+		want[i] = int64(i + 1)
+	}
+	g.Expect(steps).To(Equal(want), "every step's loss once")
+	tr := done.Status.Training.Tracking
+	g.Expect(tr).NotTo(BeNil())
+	g.Expect(tr.MLflowRunID).To(Equal(run.ID))
+	g.Expect(tr.Degraded).To(BeEmpty())
+	cond := meta.FindStatusCondition(done.Status.Conditions, trainingv1alpha1.ConditionTrackingDegraded)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+
+	last := done.Status.Training.LastStep
+	g.Expect(last).NotTo(BeNil())
+	g.Expect(last.Step).To(Equal(done.Status.Training.Step))
+	g.Expect(last.Phases).NotTo(BeEmpty())
+	rows := columns(mustKubectl(g, "get", "espojobs", "-n", ns, "-o", "wide"))
+	g.Expect(rows).To(HaveLen(1))
+	g.Expect(rows[0]).To(HaveKeyWithValue("TOKENS/S", string(last.TokensPerSecond)))
+	g.Expect(mustKubectl(g, "describe", "espojob", name, "-n", ns)).To(ContainSubstring("Dominant:"))
 }
 
 // Suspending a two-pod gang mid-training: both pods get SIGTERM at once; the trainer

@@ -43,6 +43,7 @@ import (
 	"github.com/espo-dev/espo-operator/controllers"
 	"github.com/espo-dev/espo-operator/internal/controlplane"
 	"github.com/espo-dev/espo-operator/internal/localcluster"
+	"github.com/espo-dev/espo-operator/test/mlflowtest"
 	"github.com/espo-dev/espo-operator/test/testenv"
 )
 
@@ -81,6 +82,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(workDir)
+	defer mlflowtest.StopShared()
 	assets, err := controlplane.Assets(repoRoot)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

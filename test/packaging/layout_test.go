@@ -62,6 +62,7 @@ var layers = []struct {
 		"a source of experience gets its data, its environment and the policy: never the loop, the estimators or the rewards"},
 	{"trainer/intents", []string{"api/", "espo", "trainer/dataset", "trainer/embedding", "trainer/experience", "trainer/permanent"},
 		"the intent judge embeds what a batch or an evaluation scores; it knows nothing of the loop"},
+	{"trainer/tracking", []string{"trainer/tracking"}, "a tracker records points and knows nothing of the loop"},
 	{"trainer", []string{"api/", "espo"}, "the trainer runs in pods: it knows the API and the algorithm, not the controller"},
 	{"controllers", []string{"api/", "config/"}, "the controller knows the API and the shipped manifests, not the trainer"},
 	{"internal/", []string{"api/", "internal/"}, "the local cluster is the product's, not the controller's or the trainer's"},

@@ -41,9 +41,9 @@ import (
 	"k8s.io/utils/clock"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
+	"github.com/espo-dev/espo-operator/test/mlflowtest"
 	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/tracking"
-	"github.com/espo-dev/espo-operator/trainer/tracking/mlflow/mlflowtest"
 	"github.com/espo-dev/espo-operator/trainer/tracking/tensorboard"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"

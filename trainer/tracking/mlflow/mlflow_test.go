@@ -31,9 +31,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/espo-dev/espo-operator/test/mlflowtest"
 	"github.com/espo-dev/espo-operator/trainer/tracking"
 	"github.com/espo-dev/espo-operator/trainer/tracking/mlflow"
-	"github.com/espo-dev/espo-operator/trainer/tracking/mlflow/mlflowtest"
 )
 
 // start is the time of the tests' first point: whole milliseconds, as MLflow keeps

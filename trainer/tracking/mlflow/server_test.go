@@ -25,7 +25,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/espo-dev/espo-operator/trainer/tracking/mlflow/mlflowtest"
+	"github.com/espo-dev/espo-operator/test/mlflowtest"
 )
 
 // TestMain runs the tests and stops the MLflow server if one of them started it

@@ -28,7 +28,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/espo-dev/espo-operator/trainer/tracking/mlflow/mlflowtest"
+	"github.com/espo-dev/espo-operator/test/mlflowtest"
 )
 
 // target returns the URI of a server that answers each request "ok", and the count

@@ -319,3 +319,61 @@ func TestPointsSurviveJSON(t *testing.T) {
 		t.Errorf("%s read back as %+v", b, out)
 	}
 }
+
+// slowSink is a memSink whose Log waits until release is closed.
+type slowSink struct {
+	memSink
+	release chan struct{}
+}
+
+func (s *slowSink) Log(ctx context.Context, ps []tracking.Point) error {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.memSink.Log(ctx, ps)
+}
+
+// TestASlowSinkDoesNotHoldUpLog: while the sink takes its time over a Log call,
+// the run's Log calls return at once and the points wait; they arrive once it
+// answers.
+func TestASlowSinkDoesNotHoldUpLog(t *testing.T) {
+	sink := &slowSink{release: make(chan struct{})}
+	tr, clock := tracking.New([]tracking.Sink{sink}, tracking.Run{JobUID: "u"}, tracking.Options{}), clocktesting.NewFakeClock(t0)
+	for s := int64(1); s <= 200; s++ {
+		tr.Log(steps("train/loss", s, s)...) // would block here if Log waited for the sink
+	}
+	if st := tr.Status(); st.Pending != 200 {
+		t.Errorf("status %+v, want all 200 points waiting", st)
+	}
+	close(sink.release)
+	waitFor(t, clock, "the points arrive", func() bool { return len(sink.recorded()) == 200 })
+	if err := closeTracker(t, tr, "Succeeded"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkTrackerLog measures what tracking costs the training loop per step: one
+// Log of a step's 30 points, the sink taking them from its own goroutine.
+func BenchmarkTrackerLog(b *testing.B) {
+	sink := &memSink{}
+	tr := tracking.New([]tracking.Sink{sink}, tracking.Run{JobUID: "u"}, tracking.Options{})
+	ps := make([]tracking.Point, 30)
+	for i := range ps {
+		ps[i] = tracking.Point{Key: fmt.Sprintf("train/metric_%d", i), Value: float64(i), Time: t0}
+	}
+	b.ReportAllocs()
+	for i := range b.N {
+		for j := range ps {
+			ps[j].Step = int64(i + 1)
+		}
+		tr.Log(ps...)
+	}
+	b.StopTimer()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := tr.Close(ctx, ""); err != nil {
+		b.Fatal(err)
+	}
+}

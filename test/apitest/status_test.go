@@ -51,6 +51,11 @@ func trainerReport() map[string]any {
 			"path": "models/run-1", "kind": "lora", "merged": true, "step": int64(96), "files": int64(9),
 			"metric": "recommendationAccuracy", "value": string(trainingv1alpha1.NewMetric(0.3)),
 		},
+		"lastStep": map[string]any{
+			"step": int64(120), "seconds": "5.848", "dominant": "sampling 71%", "tokens": int64(6144), "tokensPerSecond": "1050.6",
+			"phases": []any{map[string]any{"phase": "sampling", "seconds": "4.152"}, map[string]any{"phase": "weightSync", "seconds": "0.300"}},
+		},
+		"tracking": map[string]any{"mlflowRunID": "3f0c2b6e9d2a4b1f8e7c5a0d9b8c7e6f", "degraded": "", "pending": int64(30)},
 	}
 }
 
@@ -116,7 +121,7 @@ func TestStatusAndColumns(t *testing.T) {
 			names = append(names, c.Name+"(wide)")
 		}
 	}
-	if got, want := strings.Join(names, " "), "Name Phase Stage Epoch Step GUI-Acc Intent-Acc Rec-Acc Age Ele-Acc(wide) Reward(wide) Restarts(wide) Model(wide) Engine(wide) Export(wide)"; got != want {
+	if got, want := strings.Join(names, " "), "Name Phase Stage Epoch Step GUI-Acc Intent-Acc Rec-Acc Age Ele-Acc(wide) Reward(wide) Restarts(wide) Model(wide) Engine(wide) Tokens/s(wide) Export(wide)"; got != want {
 		t.Errorf("columns\n  %s\nwant\n  %s", got, want)
 	}
 	if len(table.Rows) != 1 {
@@ -124,7 +129,7 @@ func TestStatusAndColumns(t *testing.T) {
 	}
 	cells := table.Rows[0].Cells
 	cells[8] = "AGE"
-	if got, want := fmt.Sprint(cells...), fmt.Sprint("columns", "Running", "espo", 3, 120, "0.912", "0.500", "0.286", "AGE", "0.850", "0.123", 1, "Qwen2.5-VL-3B-Instruct (LoRA r=16)", "vllm", "models/run-1"); got != want {
+	if got, want := fmt.Sprint(cells...), fmt.Sprint("columns", "Running", "espo", 3, 120, "0.912", "0.500", "0.286", "AGE", "0.850", "0.123", 1, "Qwen2.5-VL-3B-Instruct (LoRA r=16)", "vllm", "1050.6", "models/run-1"); got != want {
 		t.Errorf("row\n  %s\nwant\n  %s", got, want)
 	}
 

@@ -22,11 +22,13 @@ package tracking
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,6 +44,7 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/test/mlflowtest"
+	"github.com/espo-dev/espo-operator/test/pyenv"
 	"github.com/espo-dev/espo-operator/trainer"
 	"github.com/espo-dev/espo-operator/trainer/tracking"
 	"github.com/espo-dev/espo-operator/trainer/tracking/tensorboard"
@@ -249,6 +252,7 @@ func TestARunKilledAndResumedHasEachStepOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	byTensorBoard := readByTensorBoard(t, filepath.Join(c.CheckpointDir, "tb"))
 	if len(tb.Files) != 3 {
 		t.Errorf("TensorBoard event files %v, want one per start", tb.Files)
 	}
@@ -266,10 +270,37 @@ func TestARunKilledAndResumedHasEachStepOnce(t *testing.T) {
 		if !slices.Equal(board, want[k]) {
 			t.Errorf("TensorBoard %s at steps %v, want %v (each once)", k, board, want[k])
 		}
+		if !slices.Equal(byTensorBoard[k], want[k]) {
+			t.Errorf("TensorBoard's own reader has %s at steps %v, want %v (each once)", k, byTensorBoard[k], want[k])
+		}
 	}
 	if tb.Params["algorithm.groupSize"] != "3" {
 		t.Errorf("TensorBoard's params %v lack the spec's", tb.Params)
 	}
+}
+
+// readTags is what TensorBoard's own reader (EventAccumulator, as its dashboards
+// load a log folder) finds in the folder argv[1]: each scalar tag's steps.
+const readTags = `
+import json, sys
+from tensorboard.backend.event_processing import event_accumulator
+acc = event_accumulator.EventAccumulator(sys.argv[1], size_guidance={"scalars": 0})
+acc.Reload()
+print(json.dumps({tag: [e.step for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}))
+`
+
+// readByTensorBoard returns each scalar tag's steps in dir as TensorBoard reads them.
+func readByTensorBoard(t *testing.T, dir string) map[string][]int64 {
+	t.Helper()
+	out, err := exec.Command(pyenv.Require(t), "-c", readTags, dir).Output()
+	if err != nil {
+		t.Fatalf("TensorBoard's reader: %v", err)
+	}
+	var steps map[string][]int64
+	if err := json.Unmarshal(out, &steps); err != nil {
+		t.Fatalf("TensorBoard's reader printed %s: %v", out, err)
+	}
+	return steps
 }
 
 // TestATrackerThatRefusesIsSaidAndTrainingGoesOn: a tracking URI that answers as no

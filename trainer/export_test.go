@@ -21,9 +21,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -32,6 +35,7 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/checkpoint"
 	"github.com/espo-dev/espo-operator/trainer/permanent"
+	"github.com/espo-dev/espo-operator/trainer/tracking"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 	"github.com/espo-dev/espo-operator/trainer/worker/cpu"
 )
@@ -271,5 +275,61 @@ func TestResumedRunExportsTheSameBestCheckpoint(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Error("the resumed run exported other weights than the uninterrupted one")
+	}
+}
+
+// tagSink is an experiment tracker in memory that keeps the tags and the outcome.
+type tagSink struct {
+	mu      sync.Mutex
+	tags    map[string]string
+	outcome string
+}
+
+func (s *tagSink) Name() string { return "spec.tracking.test" }
+func (s *tagSink) Open(context.Context, tracking.Run) (tracking.Opened, error) {
+	return tracking.Opened{RunID: "r"}, nil
+}
+func (s *tagSink) LogParams(context.Context, map[string]string) error { return nil }
+func (s *tagSink) Log(context.Context, []tracking.Point) error        { return nil }
+func (s *tagSink) SetTags(_ context.Context, tags map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tags = mergeTags(s.tags, tags)
+	return nil
+}
+func (s *tagSink) Close(_ context.Context, outcome string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outcome = outcome
+	return nil
+}
+
+func mergeTags(dst, src map[string]string) map[string]string {
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	maps.Copy(dst, src)
+	return dst
+}
+
+// TestExportIsTaggedWhereItLives: the trackers' run is tagged with the export's
+// place as a storage URI serving tools take, its kind and step, and ends Succeeded.
+func TestExportIsTaggedWhereItLives(t *testing.T) {
+	c := exportConfig(t, "")
+	sink := &tagSink{}
+	tr := tracking.New([]tracking.Sink{sink}, tracking.Run{JobUID: "u"}, tracking.Options{})
+	rep, _ := run(t, c, Options{Workers: worker.NewGang(newExportingMember()), Tracker: tr})
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted {
+		t.Fatalf("outcome %s: %s", rep.Outcome, rep.Message)
+	}
+	want := map[string]string{"espo.dev/export": "pvc://models/run-1", "espo.dev/export-kind": "lora",
+		"espo.dev/export-merged": "true", "espo.dev/export-step": strconv.FormatInt(rep.Steps, 10)}
+	for k, v := range want {
+		if sink.tags[k] != v {
+			t.Errorf("tag %s = %q, want %q (tags %v)", k, sink.tags[k], v, sink.tags)
+		}
+	}
+	if sink.outcome != "Succeeded" {
+		t.Errorf("the trackers' run ended %q, want Succeeded", sink.outcome)
 	}
 }

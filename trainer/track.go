@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -257,11 +258,15 @@ func (t *Trainer) trackEval(r *EvalResult) {
 	tr.Log(ps...)
 }
 
-// trackExport tags the run with where the exported model lives.
+// trackExport tags the run with where the exported model lives, as a storage URI
+// that serving tools take (KServe's storageUri): pvc://<claim>/<path>; with its kind
+// (lora or full), whether a merged model is beside the adapter, and its step.
 func (t *Trainer) trackExport(st *trainingv1alpha1.ExportStatus) {
-	if tr := t.opts.Tracker; tr != nil && st != nil {
-		tr.Tags(map[string]string{"espo.dev/export": t.settings.Export.Where, "espo.dev/export-kind": string(st.Kind),
-			"espo.dev/export-step": strconv.FormatInt(st.Step, 10)})
+	ex := t.cfg.Spec.Export
+	if tr := t.opts.Tracker; tr != nil && st != nil && ex != nil {
+		uri := "pvc://" + path.Join(ex.PersistentVolumeClaim.ClaimName, ex.PersistentVolumeClaim.Path)
+		tr.Tags(map[string]string{"espo.dev/export": uri, "espo.dev/export-kind": string(st.Kind),
+			"espo.dev/export-merged": strconv.FormatBool(st.Merged), "espo.dev/export-step": strconv.FormatInt(st.Step, 10)})
 	}
 }
 

@@ -183,6 +183,9 @@ func (t *Trainer) backwardRL(ctx context.Context, b experience.Batch, stats *bat
 		}
 		err := t.advantages(gs, b.Families, stats)
 		stats.addAdvantages(gs)
+		if err == nil {
+			t.observeAdvantages(gs)
+		}
 		return err
 	})
 	if err != nil {

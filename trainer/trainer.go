@@ -119,6 +119,11 @@ type Options struct {
 	// hack/results runs them: no job sets one.
 	Estimator estimator.Name
 
+	// Observer, when set, is shown every step's advantages and told of every
+	// optimizer step: an experiment's diagnostics (hack/results -diagnose); no job
+	// sets one, and a run without it trains the same.
+	Observer Observer
+
 	// embeddingRetryWait waits before a retry of the embedding service
 	// (spec.rewards.intent.embedder) and returns early with ctx's error; nil waits on
 	// a timer. Tests set it to retry at once.
@@ -414,6 +419,9 @@ func (t *Trainer) trainEpoch(ctx context.Context, ep *plan.Epoch) (stop, bool) {
 			}
 		}
 		t.record(ctx, ep, stats, t.opts.Clock.Since(start))
+		if err := t.observeStep(ctx, ep); err != nil {
+			return t.failed(err), true
+		}
 		if t.draining() && !checkpointed { // asked to stop while the step was reported
 			if err := t.checkpointAfterBatch(ctx); err != nil {
 				return t.failed(err), true

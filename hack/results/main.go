@@ -35,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,11 @@ type options struct {
 	// encoder, when set, is a sentence-transformers model folder that judges every
 	// test intent a second time, by embedding (encoderJudge), with python.
 	encoder, python string
+	// diagnose, with environment, runs the diagnosis of the recommendation decision
+	// (diagnoser) instead of the comparison, closing a window every diagnoseEvery
+	// optimizer steps and at the end of every epoch.
+	diagnose      bool
+	diagnoseEvery int
 }
 
 func main() {
@@ -75,6 +81,17 @@ func main() {
 		fatal(err)
 	}
 	start := time.Now()
+	if o.diagnose {
+		ds, err := runDiagnosis(context.Background(), o, func(format string, args ...any) { fmt.Fprintf(os.Stderr, format, args...) })
+		if err == nil {
+			err = writeDiagnosis(o, ds, time.Since(start).Round(time.Second), os.Args[1:])
+		}
+		if err != nil {
+			fatal(err)
+		}
+		fmt.Fprintf(os.Stderr, "results: wrote %s/diagnose-environment.md in %s\n", o.out, time.Since(start).Round(time.Second))
+		return
+	}
 	res, err := run(context.Background(), o, func(format string, args ...any) { fmt.Fprintf(os.Stderr, format, args...) })
 	if err != nil {
 		fatal(err)
@@ -119,7 +136,14 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.encoder, "encoder", "", "a sentence-transformers model folder (all-MiniLM-L6-v2, say): judge every test intent by it too, "+
 		"beside the slots, and report IntentAcc by both and how far they agree")
 	fs.StringVar(&o.python, "python", "", "the interpreter of the PyTorch worker's environment for -encoder (default: what hack/setup-python.sh prints)")
+	fs.BoolVar(&o.diagnose, "diagnose", false, "with -environment: instead of the comparison, diagnose what each arm's epochs do to the "+
+		"recommendation decision on the validation episodes (never the test episodes), window by window; writes "+
+		"diagnose-environment.md and .json into -out (default: a folder under the temporary directory, never docs)")
+	fs.IntVar(&o.diagnoseEvery, "diagnose-every", 10, "with -diagnose: optimizer steps per window (a window also ends with each epoch)")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := o.checkDiagnose(fs); err != nil {
 		return o, err
 	}
 	var err error
@@ -148,7 +172,7 @@ func parseFlags(args []string) (options, error) {
 	if o.environment {
 		o.table = environmentArms
 	}
-	if o.arms, err = parseArms(o.table, *armList); err != nil {
+	if o.arms, err = parseArms(o.table, *armList, o.diagnose); err != nil {
 		return o, err
 	}
 	if o.environment && o.encoder != "" {
@@ -188,9 +212,12 @@ func parseChannels(flagName, list string) ([]string, error) {
 	return out, nil
 }
 
-func parseArms(table []arm, list string) ([]string, error) {
+func parseArms(table []arm, list string, diagnose bool) ([]string, error) {
 	names := split(list)
-	if len(names) == 0 {
+	switch {
+	case len(names) == 0 && diagnose:
+		names = diagnoseArms
+	case len(names) == 0:
 		return armNames(table), nil
 	}
 	for _, n := range names {
@@ -198,7 +225,7 @@ func parseArms(table []arm, list string) ([]string, error) {
 			return nil, fmt.Errorf("-arms: unknown arm %q, want some of %s", n, strings.Join(armNames(table), ", "))
 		}
 	}
-	if !slices.Contains(names, armGRPO) {
+	if !slices.Contains(names, armGRPO) && !diagnose {
 		return nil, fmt.Errorf("-arms: the intervals are differences to %s: include it", armGRPO)
 	}
 	return names, nil
@@ -228,4 +255,28 @@ func split(list string) []string {
 		}
 	}
 	return out
+}
+
+// diagnoseArms are the arms -diagnose runs without -arms.
+var diagnoseArms = []string{"sft", armGRPO, "espo episode"}
+
+// checkDiagnose checks -diagnose and its flags, and points -out, when it was not
+// given, at a folder under the temporary directory: a diagnosis is no result of
+// docs/.
+func (o *options) checkDiagnose(fs *flag.FlagSet) error {
+	if !o.diagnose {
+		return nil
+	}
+	if !o.environment {
+		return fmt.Errorf("-diagnose lives through the simulated app: add -environment")
+	}
+	if o.diagnoseEvery < 1 {
+		return fmt.Errorf("-diagnose-every %d: want at least 1", o.diagnoseEvery)
+	}
+	out := false
+	fs.Visit(func(f *flag.Flag) { out = out || f.Name == "out" })
+	if !out {
+		o.out = filepath.Join(os.TempDir(), "espo-diagnose")
+	}
+	return nil
 }

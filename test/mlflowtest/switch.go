@@ -49,6 +49,7 @@ type Switch struct {
 	proxy     *httputil.ReverseProxy
 	transport *http.Transport
 	passed    atomic.Int64
+	handling  atomic.Int64 // requests in the handler now
 
 	mu       sync.Mutex // guards the fields below
 	srv      *http.Server
@@ -86,6 +87,10 @@ func NewSwitch(t testing.TB, target string) *Switch {
 // URI is the tracking URI of the server behind the switch, http://127.0.0.1:<port>,
 // the same down and up.
 func (s *Switch) URI() string { return "http://" + s.addr }
+
+// Handling is how many requests the switch is handling now: waiting (Slow), being
+// filtered or passed on.
+func (s *Switch) Handling() int { return int(s.handling.Load()) }
 
 // Passed is how many requests the switch has passed to the server.
 func (s *Switch) Passed() int { return int(s.passed.Load()) }
@@ -185,6 +190,8 @@ func (s *Switch) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.inFlight.Add(1)
 	defer s.inFlight.Done()
+	s.handling.Add(1)
+	defer s.handling.Add(-1)
 	delay, pass := s.delay, s.pass
 	s.mu.Unlock()
 

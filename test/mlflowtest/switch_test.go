@@ -17,6 +17,7 @@ limitations under the License.
 package mlflowtest_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -27,6 +28,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/espo-dev/espo-operator/test/mlflowtest"
 )
@@ -92,7 +95,7 @@ func TestSwitchDownEndsARequestInFlight(t *testing.T) {
 		_, _, err := get(&http.Client{}, sw.URI())
 		failed <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // the request reaches the switch
+	waitFor(t, "the request reaches the switch", func() bool { return sw.Handling() == 1 })
 	began := time.Now()
 	sw.Down()
 	select {
@@ -169,13 +172,23 @@ func TestSwitchIsSafeForConcurrentUse(t *testing.T) {
 	for i := range 20 {
 		sw.Down()
 		sw.Slow(time.Duration(i%2) * time.Millisecond)
-		time.Sleep(5 * time.Millisecond)
 		sw.Up()
-		time.Sleep(5 * time.Millisecond)
+		passed := sw.Passed()
+		waitFor(t, "a client gets through the switch, up again", func() bool { return sw.Passed() > passed })
 	}
 	close(stop)
 	wg.Wait()
 	if status, _, err := get(http.DefaultClient, sw.URI()); err != nil || status != http.StatusOK {
 		t.Errorf("up after the toggling: %d %v, want 200", status, err)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after the named timeout.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	const timeout = 30 * time.Second
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, timeout, true,
+		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("after %v: %s", timeout, what)
 	}
 }

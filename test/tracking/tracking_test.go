@@ -40,6 +40,7 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
@@ -141,12 +142,9 @@ func newTracker(c *trainer.Config) *tracking.Tracker {
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	const timeout = time.Minute
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond) // a poll interval: the condition is what is waited for
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, timeout, true,
+		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("after %v: %s", timeout, what)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/espo-dev/espo-operator/trainer/tracking"
@@ -147,13 +148,14 @@ func names(ps []tracking.Point) []string {
 func waitFor(t *testing.T, clock *clocktesting.FakeClock, what string, cond func() bool) {
 	t.Helper()
 	const timeout = 30 * time.Second
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", timeout, what)
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		if cond() {
+			return true, nil
 		}
-		clock.Step(tracking.DefaultRetryMax)
-		time.Sleep(time.Millisecond) // hand the sender goroutine the core; the condition is what is waited for
+		clock.Step(tracking.DefaultRetryMax) // past every retry wait
+		return false, nil
+	}); err != nil {
+		t.Fatalf("after %v: %s", timeout, what)
 	}
 }
 

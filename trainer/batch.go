@@ -120,14 +120,14 @@ func (t *Trainer) trainBatch(ctx context.Context, k plan.Kind) (batchStats, erro
 	if k == plan.SFT {
 		var gs []*experience.Group
 		gs, err = t.src.Demonstrations(ctx, t.state.Epoch, t.state.Batch)
-		t.sampled(stats.times, t.opts.Clock.Since(start))
+		t.policy.sampled(stats.times, t.opts.Clock.Since(start), t.cfg.Spec.Datasets.Environment != nil)
 		if err == nil {
 			err = t.backwardSFT(ctx, gs, &stats)
 		}
 	} else {
 		var b experience.Batch
 		b, err = t.src.Candidates(ctx, t.state.Epoch, t.state.Batch, t.sampling())
-		t.sampled(stats.times, t.opts.Clock.Since(start))
+		t.policy.sampled(stats.times, t.opts.Clock.Since(start), t.cfg.Spec.Datasets.Environment != nil)
 		if err == nil {
 			err = t.backwardRL(ctx, b, &stats)
 		}
@@ -135,7 +135,7 @@ func (t *Trainer) trainBatch(ctx context.Context, k plan.Kind) (batchStats, erro
 	if err != nil {
 		return stats, err
 	}
-	err = t.timed(stats.times, trainingv1alpha1.PhaseOptimizer, func() (err error) {
+	err = timed(t.opts.Clock, stats.times, trainingv1alpha1.PhaseOptimizer, func() (err error) {
 		stats.gradNorm, err = t.step(ctx)
 		return err
 	})
@@ -177,7 +177,7 @@ func demonstrated(s *dataset.Step) string { return espo.FormatAnswer("", s.Answe
 func (t *Trainer) backwardRL(ctx context.Context, b experience.Batch, stats *batchStats) error {
 	gs := groups(b)
 	defer t.intents.Release()
-	err := t.timed(stats.times, trainingv1alpha1.PhaseRewards, func() error {
+	err := timed(t.opts.Clock, stats.times, trainingv1alpha1.PhaseRewards, func() error {
 		if err := t.intents.PrefetchBatch(ctx, b.Groups); err != nil {
 			return err
 		}
@@ -191,7 +191,7 @@ func (t *Trainer) backwardRL(ctx context.Context, b experience.Batch, stats *bat
 	if err != nil {
 		return err
 	}
-	if err := t.timed(stats.times, trainingv1alpha1.PhaseReference, func() error { return t.logProbs(ctx, gs) }); err != nil {
+	if err := timed(t.opts.Clock, stats.times, trainingv1alpha1.PhaseReference, func() error { return t.logProbs(ctx, gs) }); err != nil {
 		return err
 	}
 	return t.lossBackward(ctx, gs, stats)
@@ -363,7 +363,7 @@ func (t *Trainer) lossBackward(ctx context.Context, gs []*group, stats *batchSta
 	tok.SamplerLogP = smp
 	weights := make([]float64, len(tok.LogP))
 	var ls espo.LossStats
-	err = t.timed(stats.times, trainingv1alpha1.PhaseRewards, func() (err error) {
+	err = timed(t.opts.Clock, stats.times, trainingv1alpha1.PhaseRewards, func() (err error) {
 		ls, err = espo.LossWeights(weights, tok, t.settings.Loss)
 		return err
 	})
@@ -441,7 +441,7 @@ func (g *group) answer(i int) string {
 // backward accumulates the gradient of each group's weighted answers (request i is
 // group i's) on the gang.
 func (t *Trainer) backward(ctx context.Context, reqs [][]worker.Weighted, stats *batchStats) error {
-	return t.timed(stats.times, trainingv1alpha1.PhaseBackward, func() error {
+	return timed(t.opts.Clock, stats.times, trainingv1alpha1.PhaseBackward, func() error {
 		done, err := t.opts.Workers.Backward(ctx, reqs)
 		stats.objective += done.Objective
 		stats.tokens += done.Tokens
@@ -468,4 +468,16 @@ func (t *Trainer) stepOptions(s int64) worker.StepOptions {
 		MaxGradNorm:  t.settings.MaxGradNorm,
 		Beta1:        o.Beta1, Beta2: o.Beta2, Epsilon: o.Epsilon, WeightDecay: o.WeightDecay,
 	}
+}
+
+// observeAdvantages shows the batch's advantages to Options.Observer, when set.
+func (t *Trainer) observeAdvantages(gs []*group) {
+	if t.opts.Observer == nil {
+		return
+	}
+	groups, adv := make([]*experience.Group, len(gs)), make([][]float64, len(gs))
+	for i, g := range gs {
+		groups[i], adv[i] = g.Group, g.adv
+	}
+	t.opts.Observer.Advantages(t.state.Step, groups, adv)
 }

@@ -330,3 +330,17 @@ func (t *Trainer) export(ctx context.Context) error {
 	t.opts.Log.Info("exported the trained policy", "dir", ex.Dir, "kind", out.Kind, "merged", out.Merged, "step", out.Step, "files", out.Files)
 	return nil
 }
+
+// trackEval hands the tracker an evaluation's metrics.
+func (t *Trainer) trackEval(r *EvalResult) {
+	if tr := t.opts.Tracker; tr != nil {
+		tr.Log(evalPoints(r.Split, r.Step, r.named(), t.opts.Clock.Now())...)
+	}
+}
+
+// trackExport tags the trackers' run with where the exported model lives.
+func (t *Trainer) trackExport(st *trainingv1alpha1.ExportStatus) {
+	if tr := t.opts.Tracker; tr != nil && st != nil && t.cfg.Spec.Export != nil {
+		tr.Tags(exportTags(t.cfg.Spec.Export, st))
+	}
+}

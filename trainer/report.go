@@ -30,6 +30,8 @@ import (
 
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/trainer/permanent"
+	"github.com/espo-dev/espo-operator/trainer/tracking"
+	"github.com/espo-dev/espo-operator/trainer/tracking/mlflow"
 )
 
 // Reporter receives the trainer's progress: the status.training of its ESPOJob.
@@ -165,9 +167,19 @@ func ReportSetupError(ctx context.Context, r Reporter, err error) error {
 func (t *Trainer) report(ctx context.Context) {
 	now := t.now()
 	t.status.LastUpdateTime = &now
-	t.status.Tracking = t.trackingStatus()
+	t.status.Tracking = trackingStatus(t.opts.Tracker)
 	t.markReported()
 	if err := t.opts.Reporter.Report(ctx, t.status.DeepCopy()); err != nil {
 		t.opts.Log.Error(err, "reporting progress")
 	}
+}
+
+// trackingStatus is status.training.tracking, from tr; nil without a tracker.
+func trackingStatus(tr *tracking.Tracker) *trainingv1alpha1.TrackingStatus {
+	if tr == nil {
+		return nil
+	}
+	st := tr.Status()
+	return &trainingv1alpha1.TrackingStatus{MLflowRunID: st.RunIDs[mlflow.FieldSink],
+		Degraded: trainingv1alpha1.BoundMessage(st.Degraded), Pending: st.Pending, Dropped: st.Dropped}
 }

@@ -32,11 +32,11 @@ import (
 // trainer's clock.
 type phaseTimes map[trainingv1alpha1.StepPhase]time.Duration
 
-// timed runs f and adds its wall time to phase p of times.
-func (t *Trainer) timed(times phaseTimes, p trainingv1alpha1.StepPhase, f func() error) error {
-	start := t.opts.Clock.Now()
+// timed runs f and adds its wall time on clk to phase p of times.
+func timed(clk clock.PassiveClock, times phaseTimes, p trainingv1alpha1.StepPhase, f func() error) error {
+	start := clk.Now()
 	err := f()
-	times[p] += t.opts.Clock.Since(start)
+	times[p] += clk.Since(start)
 	return err
 }
 
@@ -70,15 +70,15 @@ func (p *timedPolicy) take() (generate, synced time.Duration) {
 }
 
 // sampled adds to times the wall time took of a call to the source that sampled
-// (or, for SFT, prepared) a batch: the weight sync of the policy's Generate calls
-// is weightSync, the rest of them sampling; the rest of took, in a batch lived
-// through an environment, is the environment's Reset and Step calls, and otherwise
-// sampling too (the source's bookkeeping).
-func (t *Trainer) sampled(times phaseTimes, took time.Duration) {
-	generate, synced := t.policy.take()
+// (or, for SFT, prepared) a batch, and takes the policy's time: the weight sync of
+// the policy's Generate calls is weightSync, the rest of them sampling; the rest of
+// took, in a batch lived through an environment (lived), is the environment's
+// Reset and Step calls, and otherwise sampling too (the source's bookkeeping).
+func (p *timedPolicy) sampled(times phaseTimes, took time.Duration, lived bool) {
+	generate, synced := p.take()
 	synced = min(synced, generate)
 	times[trainingv1alpha1.PhaseWeightSync] += synced
-	if t.cfg.Spec.Datasets.Environment == nil {
+	if !lived {
 		times[trainingv1alpha1.PhaseSampling] += max(took-synced, 0)
 		return
 	}

@@ -188,15 +188,15 @@ func TestSampledTellsTheEnvironmentApart(t *testing.T) {
 		{"recorded", smallConfig(t, trainingv1alpha1.AlgorithmESPO), 800 * ms, 0, 200 * ms},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := &Trainer{cfg: tc.c, policy: &timedPolicy{spent: 900 * ms, synced: 200 * ms}}
+			policy := &timedPolicy{spent: 900 * ms, synced: 200 * ms}
 			times := phaseTimes{}
-			tr.sampled(times, time.Second)
+			policy.sampled(times, time.Second, tc.c.Spec.Datasets.Environment != nil)
 			got := [3]time.Duration{times[trainingv1alpha1.PhaseSampling], times[trainingv1alpha1.PhaseEnvironment],
 				times[trainingv1alpha1.PhaseWeightSync]}
 			if want := [3]time.Duration{tc.sampling, tc.environment, tc.weightSync}; got != want {
 				t.Errorf("sampling, environment, weight sync %v; want %v", got, want)
 			}
-			if g, s := tr.policy.take(); g != 0 || s != 0 {
+			if g, s := policy.take(); g != 0 || s != 0 {
 				t.Errorf("the policy's time was not taken: %v, %v left", g, s)
 			}
 		})

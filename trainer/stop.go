@@ -173,3 +173,16 @@ func (t *Trainer) reportDrained(ctx context.Context, err error) error {
 // that cannot be read, a split that leaves a set empty, a model folder that lacks
 // files), or "" for any other error.
 func PermanentOutcome(err error) trainingv1alpha1.TrainingOutcome { return permanent.Outcome(err) }
+
+// trackerOutcome is how the experiment trackers' run ends when the trainer stops
+// as s: Succeeded or Failed with the run's outcome, left open ("") when it stops to
+// be resumed.
+func (s stop) trackerOutcome() string {
+	switch s.reason {
+	case stopDrained:
+		return ""
+	case stopCompleted, stopTargetReached:
+		return "Succeeded"
+	}
+	return "Failed"
+}

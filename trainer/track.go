@@ -121,21 +121,14 @@ func (s refusingSink) LogParams(context.Context, map[string]string) error { retu
 func (s refusingSink) Log(context.Context, []tracking.Point) error        { return s.err }
 func (s refusingSink) Close(context.Context, string) error                { return nil }
 
-// trackStart hands the tracker the run's parameters (the immutable sections of the
-// spec and the provenance digests), its tags (versions and images, which an upgrade
-// changes) and the points a resumed checkpoint kept unsent.
-func (t *Trainer) trackStart() {
-	tr := t.opts.Tracker
-	if tr == nil {
-		return
+// versionTags are the run's tags of what ran it: the trainer's and the operator's
+// versions and images, which an upgrade changes (so they are tags, not params).
+func versionTags(p *trainingv1alpha1.RunProvenance) map[string]string {
+	if p == nil {
+		return nil
 	}
-	tr.Restore(t.state.Tracking)
-	t.state.Tracking = nil
-	tr.Params(runParams(&t.cfg.Spec, t.status.Provenance))
-	if p := t.status.Provenance; p != nil {
-		tr.Tags(map[string]string{"espo.dev/trainer-version": p.TrainerVersion, "espo.dev/operator-version": p.OperatorVersion,
-			"espo.dev/trainer-image": p.TrainerImage, "espo.dev/worker-image": p.WorkerImage})
-	}
+	return map[string]string{"espo.dev/trainer-version": p.TrainerVersion, "espo.dev/operator-version": p.OperatorVersion,
+		"espo.dev/trainer-image": p.TrainerImage, "espo.dev/worker-image": p.WorkerImage}
 }
 
 // runParams flattens the job's datasets, model, algorithm and rewards (which no
@@ -187,23 +180,18 @@ func flatten(out map[string]string, key string, v any) {
 	}
 }
 
-// trackStep hands the tracker the step's metrics, at the step just taken (took is
-// its wall time, before any checkpoint): the loss, rewards (mean and per stage),
-// COUT, advantages, KL, clipped fraction, gradient norm, learning rate, tokens and
-// their rate, and the phase times.
-func (t *Trainer) trackStep(k plan.Kind, s batchStats, took time.Duration) {
-	tr := t.opts.Tracker
-	if tr == nil {
-		return
-	}
-	now := t.opts.Clock.Now()
+// stepPoints are a training step's metrics at step (took is its wall time, before
+// any checkpoint; lr its learning rate), measured at now: the loss, rewards (mean
+// and per stage), COUT, advantages, KL, clipped fraction, gradient norm, learning
+// rate, tokens and their rate, and the phase times.
+func stepPoints(k plan.Kind, step int64, s batchStats, lr float64, took time.Duration, now time.Time) []tracking.Point {
 	var ps []tracking.Point
 	add := func(key string, v float64) {
-		ps = append(ps, tracking.Point{Key: key, Value: v, Step: t.state.Step, Time: now})
+		ps = append(ps, tracking.Point{Key: key, Value: v, Step: step, Time: now})
 	}
 	add("train/loss", -s.objective)
 	add("train/grad_norm", s.gradNorm)
-	add("train/learning_rate", t.stepOptions(t.state.Step-1).LearningRate)
+	add("train/learning_rate", lr)
 	add("train/tokens", float64(s.tokens))
 	if took > 0 {
 		add("train/tokens_per_second", float64(s.tokens)/took.Seconds())
@@ -227,80 +215,34 @@ func (t *Trainer) trackStep(k plan.Kind, s batchStats, took time.Duration) {
 	for p, d := range s.times {
 		add("time/"+string(p), d.Seconds())
 	}
-	tr.Log(ps...)
+	return ps
 }
 
-// trackCheckpoint hands the tracker the time the workers took to save a checkpoint
-// (its bulk) as time/checkpoint at the current step, once per step (the end of an
-// epoch may checkpoint a step again). It is called before the checkpoint's state is
-// written, which then keeps it with the step's other metrics (trackStep) when the
-// trackers have not recorded them.
-func (t *Trainer) trackCheckpoint(took time.Duration) {
-	if tr := t.opts.Tracker; tr != nil && t.state.Step > t.checkpointTracked {
-		t.checkpointTracked = t.state.Step
-		tr.Log(tracking.Point{Key: "time/" + string(trainingv1alpha1.PhaseCheckpoint), Value: took.Seconds(),
-			Step: t.state.Step, Time: t.opts.Clock.Now()})
+// evalPoints are an evaluation's metrics (by their API names), as
+// eval/<split>/<metric> at the step of the policy evaluated, measured at now.
+func evalPoints(split string, step int64, named map[string]float64, now time.Time) []tracking.Point {
+	ps := make([]tracking.Point, 0, len(named))
+	for name, v := range named {
+		ps = append(ps, tracking.Point{Key: "eval/" + split + "/" + name, Value: v, Step: step, Time: now})
 	}
+	return ps
 }
 
-// trackEval hands the tracker an evaluation's metrics, as eval/<split>/<metric> at
-// the step of the policy evaluated.
-func (t *Trainer) trackEval(r *EvalResult) {
-	tr := t.opts.Tracker
-	if tr == nil {
-		return
-	}
-	now := t.opts.Clock.Now()
-	var ps []tracking.Point
-	for name, v := range r.named() {
-		ps = append(ps, tracking.Point{Key: "eval/" + r.Split + "/" + name, Value: v, Step: r.Step, Time: now})
-	}
-	tr.Log(ps...)
+// exportTags say where the exported model lives, as a storage URI that serving
+// tools take (KServe's storageUri): pvc://<claim>/<path>; with its kind (lora or
+// full), whether a merged model is beside the adapter, and its step.
+func exportTags(ex *trainingv1alpha1.ExportSpec, st *trainingv1alpha1.ExportStatus) map[string]string {
+	uri := "pvc://" + path.Join(ex.PersistentVolumeClaim.ClaimName, ex.PersistentVolumeClaim.Path)
+	return map[string]string{"espo.dev/export": uri, "espo.dev/export-kind": string(st.Kind),
+		"espo.dev/export-merged": strconv.FormatBool(st.Merged), "espo.dev/export-step": strconv.FormatInt(st.Step, 10)}
 }
 
-// trackExport tags the run with where the exported model lives, as a storage URI
-// that serving tools take (KServe's storageUri): pvc://<claim>/<path>; with its kind
-// (lora or full), whether a merged model is beside the adapter, and its step.
-func (t *Trainer) trackExport(st *trainingv1alpha1.ExportStatus) {
-	ex := t.cfg.Spec.Export
-	if tr := t.opts.Tracker; tr != nil && st != nil && ex != nil {
-		uri := "pvc://" + path.Join(ex.PersistentVolumeClaim.ClaimName, ex.PersistentVolumeClaim.Path)
-		tr.Tags(map[string]string{"espo.dev/export": uri, "espo.dev/export-kind": string(st.Kind),
-			"espo.dev/export-merged": strconv.FormatBool(st.Merged), "espo.dev/export-step": strconv.FormatInt(st.Step, 10)})
-	}
-}
-
-// trackingStatus is status.training.tracking, from the tracker.
-func (t *Trainer) trackingStatus() *trainingv1alpha1.TrackingStatus {
-	tr := t.opts.Tracker
-	if tr == nil {
-		return nil
-	}
-	st := tr.Status()
-	return &trainingv1alpha1.TrackingStatus{MLflowRunID: st.RunIDs[mlflow.FieldSink],
-		Degraded: trainingv1alpha1.BoundMessage(st.Degraded), Pending: st.Pending, Dropped: st.Dropped}
-}
-
-// trackEnd sends what the trackers still queue (for at most Options.TrackerCloseTimeout)
-// and ends their runs: Succeeded or Failed with the run's outcome, left open ("")
-// when the trainer stops to be resumed. It acts once; later calls do nothing.
-func (t *Trainer) trackEnd(s stop) {
-	tr := t.opts.Tracker
-	if tr == nil || t.trackEnded {
-		return
-	}
-	t.trackEnded = true
-	outcome := ""
-	switch s.reason {
-	case stopDrained:
-	case stopCompleted, stopTargetReached:
-		outcome = "Succeeded"
-	default:
-		outcome = "Failed"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(t.opts.TrackerCloseTimeout, defaultTrackerCloseTimeout))
+// endTracking sends what tr still queues (for at most timeout) and ends its runs
+// with outcome: "Succeeded", "Failed", or "" to leave them open for a resume.
+func endTracking(tr *tracking.Tracker, outcome string, timeout time.Duration, log logr.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(timeout, defaultTrackerCloseTimeout))
 	defer cancel()
 	if err := tr.Close(ctx, outcome); err != nil {
-		t.opts.Log.Info("experiment tracking did not end cleanly", "error", err.Error())
+		log.Info("experiment tracking did not end cleanly", "error", err.Error())
 	}
 }

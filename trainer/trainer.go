@@ -130,6 +130,24 @@ type Options struct {
 	embeddingRetryWait func(ctx context.Context, d time.Duration) error
 }
 
+// Observer watches a run step by step: an experiment's, as the diagnostics of
+// hack/results -diagnose run it; no job sets one. The training loop calls it
+// synchronously, between the workers' calls, so it may itself call the workers
+// (to evaluate the policy between two steps); it must change neither the batches
+// nor the advantages it is shown.
+type Observer interface {
+	// Advantages is called in every reinforcement step once the candidates'
+	// advantages are computed, before the backward pass: step is the number of
+	// optimizer steps taken before it, groups the batch's groups, and adv[i][j*G+g]
+	// the advantage of candidate g of step j of groups[i] (G = 1 for rollouts lived
+	// through an environment).
+	Advantages(step int64, groups []*experience.Group, adv [][]float64)
+	// Stepped is called after every optimizer step: step is the number of steps
+	// taken, kind the epoch's, and epochEnd whether the step ended its epoch (the
+	// validation evaluation follows). An error stops the run as a failed step.
+	Stepped(ctx context.Context, step int64, kind plan.Kind, epochEnd bool) error
+}
+
 // Trainer runs one training job.
 type Trainer struct {
 	// settings is the run's configuration; cfg its run config.
@@ -414,7 +432,7 @@ func (t *Trainer) trainEpoch(ctx context.Context, ep *plan.Epoch) (stop, bool) {
 		}
 		checkpointed := t.checkpointDue() || t.draining()
 		if checkpointed {
-			if err := t.timed(stats.times, trainingv1alpha1.PhaseCheckpoint, func() error { return t.checkpointAfterBatch(ctx) }); err != nil {
+			if err := timed(t.opts.Clock, stats.times, trainingv1alpha1.PhaseCheckpoint, func() error { return t.checkpointAfterBatch(ctx) }); err != nil {
 				return t.failed(err), true
 			}
 		}
@@ -560,4 +578,58 @@ func (t *Trainer) protectBest() {
 	if best, ok := t.bestEvaluation(); ok && t.store != nil {
 		t.store.Protect(best.Step)
 	}
+}
+
+// observeStep tells Options.Observer, when set, that a step of ep was taken.
+func (t *Trainer) observeStep(ctx context.Context, ep *plan.Epoch) error {
+	if t.opts.Observer == nil {
+		return nil
+	}
+	return t.opts.Observer.Stepped(ctx, t.state.Step, ep.Kind, t.state.Batch == ep.Batches-1)
+}
+
+// trackStart hands the tracker the run's parameters (the immutable sections of the
+// spec and the provenance digests), its tags (versions and images) and the points a
+// resumed checkpoint kept unsent.
+func (t *Trainer) trackStart() {
+	tr := t.opts.Tracker
+	if tr == nil {
+		return
+	}
+	tr.Restore(t.state.Tracking)
+	t.state.Tracking = nil
+	tr.Params(runParams(&t.cfg.Spec, t.status.Provenance))
+	tr.Tags(versionTags(t.status.Provenance))
+}
+
+// trackStep hands the tracker the metrics of the step just taken (took is its wall
+// time, before any checkpoint).
+func (t *Trainer) trackStep(k plan.Kind, s batchStats, took time.Duration) {
+	if tr := t.opts.Tracker; tr != nil {
+		tr.Log(stepPoints(k, t.state.Step, s, t.stepOptions(t.state.Step-1).LearningRate, took, t.opts.Clock.Now())...)
+	}
+}
+
+// trackCheckpoint hands the tracker the time the workers took to save a checkpoint
+// (its bulk) as time/checkpoint at the current step, once per step (the end of an
+// epoch may checkpoint a step again). It is called before the checkpoint's state is
+// written, which then keeps it with the step's other metrics (trackStep) when the
+// trackers have not recorded them.
+func (t *Trainer) trackCheckpoint(took time.Duration) {
+	if tr := t.opts.Tracker; tr != nil && t.state.Step > t.checkpointTracked {
+		t.checkpointTracked = t.state.Step
+		tr.Log(tracking.Point{Key: "time/" + string(trainingv1alpha1.PhaseCheckpoint), Value: took.Seconds(),
+			Step: t.state.Step, Time: t.opts.Clock.Now()})
+	}
+}
+
+// trackEnd sends what the trackers still queue (for at most
+// Options.TrackerCloseTimeout) and ends their runs with s's outcome (trackerOutcome).
+// It acts once; later calls do nothing.
+func (t *Trainer) trackEnd(s stop) {
+	if t.opts.Tracker == nil || t.trackEnded {
+		return
+	}
+	t.trackEnded = true
+	endTracking(t.opts.Tracker, s.trackerOutcome(), t.opts.TrackerCloseTimeout, t.opts.Log)
 }

@@ -463,8 +463,12 @@ func (t *Trainer) step(ctx context.Context) (float64, error) {
 // the rates the uninterrupted run took.
 func (t *Trainer) stepOptions(s int64) worker.StepOptions {
 	o := t.settings.Optimizer
+	lr := t.settings.LearningRate
+	if t.plan.KindAt(s) == plan.SFT {
+		lr = t.settings.SFTLearningRate
+	}
 	return worker.StepOptions{
-		LearningRate: espo.ScheduledRate(t.settings.LearningRate, o.Schedule, s, o.WarmupSteps, t.plan.TotalSteps()),
+		LearningRate: espo.ScheduledRate(lr, o.Schedule, s, o.WarmupSteps, t.plan.TotalSteps()),
 		MaxGradNorm:  t.settings.MaxGradNorm,
 		Beta1:        o.Beta1, Beta2: o.Beta2, Epsilon: o.Epsilon, WeightDecay: o.WeightDecay,
 	}

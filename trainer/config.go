@@ -74,8 +74,9 @@ type Settings struct {
 	Rewards   espo.RewardConfig
 	Advantage espo.AdvantageConfig
 	Loss      espo.LossConfig
-	// LearningRate and MaxGradNorm drive the workers' optimizer steps.
-	LearningRate, MaxGradNorm float64
+	// LearningRate and MaxGradNorm drive the workers' optimizer steps;
+	// SFTLearningRate is the rate of the SFT epochs' steps.
+	LearningRate, SFTLearningRate, MaxGradNorm float64
 	// Optimizer is spec.algorithm.optimizer: the AdamW constants and the schedule
 	// of the learning rate.
 	Optimizer Optimizer
@@ -164,11 +165,12 @@ func resolve(c *Config) (*Settings, error) {
 			Agg:      espo.Aggregation(s.Algorithm.LossAggregation),
 			ISCap:    p.parse("spec.algorithm.samplerCorrection.cap", s.Algorithm.SamplerCorrectionCap(s.Model.Engine())),
 		},
-		LearningRate: p.parse("spec.algorithm.learningRate", s.Algorithm.LearningRate),
-		MaxGradNorm:  p.parse("spec.algorithm.maxGradNorm", s.Algorithm.MaxGradNorm),
-		Temperature:  p.parse("spec.algorithm.samplingTemperature", s.Algorithm.SamplingTemperature),
-		GroupSize:    int(s.Algorithm.GroupSize),
-		Seed:         uint64(s.Algorithm.Seed),
+		LearningRate:    p.parse("spec.algorithm.learningRate", s.Algorithm.LearningRate),
+		SFTLearningRate: p.parse("spec.algorithm.sftLearningRate", s.Algorithm.SFTRate()),
+		MaxGradNorm:     p.parse("spec.algorithm.maxGradNorm", s.Algorithm.MaxGradNorm),
+		Temperature:     p.parse("spec.algorithm.samplingTemperature", s.Algorithm.SamplingTemperature),
+		GroupSize:       int(s.Algorithm.GroupSize),
+		Seed:            uint64(s.Algorithm.Seed),
 		Split: [3]float64{
 			p.parse("spec.datasets.split.train", s.Datasets.Split.Train),
 			p.parse("spec.datasets.split.validation", s.Datasets.Split.Validation),

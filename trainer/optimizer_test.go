@@ -31,6 +31,7 @@ import (
 	trainingv1alpha1 "github.com/espo-dev/espo-operator/api/v1alpha1"
 	"github.com/espo-dev/espo-operator/espo"
 	"github.com/espo-dev/espo-operator/trainer/experience"
+	"github.com/espo-dev/espo-operator/trainer/plan"
 	"github.com/espo-dev/espo-operator/trainer/worker"
 )
 
@@ -50,10 +51,11 @@ func (w *stepRecorder) Step(ctx context.Context, o worker.StepOptions) (float64,
 
 // TestAnUnsetOptimizerStepsAsBefore: a job that sets no optimizer, defaulted or not,
 // sends every step the constants the trainer sent before spec.algorithm.optimizer
-// existed (betas 0.9 and 0.999, epsilon 1e-8, weight decay 0.01) and the learning
-// rate itself, unscheduled; so does a run of the CPU workers, step by step.
+// existed (betas 0.9 and 0.999, epsilon 1e-8, weight decay 0.01) and its epoch's
+// learning rate, unscheduled (the SFT cold start's ten times learningRate); so does
+// a run of the CPU workers, step by step.
 func TestAnUnsetOptimizerStepsAsBefore(t *testing.T) {
-	want := worker.StepOptions{LearningRate: 0.01, MaxGradNorm: 1.0, Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.01}
+	constants := worker.StepOptions{MaxGradNorm: 1.0, Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8, WeightDecay: 0.01}
 	defaulted := smallConfig(t, trainingv1alpha1.AlgorithmESPO)
 	if o := defaulted.Spec.Algorithm.Optimizer; o == nil || *o != (trainingv1alpha1.OptimizerSpec{
 		Beta1: "0.9", Beta2: "0.999", Epsilon: "1e-8", WeightDecay: "0.01", Schedule: trainingv1alpha1.ScheduleConstant}) {
@@ -67,7 +69,7 @@ func TestAnUnsetOptimizerStepsAsBefore(t *testing.T) {
 			t.Fatal(err)
 		}
 		for s := range tr.plan.TotalSteps() + 1 {
-			if got := tr.stepOptions(s); !cmp.Equal(got, want) {
+			if got, want := tr.stepOptions(s), unscheduled(tr, constants, s); !cmp.Equal(got, want) {
 				t.Fatalf("%s: step %d's options %+v, want today's %+v", name, s, got, want)
 			}
 		}
@@ -78,9 +80,53 @@ func TestAnUnsetOptimizerStepsAsBefore(t *testing.T) {
 		t.Fatalf("outcome %s after %d steps, want Completed after %d", rep.Outcome, len(rec.steps), tr.plan.TotalSteps())
 	}
 	for s, got := range rec.steps {
-		if !cmp.Equal(got, want) {
+		if want := unscheduled(tr, constants, int64(s)); !cmp.Equal(got, want) {
 			t.Fatalf("the workers' step %d had options %+v, want %+v", s, got, want)
 		}
+	}
+}
+
+// unscheduled returns the constants with the unscheduled rate of step s of
+// smallConfig's run: 0.1 in the SFT cold start (ten times learningRate), 0.01 after.
+func unscheduled(tr *Trainer, constants worker.StepOptions, s int64) worker.StepOptions {
+	constants.LearningRate = 0.01
+	if tr.plan.KindAt(s) == plan.SFT {
+		constants.LearningRate = 0.1
+	}
+	return constants
+}
+
+// TestSFTEpochsStepAtTheirOwnRate: with spec.algorithm.sftLearningRate set, the
+// cold start's steps take that rate and the main epochs' steps learningRate, both
+// under the one schedule over the whole run; unset, the cold start takes ten times
+// learningRate.
+func TestSFTEpochsStepAtTheirOwnRate(t *testing.T) {
+	c := smallConfig(t, trainingv1alpha1.AlgorithmGRPO)
+	c.Spec.Algorithm.SFTLearningRate = "0.05"
+	c.Spec.Algorithm.Optimizer.Schedule = trainingv1alpha1.ScheduleLinear
+	rec := &stepRecorder{Member: cpuMembers(1)[0]}
+	rep, tr := run(t, c, Options{Workers: worker.NewGang(rec)})
+	total := tr.plan.TotalSteps()
+	sft := int64(tr.plan.Epochs[0].Batches)
+	if rep.Outcome != trainingv1alpha1.OutcomeCompleted || int64(len(rec.steps)) != total || sft < 1 || sft >= total {
+		t.Fatalf("outcome %s after %d steps (%d of SFT), want Completed after the plan's %d with both kinds", rep.Outcome, len(rec.steps), sft, total)
+	}
+	for s, got := range rec.steps {
+		base := 0.01
+		if int64(s) < sft {
+			base = 0.05
+		}
+		if want := espo.ScheduledRate(base, espo.ScheduleLinear, int64(s), 0, total); got.LearningRate != want {
+			t.Errorf("step %d (SFT: %t) took rate %v, want %v", s, int64(s) < sft, got.LearningRate, want)
+		}
+	}
+	c.Spec.Algorithm.SFTLearningRate = ""
+	tr, err := newTrainer(c, Options{Workers: cpuGang(1), Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tr.stepOptions(1).LearningRate, espo.ScheduledRate(0.1, espo.ScheduleLinear, 1, 0, total); got != want {
+		t.Errorf("unset, the second SFT step takes rate %v, want ten times learningRate's %v", got, want)
 	}
 }
 
@@ -96,7 +142,7 @@ func scheduledConfig(t *testing.T) *Config {
 
 // TestTheScheduleResumesWhereItStopped: a scheduled run sends the workers the set
 // AdamW constants and, at step s, espo.ScheduledRate of s over the plan's total
-// steps; drained during its decay and resumed from the checkpoint, it sends exactly
+// steps, of its epoch's rate; drained during its decay and resumed from the checkpoint, it sends exactly
 // the uninterrupted run's options, step for step, and ends with its weights.
 func TestTheScheduleResumesWhereItStopped(t *testing.T) {
 	whole := &stepRecorder{Member: cpuMembers(1)[0]}
@@ -106,7 +152,7 @@ func TestTheScheduleResumesWhereItStopped(t *testing.T) {
 		t.Fatalf("outcome %s after %d steps, want Completed after the plan's %d (at least 6)", rep.Outcome, len(whole.steps), total)
 	}
 	for s, got := range whole.steps {
-		want := worker.StepOptions{LearningRate: espo.ScheduledRate(0.01, espo.ScheduleCosine, int64(s), 3, total),
+		want := worker.StepOptions{LearningRate: espo.ScheduledRate(unscheduled(tr, worker.StepOptions{}, int64(s)).LearningRate, espo.ScheduleCosine, int64(s), 3, total),
 			MaxGradNorm: 1.0, Beta1: 0.8, Beta2: 0.99, Epsilon: 1e-6, WeightDecay: 0}
 		if !cmp.Equal(got, want) {
 			t.Errorf("step %d's options %+v, want %+v", s, got, want)

@@ -16,6 +16,8 @@ limitations under the License.
 
 package v1alpha1
 
+import "strconv"
+
 // AlgorithmName is the training method of the main epochs.
 // +kubebuilder:validation:Enum=espo;grpo;sft
 type AlgorithmName string
@@ -116,6 +118,16 @@ type AlgorithmSpec struct {
 	// +kubebuilder:default="1e-6"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0 && double(self) <= 1.0)",message="must be greater than 0 and at most 1"
 	LearningRate Decimal `json:"learningRate,omitempty"`
+
+	// SFTLearningRate is the learning rate of the SFT epochs (the cold start, and
+	// every epoch of algorithm sft), in (0, 1]. Unset: SFTLearningRateFactor (10)
+	// times learningRate, at most 1: imitating the demonstrations takes steps ten
+	// times those of the reinforcement epochs, as RL fine-tuning recipes do (an SFT
+	// rate of 1e-5 before GRPO at 1e-6). Reinforcement at the cold start's rate
+	// undoes the decisions it taught (docs/results-discussion.md).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || (double(self) > 0.0 && double(self) <= 1.0)",message="sftLearningRate must be greater than 0 and at most 1, such as \"1e-5\""
+	SFTLearningRate Decimal `json:"sftLearningRate,omitempty"`
 
 	// MaxGradNorm clips the global gradient norm before each optimizer step; "0"
 	// disables clipping. Default "1.0".
@@ -304,6 +316,25 @@ type SamplerCorrectionSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]{1,2})?$') || double(self) == 0.0 || double(self) >= 1.0",message="samplerCorrection.cap must be 0 (off) or at least 1, such as \"2\": a cap below 1 would shrink the weight of every token the engine and the policy agree on"
 	Cap Decimal `json:"cap,omitempty"`
+}
+
+// SFTLearningRateFactor is how many times learningRate the SFT epochs' rate is when
+// spec.algorithm.sftLearningRate is unset.
+const SFTLearningRateFactor = 10
+
+// SFTRate is the learning rate of the SFT epochs: spec.algorithm.sftLearningRate
+// when set, else min(1, SFTLearningRateFactor * learningRate), written with 15
+// significant digits (so "1e-3" gives "0.01", not 10 * 0.001's float). A
+// learningRate that is no number is returned as it is, for its own field's error.
+func (a *AlgorithmSpec) SFTRate() Decimal {
+	if a.SFTLearningRate != "" {
+		return a.SFTLearningRate
+	}
+	lr, err := a.LearningRate.Float64()
+	if err != nil {
+		return a.LearningRate
+	}
+	return Decimal(strconv.FormatFloat(min(1, SFTLearningRateFactor*lr), 'g', 15, 64))
 }
 
 // DefaultVLLMSamplerCorrectionCap is spec.algorithm.samplerCorrection.cap's default

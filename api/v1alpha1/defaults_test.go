@@ -123,3 +123,24 @@ func TestOptimizerDefaultsMatchTheCRD(t *testing.T) {
 		t.Errorf("the optimizer's defaults %+v are not the trainer's constants before the section existed", *o)
 	}
 }
+
+// TestSFTRate: the SFT epochs' rate is sftLearningRate when set, else ten times
+// learningRate written as a short decimal, at most 1; a learningRate that is no
+// number is left for its own field's error.
+func TestSFTRate(t *testing.T) {
+	for _, c := range []struct {
+		lr, sft, want Decimal
+	}{
+		{"1e-6", "", "1e-05"},
+		{"1e-3", "", "0.01"},
+		{"0.003", "", "0.03"},
+		{"0.5", "", "1"},
+		{"1e-6", "2e-5", "2e-5"},
+		{"x", "", "x"},
+	} {
+		a := AlgorithmSpec{LearningRate: c.lr, SFTLearningRate: c.sft}
+		if got := a.SFTRate(); got != c.want {
+			t.Errorf("learningRate %q, sftLearningRate %q: SFTRate %q, want %q", c.lr, c.sft, got, c.want)
+		}
+	}
+}

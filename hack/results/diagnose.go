@@ -319,9 +319,17 @@ type diagWindow struct {
 	// (temperature 1, fixed seed), at the end of an epoch only.
 	Greedy validationTally  `json:"greedy"`
 	Temp1  *validationTally `json:"temp1,omitempty"`
-	// TrainerRecAcc is the trainer's own validation RecAcc at the end of an epoch
-	// (a check that Greedy lives through the same episodes), filled after the run.
-	TrainerRecAcc *number `json:"trainerRecAcc,omitempty"`
+	// Trainer is the trainer's own validation at the end of an epoch (its RecAcc is
+	// a check that Greedy lives through the same episodes), filled after the run.
+	Trainer *trainerValidation `json:"trainer,omitempty"`
+}
+
+// trainerValidation is the part of the trainer's validation evaluation that a
+// choice of settings must keep: the decision, the navigation and the intent.
+type trainerValidation struct {
+	RecAcc    number `json:"recAcc"`
+	StepSR    number `json:"stepSR"`
+	IntentAcc number `json:"intentAcc"`
 }
 
 // diagnoser is the trainer.Observer of a diagnosed run: it accumulates the

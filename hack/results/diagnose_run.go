@@ -101,8 +101,8 @@ func diagnoseArm(ctx context.Context, o options, a *arm, seed int64) (diagnosis,
 	for _, v := range rep.Validation {
 		for i := range obs.windows {
 			if w := &obs.windows[i]; w.To == v.Step && w.EpochEnd {
-				x := number(v.RecommendationAccuracy)
-				w.TrainerRecAcc = &x
+				w.Trainer = &trainerValidation{RecAcc: number(v.RecommendationAccuracy), StepSR: number(v.StepSuccessRate),
+					IntentAcc: number(v.IntentAccuracy)}
 			}
 		}
 	}
@@ -138,6 +138,7 @@ func diagnosisMarkdown(ds []diagnosis, wall time.Duration, args []string) string
 		"advantage of the right and the wrong ones, the share of right ones with a negative advantage and of wrong ones with a positive one, and the push "+
 		"mean adv (1[Yes] - p(Yes)) on decisions whose right answer is Yes / No (positive pushes the logit toward Yes).\n\n",
 		strings.Join(args, " "), wall.Round(time.Second))
+	writeLastEpochs(&b, ds)
 	for _, d := range ds {
 		fmt.Fprintf(&b, "## %s, seed %d (%.0fs)\n\n", d.Arm, d.Seed, d.Seconds)
 		b.WriteString("| steps | kind | val n | RecAcc | T=1 | trainer | decided | ans. Yes | truth Yes | head all/Y/N | Delta all/Y/N | beta | " +
@@ -151,6 +152,47 @@ func diagnosisMarkdown(ds []diagnosis, wall time.Duration, args []string) string
 	return b.String()
 }
 
+// writeLastEpochs writes, per arm, the trainer's validation at the end of its last
+// epoch: the mean over the seeds and each seed's, the figures a choice of settings
+// is read on.
+func writeLastEpochs(b *strings.Builder, ds []diagnosis) {
+	var arms []string
+	last := map[string][]trainerValidation{}
+	for _, d := range ds {
+		if len(d.Windows) == 0 || d.Windows[len(d.Windows)-1].Trainer == nil {
+			continue
+		}
+		if _, ok := last[d.Arm]; !ok {
+			arms = append(arms, d.Arm)
+		}
+		last[d.Arm] = append(last[d.Arm], *d.Windows[len(d.Windows)-1].Trainer)
+	}
+	if len(arms) == 0 {
+		return
+	}
+	b.WriteString("The trainer's validation at the end of the last epoch, the mean over the seeds (each seed's in brackets):\n\n")
+	b.WriteString("| arm | RecAcc | StepSR | IntentAcc |\n|---|---|---|---|\n")
+	for _, a := range arms {
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", a,
+			seedMeans(last[a], func(v trainerValidation) number { return v.RecAcc }),
+			seedMeans(last[a], func(v trainerValidation) number { return v.StepSR }),
+			seedMeans(last[a], func(v trainerValidation) number { return v.IntentAcc }))
+	}
+	b.WriteString("\n")
+}
+
+// seedMeans writes the mean of one figure over the seeds' validations, then each
+// seed's: "73.9 (74.5, 73.4)".
+func seedMeans(vs []trainerValidation, figure func(trainerValidation) number) string {
+	each := make([]string, len(vs))
+	var sum number
+	for i, v := range vs {
+		sum += figure(v)
+		each[i] = percent(figure(v))
+	}
+	return percent(sum/number(len(vs))) + " (" + strings.Join(each, ", ") + ")"
+}
+
 // writeWindow writes one row of a run's table.
 func writeWindow(b *strings.Builder, w diagWindow) {
 	g, s := w.Greedy, w.Sampled
@@ -158,8 +200,8 @@ func writeWindow(b *strings.Builder, w diagWindow) {
 	if w.Temp1 != nil {
 		temp1 = percent(w.Temp1.RecAcc)
 	}
-	if w.TrainerRecAcc != nil {
-		tr = percent(*w.TrainerRecAcc)
+	if w.Trainer != nil {
+		tr = percent(w.Trainer.RecAcc)
 	}
 	kind := string(w.Kind)
 	if w.EpochEnd {

@@ -210,11 +210,11 @@ func writeEnvironmentHeader(b *strings.Builder, o options, res *results, held []
 		"%d new episodes of %s; %d validation and %d test episodes of %s (held out, never trained on: %s), the same for "+
 		"every arm. SFT epochs on the expert's demonstrations: %d, then %d epochs of each method (SFT only: %d epochs of "+
 		"SFT), so every trained arm takes the same optimizer steps; G = %d rollouts of each episode; the CPU token "+
-		"policy (hidden %d), learning rate %s; intents judged slot by slot and rewarded by slotScore %s; w = 0 and the "+
+		"policy (hidden %d), %s; intents judged slot by slot and rewarded by slotScore %s; w = 0 and the "+
 		"shuffled control in %s mode. Wall time of the whole run: %s.\n\n",
 		o.difficulty, o.seeds, o.trainEpisodes, strings.Join(o.trainChannels, ", "), o.valEpisodes, o.testEpisodes,
 		strings.Join(o.testChannels, ", "), orNone(held), o.sftEpochs, o.epochs, o.sftEpochs+o.epochs, o.groupSize,
-		o.hidden, o.learningRate, o.slotScore, o.ablationMode, res.Wall)
+		o.hidden, o.rates(), o.slotScore, o.ablationMode, res.Wall)
 	b.WriteString("## Validity of the test bed\n\n")
 	fmt.Fprintf(b, "Measured on each seed's test episodes, lived through by policies without weights, before any arm is "+
 		"read: the expert (who knows the user) must score at least %.0f%% RecAcc; the policy that never explores (to the "+

@@ -55,6 +55,9 @@ type options struct {
 	sftEpochs, epochs, groupSize int
 	hidden                       int
 	learningRate                 string
+	sftLearningRate              string
+	klCoefficient                string
+	schedule                     string
 	ablationMode                 trainingv1alpha1.COUTMode
 	slotScore                    trainingv1alpha1.IntentSlotScore
 	arms                         []string
@@ -124,7 +127,10 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.epochs, "epochs", 3, "epochs of each method")
 	fs.IntVar(&o.groupSize, "group-size", 5, "candidates per step (G)")
 	fs.IntVar(&o.hidden, "hidden", 32, "hidden units of the CPU policy")
-	fs.StringVar(&o.learningRate, "learning-rate", "0.01", "AdamW learning rate of the CPU policy")
+	fs.StringVar(&o.learningRate, "learning-rate", "0.001", "AdamW learning rate of the CPU policy's reinforcement epochs (spec.algorithm.learningRate)")
+	fs.StringVar(&o.sftLearningRate, "sft-learning-rate", "", "learning rate of the SFT epochs (spec.algorithm.sftLearningRate; default: the job's, ten times -learning-rate)")
+	fs.StringVar(&o.schedule, "schedule", "", "spec.algorithm.optimizer.schedule: constant, linear or cosine (default: the job's)")
+	fs.StringVar(&o.klCoefficient, "kl-coefficient", "", "spec.algorithm.kl.coefficient (default: the job's)")
 	ablation := fs.String("ablation-mode", string(trainingv1alpha1.COUTRollout), "COUT mode of the ablations (w=0, phi only, psi only, shuffled) and the upper bound")
 	slotScore := fs.String("slot-score", string(trainingv1alpha1.IntentSlotScoreF1), "spec.rewards.intent.slotScore of every arm: all or f1 (dense, so that COUT's Intent_acc is not almost always 0)")
 	armList := fs.String("arms", "", "arms to run (default all): "+strings.Join(armNames(arms), ", ")+
@@ -237,6 +243,13 @@ func armNames(table []arm) []string {
 		out[i] = table[i].name
 	}
 	return out
+}
+
+// rates says the learning rates of the arms' epochs, as the trainer resolves them.
+func (o options) rates() string {
+	a := trainingv1alpha1.AlgorithmSpec{LearningRate: trainingv1alpha1.Decimal(o.learningRate),
+		SFTLearningRate: trainingv1alpha1.Decimal(o.sftLearningRate)}
+	return fmt.Sprintf("learning rate %s (SFT epochs: %s)", o.learningRate, a.SFTRate())
 }
 
 // stem is the name of the files the comparison writes, before their extension.

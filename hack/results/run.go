@@ -207,7 +207,11 @@ func spec(o options, seed int64) trainingv1alpha1.ESPOJobSpec {
 		source("test", trainingv1alpha1.SplitTest, o.testChannels, o.testEpisodes, 3),
 	}
 	s.Algorithm = trainingv1alpha1.AlgorithmSpec{SFTEpochs: &sft, Epochs: int32(o.epochs), GroupSize: int32(o.groupSize),
-		LearningRate: trainingv1alpha1.Decimal(o.learningRate), Seed: seed}
+		LearningRate: trainingv1alpha1.Decimal(o.learningRate), SFTLearningRate: trainingv1alpha1.Decimal(o.sftLearningRate), Seed: seed}
+	s.Algorithm.KL.Coefficient = trainingv1alpha1.Decimal(o.klCoefficient)
+	if o.schedule != "" {
+		s.Algorithm.Optimizer = &trainingv1alpha1.OptimizerSpec{Schedule: trainingv1alpha1.LRSchedule(o.schedule)}
+	}
 	s.Model.CPU = &trainingv1alpha1.CPUPolicySpec{HiddenSize: int32(o.hidden), Architecture: trainingv1alpha1.CPUTokens}
 	s.Rewards.Intent.SlotScore = o.slotScore
 	return s

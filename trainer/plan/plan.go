@@ -99,6 +99,21 @@ func (p *Plan) TotalSteps() int64 {
 	return n
 }
 
+// KindAt returns the kind of the epoch that optimizer step s (counted from 0)
+// belongs to; a step past the plan's end is the last epoch's, an empty plan's SFT.
+func (p *Plan) KindAt(s int64) Kind {
+	for _, e := range p.Epochs {
+		if s < int64(e.Batches) {
+			return e.Kind
+		}
+		s -= int64(e.Batches)
+	}
+	if len(p.Epochs) == 0 {
+		return SFT
+	}
+	return p.Epochs[len(p.Epochs)-1].Kind
+}
+
 // At reports whether a checkpoint of this plan can hold the position (epoch, batch,
 // step): epoch is an epoch of the plan, batch one of its batches or its end (the
 // epoch's own checkpoint), and step the number of batches before that position.

@@ -44,3 +44,18 @@ func TestPlanPositions(t *testing.T) {
 		}
 	}
 }
+
+// TestKindAt: a step belongs to the epoch whose batches hold it; a step past the
+// plan's end to the last epoch, and an empty plan's to SFT.
+func TestKindAt(t *testing.T) {
+	p := &Plan{Epochs: []Epoch{{Kind: SFT, Batches: 2}, {Kind: SFT, Batches: 1}, {Kind: ESPO, Batches: 3}}}
+	want := []Kind{SFT, SFT, SFT, ESPO, ESPO, ESPO, ESPO}
+	for s, k := range want {
+		if got := p.KindAt(int64(s)); got != k {
+			t.Errorf("KindAt(%d) = %s, want %s", s, got, k)
+		}
+	}
+	if got := (&Plan{}).KindAt(0); got != SFT {
+		t.Errorf("an empty plan's KindAt(0) = %s, want sft", got)
+	}
+}

@@ -83,9 +83,10 @@ func TestSmoke(t *testing.T) {
 // seed, a few episodes, one epoch): the validity checks must hold (the sft arm's
 // lead over the never-exploring policy included), every trained arm must beat the
 // untrained policy at step success by 5 points, the sft arm must reach the pool in
-// most test episodes (the untrained policy never does), grpo and espo w=0 (one
-// computation) must score alike, and results-environment.md must be written with
-// every arm.
+// most test episodes (the untrained policy never does), every reinforcement arm
+// but the outcome-only one must decide as well as the sft arm (keepsSFTDecisions),
+// grpo and espo w=0 (one computation) must score alike, and results-environment.md
+// must be written with every arm.
 func TestSmokeInTheEnvironment(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the smoke comparison in the simulated app trains nine arms")
@@ -118,6 +119,7 @@ func TestSmokeInTheEnvironment(t *testing.T) {
 			t.Errorf("%s: test StepSR %.3f, not above the untrained policy's %.3f by 5 points", name, got, floor)
 		}
 	}
+	keepsSFTDecisions(t, o, res)
 	if got, floor := res.arms["sft"].scores.seedValue(0, reached), untrained.seedValue(0, reached); !(got >= 0.8 && floor < 0.2) {
 		t.Errorf("the sft arm reached the pool in %.3f of the test episodes, the untrained policy in %.3f: want at least 0.8 and under 0.2", got, floor)
 	}
@@ -197,4 +199,31 @@ func TestSmokeWithTheEncoderJudge(t *testing.T) {
 		}
 	}
 	t.Logf("%+v", judges)
+}
+
+// sftDecisionSlack is how far below the sft arm's test RecAcc a reinforcement arm of
+// the smoke comparison may decide: about one standard error of its 40 test
+// episodes' recommend steps.
+const sftDecisionSlack = 0.05
+
+// keepsSFTDecisions checks that the reinforcement epochs keep the decisions the
+// cold start taught: every reinforcement arm's test RecAcc is at least the sft arm's
+// less sftDecisionSlack. The outcome-only arm, credited for every step alike, may
+// lose the way to the pool and is not held to it. Reinforcement at the cold start's
+// rate (-learning-rate 0.01 -sft-learning-rate 0.01, the defaults before
+// spec.algorithm.sftLearningRate) fails it.
+func keepsSFTDecisions(t *testing.T, o options, res *results) {
+	t.Helper()
+	sft := res.arms["sft"].scores.seedValue(0, metricRec)
+	for _, name := range o.arms {
+		if name == armUntrained || name == "sft" || name == "outcome grpo" {
+			continue
+		}
+		if got := res.arms[name].scores.seedValue(0, metricRec); !(got >= sft-sftDecisionSlack) {
+			t.Errorf("%s: test RecAcc %.3f, below the sft arm's %.3f by more than %.0f points: the reinforcement epochs undid its decisions",
+				name, got, sft, 100*sftDecisionSlack)
+		} else {
+			t.Logf("%s: test RecAcc %.3f (sft %.3f)", name, got, sft)
+		}
+	}
 }

@@ -48,6 +48,7 @@ func (a *arm) trained() bool { return a.setup != nil }
 // The names of the arms the checks and the intervals refer to.
 const (
 	armUntrained = "untrained"
+	armSFT       = "sft"
 	armGRPO      = "grpo"
 	armRule      = "no-weights rule"
 )
@@ -65,7 +66,7 @@ var untrainedArm = arm{armUntrained, "the token policy after a single SFT step: 
 // gate, shuffled COUT) use the COUT mode of -ablation-mode.
 var arms = []arm{
 	untrainedArm,
-	{"sft", "supervised only, as many optimizer steps as the others", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {
+	{armSFT, "supervised only, as many optimizer steps as the others", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {
 		s.Algorithm.Name = trainingv1alpha1.AlgorithmSFT
 	}},
 	{armGRPO, "step-wise GRPO, steps shuffled, no COUT", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {

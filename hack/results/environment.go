@@ -35,7 +35,7 @@ import (
 // optimizer steps.
 var environmentArms = []arm{
 	untrainedArm,
-	{"sft", "supervised on the expert's demonstrations only, as many optimizer steps as the others", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {
+	{armSFT, "supervised on the expert's demonstrations only, as many optimizer steps as the others", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {
 		s.Algorithm.Name = trainingv1alpha1.AlgorithmSFT
 	}},
 	{armGRPO, "step-wise GRPO: each step's reward normalised over the steps of the group that answered the same state, no COUT", func(s *trainingv1alpha1.ESPOJobSpec, _ *armRun, _ trainingv1alpha1.COUTMode) {

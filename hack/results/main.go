@@ -271,7 +271,7 @@ func split(list string) []string {
 }
 
 // diagnoseArms are the arms -diagnose runs without -arms.
-var diagnoseArms = []string{"sft", armGRPO, "espo episode"}
+var diagnoseArms = []string{armSFT, armGRPO, "espo episode"}
 
 // checkDiagnose checks -diagnose and its flags, and points -out, when it was not
 // given, at a folder under the temporary directory: a diagnosis is no result of

@@ -23,6 +23,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -44,6 +45,9 @@ type armSummary struct {
 	PerSeed map[string][]number `json:"perSeed"`
 	// VsGRPO[metric] is the difference to GRPO with its 95% interval.
 	VsGRPO map[string][3]number `json:"vsGRPO"`
+	// VsSFT[metric] is the difference to the sft arm with its 95% interval, for
+	// the metrics of sftMetrics, when the sft arm ran.
+	VsSFT map[string][3]number `json:"vsSFT,omitempty"`
 	// SecondsPerSeed is the wall time of each seed's run.
 	SecondsPerSeed []float64 `json:"secondsPerSeed"`
 }
@@ -82,6 +86,13 @@ func summaries(o options, res *results) []armSummary {
 			}
 			iv := pairedBootstrap(ar.scores, base, m, o.resamples, bootstrapSeed)
 			s.VsGRPO[mt.name] = [3]number{number(iv.diff), number(iv.lo), number(iv.hi)}
+		}
+		if slices.Contains(o.arms, armSFT) && name != armSFT && name != armUntrained {
+			s.VsSFT = map[string][3]number{}
+			for _, m := range sftMetrics {
+				iv := pairedBootstrap(ar.scores, res.arms[armSFT].scores, m, o.resamples, bootstrapSeed)
+				s.VsSFT[metricList[m].name] = [3]number{number(iv.diff), number(iv.lo), number(iv.hi)}
+			}
 		}
 		for _, w := range ar.wall {
 			s.SecondsPerSeed = append(s.SecondsPerSeed, w.Seconds())
@@ -143,6 +154,7 @@ func markdown(o options, res *results, sums []armSummary, args []string) string 
 		}
 		b.WriteString("\n")
 	}
+	writeAgainstSFT(&b, o, sums)
 	b.WriteString("\nThe arms:\n\n")
 	for _, s := range sums {
 		fmt.Fprintf(&b, "- **%s**: %s.\n", s.Name, s.About)
@@ -247,6 +259,49 @@ func writeIntentJudges(b *strings.Builder, o options, res *results) {
 	}
 }
 
+// sftMetrics are the metrics of the comparison with the sft arm: whether the
+// reinforcement epochs keep the decisions the cold start taught, and what they add
+// to the intent and the navigation.
+var sftMetrics = []int{metricRec, metricIntent, metricStepSR}
+
+// writeAgainstSFT writes each trained arm's difference to the sft arm in the
+// metrics of sftMetrics, when the sft arm ran.
+func writeAgainstSFT(b *strings.Builder, o options, sums []armSummary) {
+	if !slices.Contains(o.arms, armSFT) {
+		return
+	}
+	b.WriteString("\n## Against SFT\n\nThe difference of each arm to the sft arm (every arm starts from its SFT epochs; the sft " +
+		"arm goes on with SFT for as many steps), pooled and with its paired bootstrap 95% interval as above. **Bold**: the " +
+		"interval excludes 0.\n\n| method |")
+	for _, m := range sftMetrics {
+		fmt.Fprintf(b, " %s |", metricList[m].name)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(sftMetrics)) + "\n")
+	for _, s := range sums {
+		if s.VsSFT == nil {
+			continue
+		}
+		fmt.Fprintf(b, "| %s |", s.Name)
+		for _, m := range sftMetrics {
+			b.WriteString(" " + difference(s.VsSFT[metricList[m].name]) + " |")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// difference writes a difference with its interval in points, bold when the
+// interval excludes 0, "—" when the metric had no trials.
+func difference(d [3]number) string {
+	if math.IsNaN(float64(d[0])) {
+		return "—"
+	}
+	out := fmt.Sprintf("%+.1f [%+.1f, %+.1f]", 100*d[0], 100*d[1], 100*d[2])
+	if (interval{float64(d[0]), float64(d[1]), float64(d[2])}).excludesZero() {
+		out = "**" + out + "**"
+	}
+	return out
+}
+
 // cell renders an arm's metric: mean ± std, and the difference to GRPO.
 func cell(s armSummary, metric string) string {
 	mean, std := meanStd(floats(s.PerSeed[metric]))
@@ -261,11 +316,7 @@ func cell(s armSummary, metric string) string {
 	if math.IsNaN(float64(d[0])) {
 		return out
 	}
-	diff := fmt.Sprintf("%+.1f [%+.1f, %+.1f]", 100*d[0], 100*d[1], 100*d[2])
-	if (interval{float64(d[0]), float64(d[1]), float64(d[2])}).excludesZero() {
-		diff = "**" + diff + "**"
-	}
-	return out + "<br>" + diff
+	return out + "<br>" + difference(d)
 }
 
 // shellJoin joins args as a shell reads them back: an argument with anything but

@@ -16,12 +16,62 @@ limitations under the License.
 
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestShellJoin(t *testing.T) {
 	got := shellJoin([]string{"-arms", "grpo,feature upper bound", "-seeds", "1,2", "-out", "it's"})
 	want := `-arms 'grpo,feature upper bound' -seeds 1,2 -out 'it'\''s'`
 	if got != want {
 		t.Errorf("shellJoin = %s, want %s", got, want)
+	}
+}
+
+// decided returns the scores of one seed of n test users, each with one
+// recommendation decision of which the first right are right, and one intent
+// step and one GUI step, both right.
+func decided(n, right int) scores {
+	sc := scores{make([][]tally, n)}
+	for e := range sc[0] {
+		sc[0][e] = make([]tally, len(metricList))
+		sc[0][e][metricRec] = tally{den: 1}
+		if e < right {
+			sc[0][e][metricRec].num = 1
+		}
+		sc[0][e][metricIntent], sc[0][e][metricStepSR] = tally{1, 1}, tally{1, 1}
+	}
+	return sc
+}
+
+// TestAgainstSFT: every trained arm but sft and the untrained policy gets its
+// difference to the sft arm, bold where the interval excludes 0: an arm that
+// decides 30 of 100 users worse is below SFT, one that decides as SFT does is not.
+func TestAgainstSFT(t *testing.T) {
+	o := options{table: environmentArms, arms: []string{armUntrained, armSFT, armGRPO, "espo episode"}, resamples: 200}
+	res := &results{arms: map[string]*armResult{
+		armUntrained: {scores: decided(100, 10)}, armSFT: {scores: decided(100, 75)},
+		armGRPO: {scores: decided(100, 45)}, "espo episode": {scores: decided(100, 75)},
+	}}
+	sums := summaries(o, res)
+	var b strings.Builder
+	writeAgainstSFT(&b, o, sums)
+	md := b.String()
+	for _, want := range []string{"## Against SFT", "| grpo | **-30.0 [", "| espo episode | +0.0 [+0.0, +0.0] | +0.0 [+0.0, +0.0] |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the section lacks %q:\n%s", want, md)
+		}
+	}
+	for _, absent := range []string{"| untrained |", "| sft |"} {
+		if strings.Contains(md, absent) {
+			t.Errorf("the section has a row %q:\n%s", absent, md)
+		}
+	}
+	o.arms = []string{armGRPO, "espo episode"}
+	b.Reset()
+	writeAgainstSFT(&b, o, summaries(o, res))
+	if b.Len() != 0 {
+		t.Errorf("without the sft arm the section is written:\n%s", b.String())
 	}
 }

@@ -149,7 +149,7 @@ func run(ctx context.Context, o options, say progress) (*results, error) {
 				res.channels = append(res.channels, channels)
 			}
 			last := len(ar.scores) - 1
-			if name == "sft" && o.environment {
+			if name == armSFT && o.environment {
 				v := ar.scores.seedValue(last, metricRec)
 				res.environmentValidity[last].SFT = &v
 				say("seed %d: validity with the sft arm: %s\n", seed, res.environmentValidity[last].summary())

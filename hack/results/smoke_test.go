@@ -120,7 +120,7 @@ func TestSmokeInTheEnvironment(t *testing.T) {
 		}
 	}
 	keepsSFTDecisions(t, o, res)
-	if got, floor := res.arms["sft"].scores.seedValue(0, reached), untrained.seedValue(0, reached); !(got >= 0.8 && floor < 0.2) {
+	if got, floor := res.arms[armSFT].scores.seedValue(0, reached), untrained.seedValue(0, reached); !(got >= 0.8 && floor < 0.2) {
 		t.Errorf("the sft arm reached the pool in %.3f of the test episodes, the untrained policy in %.3f: want at least 0.8 and under 0.2", got, floor)
 	}
 	for m := range metricList {
@@ -214,9 +214,9 @@ const sftDecisionSlack = 0.05
 // spec.algorithm.sftLearningRate) fails it.
 func keepsSFTDecisions(t *testing.T, o options, res *results) {
 	t.Helper()
-	sft := res.arms["sft"].scores.seedValue(0, metricRec)
+	sft := res.arms[armSFT].scores.seedValue(0, metricRec)
 	for _, name := range o.arms {
-		if name == armUntrained || name == "sft" || name == "outcome grpo" {
+		if name == armUntrained || name == armSFT || name == "outcome grpo" {
 			continue
 		}
 		if got := res.arms[name].scores.seedValue(0, metricRec); !(got >= sft-sftDecisionSlack) {

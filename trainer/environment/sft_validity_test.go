@@ -58,7 +58,7 @@ func TestSFTOnDemonstrationsUsesWhatExploringShows(t *testing.T) {
 		TestEpisodes: &zero, Simulated: &trainingv1alpha1.SimulatedEnvironment{Channels: channels,
 			Difficulty: trainingv1alpha1.DifficultyHard, Seed: 21}}
 	c.Spec.Algorithm = trainingv1alpha1.AlgorithmSpec{Name: trainingv1alpha1.AlgorithmSFT, SFTEpochs: &zero, Epochs: sftEpochs,
-		LearningRate: "0.01", Seed: 3}
+		SFTLearningRate: "0.01", Seed: 3}
 	c.Spec.Model.CPU = &trainingv1alpha1.CPUPolicySpec{HiddenSize: 32, Architecture: trainingv1alpha1.CPUTokens}
 	c.Spec.Default()
 	gang := worker.NewGang(worker.NewLocal(cpu.New(0)))

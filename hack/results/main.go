@@ -245,11 +245,11 @@ func armNames(table []arm) []string {
 	return out
 }
 
-// rates says the learning rates of the arms' epochs, as the trainer resolves them.
+// rates says the learning rates of the arms' epochs, as the trainer resolves them
+// from the arms' spec.
 func (o options) rates() string {
-	a := trainingv1alpha1.AlgorithmSpec{LearningRate: trainingv1alpha1.Decimal(o.learningRate),
-		SFTLearningRate: trainingv1alpha1.Decimal(o.sftLearningRate)}
-	return fmt.Sprintf("learning rate %s (SFT epochs: %s)", o.learningRate, a.SFTRate())
+	a := spec(o, 0).Algorithm
+	return fmt.Sprintf("learning rate %s (SFT epochs: %s)", a.LearningRate, a.SFTRate())
 }
 
 // stem is the name of the files the comparison writes, before their extension.

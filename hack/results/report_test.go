@@ -75,3 +75,32 @@ func TestAgainstSFT(t *testing.T) {
 		t.Errorf("without the sft arm the section is written:\n%s", b.String())
 	}
 }
+
+// TestRateAndKLFlagsReachTheSpec: -learning-rate, -sft-learning-rate,
+// -kl-coefficient and -schedule set the arms' spec, and the report's set-up line
+// names the rates the trainer resolves (the SFT epochs' ten times -learning-rate
+// when -sft-learning-rate is unset).
+func TestRateAndKLFlagsReachTheSpec(t *testing.T) {
+	o, err := parseFlags([]string{"-learning-rate", "0.002", "-sft-learning-rate", "0.03", "-kl-coefficient", "0.1", "-schedule", "cosine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := spec(o, 1).Algorithm
+	if a.LearningRate != "0.002" || a.SFTLearningRate != "0.03" || a.KL.Coefficient != "0.1" ||
+		a.Optimizer == nil || a.Optimizer.Schedule != "cosine" {
+		t.Errorf("the arms' algorithm %+v (optimizer %+v) does not carry the flags", a, a.Optimizer)
+	}
+	if got, want := o.rates(), "learning rate 0.002 (SFT epochs: 0.03)"; got != want {
+		t.Errorf("rates() = %q, want %q", got, want)
+	}
+	o, err = parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := spec(o, 1).Algorithm; a.KL.Coefficient != "" || a.Optimizer != nil {
+		t.Errorf("unset, -kl-coefficient and -schedule leave the job's defaults, yet the spec has %q and %+v", a.KL.Coefficient, a.Optimizer)
+	}
+	if got, want := o.rates(), "learning rate 0.001 (SFT epochs: 0.01)"; got != want {
+		t.Errorf("default rates() = %q, want %q", got, want)
+	}
+}
